@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs the main job on the embedded default model:
+# a speculative (MTP) generation from a prompt, with timing and acceptance.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh nextn
+exec "${BUILD_DIR:-build}"/nextn generate --mtp --prompt "${1:-Once upon a time}" -n "${2:-96}"

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what nextn needs from Debian (and npm for test references).
+# Idempotent and fast when everything is present.
+#   scripts/setup.sh            build + run dependencies
+#   scripts/setup.sh --tests    also the test references (numpy, jinja2, npm packages)
+#   scripts/setup.sh --train    also the training pipeline (torch, regex, corpora)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_tests=0; want_train=0
+for arg in "$@"; do
+  case "$arg" in
+    --tests) want_tests=1 ;;
+    --train) want_train=1 ;;
+    *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+pkgs=(build-essential cmake ninja-build pkg-config
+      nlohmann-json3-dev libcli11-dev libfmt-dev libhwy-dev libpcre2-dev libcpp-httplib-dev
+      libgtest-dev)
+if [[ $want_tests == 1 ]]; then
+  pkgs+=(python3 python3-numpy python3-jinja2 nodejs npm curl)
+fi
+if [[ $want_train == 1 ]]; then
+  pkgs+=(python3-torch python3-numpy python3-regex libopenblas0-openmp
+         bible-kjv bible-kjv-text python3.11-doc linux-doc-6.1 dict-jargon dict-devil
+         libpython3.11-stdlib)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if (( ${#missing[@]} )); then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [[ $want_tests == 1 ]]; then
+  # Test references from npm, pinned in tests/package.json (lock file committed).
+  if [[ ! -d tests/node_modules ]] || [[ tests/package-lock.json -nt tests/node_modules ]]; then
+    (cd tests && npm ci --no-audit --no-fund --loglevel=error)
+    touch tests/node_modules
+  fi
+  /usr/bin/python3 -c "import numpy, jinja2" || { echo "setup: python3 numpy/jinja2 missing" >&2; exit 1; }
+fi

@@ -1,0 +1,78 @@
+#include "cli/engine_options.h"
+
+#include <cstdlib>
+
+#include "util/error.h"
+
+namespace nextn {
+
+void add_engine_flags(CLI::App& app, EngineFlags& f) {
+  EngineOptions& o = f.options;
+  app.add_option("-m,--model", o.model_dir, "Hugging Face checkpoint directory (default: the embedded tiny model)");
+  app.add_option("-t,--threads", o.threads, "Compute threads (default: physical cores)");
+  app.add_option("-c,--ctx-size", o.ctx_size, "Context size in tokens per sequence")->capture_default_str();
+  app.add_option("--prefill-size", o.prefill_size, "Prompt tokens per prefill chunk")->capture_default_str();
+  app.add_flag("--mtp", f.mtp, "Draft with the MTP layers inside the checkpoint");
+  app.add_option("--num-mtp-tokens", f.num_mtp_tokens, "Tokens drafted per step by MTP (N or auto)")->capture_default_str();
+  app.add_option("--mtp-assistant-model", o.spec.assistant_dir, "Checkpoint holding only MTP layers for the target");
+  app.add_option("--draft-model", o.spec.draft_model_dir, "Smaller model with the same tokenizer used as drafter");
+  app.add_option("--num-draft-tokens", f.num_draft_tokens, "Tokens drafted per step by --draft-model / ngram")->capture_default_str();
+  app.add_option("--spec-type", f.spec_type, "Drafter without a model: ngram (prompt lookup)");
+  app.add_option("--spec-synthetic-accept", o.spec.synthetic_accept,
+                 "Accept each draft with this probability regardless of the target (benchmarking only)");
+  app.add_flag("--benchmark-mode", f.benchmark_mode, "Allow benchmark-only options such as --spec-synthetic-accept");
+  app.add_flag("--turbo-kv", f.turbo_kv, "TurboQuant KV-cache compression (3-bit, after --turbo-after tokens)");
+  app.add_option("--kv-type", f.kv_type, "KV storage: f32, f16, bf16, q8, q4, turbo3, turbo4")->capture_default_str();
+  app.add_option("--kv-group-size", o.kv.group_size, "Group size of q8/q4 KV quantization")->capture_default_str();
+  app.add_option("--turbo-after", o.kv.compress_after, "TurboQuant: compress once a sequence passes this many tokens")->capture_default_str();
+  app.add_option("--turbo-keep-recent", o.kv.keep_recent, "TurboQuant: most recent tokens kept in full precision")->capture_default_str();
+  app.add_flag("--mmap-weights", f.mmap_weights, "Serve weights from the memory-mapped file instead of copying them");
+}
+
+EngineOptions resolve_engine_options(const EngineFlags& f) {
+  EngineOptions o = f.options;
+  if (o.model_dir.empty()) {
+    const char* env = std::getenv("NEXTN_MODEL");
+    o.model_dir = env && *env ? env : NEXTN_DEFAULT_MODEL;
+  }
+  o.load.copy_weights = !f.mmap_weights;
+  o.kv.type = parse_kv_type(f.turbo_kv ? "turbo3" : f.kv_type);
+
+  int modes = int(f.mtp) + int(!o.spec.assistant_dir.empty()) + int(!o.spec.draft_model_dir.empty()) +
+              int(!f.spec_type.empty());
+  if (modes > 1) fail(ErrorKind::kBadInput, "choose one drafter: --mtp, --mtp-assistant-model, --draft-model or --spec-type");
+  if (!o.spec.assistant_dir.empty()) {
+    o.spec.mode = "assistant";
+  } else if (f.mtp) {
+    o.spec.mode = "mtp";
+  } else if (!o.spec.draft_model_dir.empty()) {
+    o.spec.mode = "draft";
+  } else if (f.spec_type == "ngram") {
+    o.spec.mode = "ngram";
+  } else if (!f.spec_type.empty()) {
+    fail(ErrorKind::kBadInput, "--spec-type: unknown drafter '{}' (known: ngram)", f.spec_type);
+  }
+  if (o.spec.mode == "mtp" || o.spec.mode == "assistant") {
+    if (f.num_mtp_tokens == "auto") {
+      o.spec.adaptive = true;
+      o.spec.num_draft_tokens = 8;  // upper bound for the adaptive policy
+    } else {
+      try {
+        o.spec.num_draft_tokens = std::stoi(f.num_mtp_tokens);
+      } catch (...) {
+        fail(ErrorKind::kBadInput, "--num-mtp-tokens: expected a number or 'auto', got '{}'", f.num_mtp_tokens);
+      }
+    }
+  } else {
+    o.spec.num_draft_tokens = f.num_draft_tokens;
+  }
+  if (o.spec.num_draft_tokens < 0 || o.spec.num_draft_tokens > 16)
+    fail(ErrorKind::kBadInput, "number of draft tokens must be in 0..16, got {}", o.spec.num_draft_tokens);
+  if (o.spec.synthetic_accept >= 0 && (o.spec.synthetic_accept > 1.0))
+    fail(ErrorKind::kBadInput, "--spec-synthetic-accept must be in [0, 1]");
+  if (o.prefill_size < 1) fail(ErrorKind::kBadInput, "--prefill-size must be >= 1");
+  if (o.ctx_size < 16) fail(ErrorKind::kBadInput, "--ctx-size must be >= 16");
+  return o;
+}
+
+}  // namespace nextn

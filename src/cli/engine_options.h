@@ -1,0 +1,30 @@
+// cli/engine_options.h — the flags shared by serve, generate and bench that
+// configure an Engine (model, threads, context, KV storage, speculative decoding).
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "engine/engine.h"
+
+namespace nextn {
+
+struct EngineFlags {
+  EngineOptions options;
+  bool mtp = false;
+  std::string num_mtp_tokens = "3";  // N or "auto"
+  int num_draft_tokens = 4;
+  std::string spec_type;             // "" or "ngram"
+  bool turbo_kv = false;
+  std::string kv_type = "f16";
+  bool benchmark_mode = false;
+  bool mmap_weights = false;
+};
+
+// Registers the flags on `app`, writing into `flags`.
+void add_engine_flags(CLI::App& app, EngineFlags& flags);
+// Turns parsed flags into EngineOptions (model default, speculative mode, KV type).
+// Throws nextn::Error for inconsistent combinations.
+EngineOptions resolve_engine_options(const EngineFlags& flags);
+
+}  // namespace nextn

@@ -1,0 +1,32 @@
+// cli/main.cc — the `nextn` binary: one subcommand per file, listed here.
+#include <cstdio>
+#include <vector>
+
+#include "cli/command.h"
+#include "util/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"nextn — LLM inference server with speculative decoding", "nextn"};
+  app.set_version_flag("--version", NEXTN_VERSION);
+  app.require_subcommand(1);
+  std::vector<nextn::Command> commands = {
+      // One line per subcommand.
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  try {
+    for (auto& command : commands)
+      if (command.app->parsed()) return command.run();
+  } catch (const nextn::Error& e) {
+    std::fprintf(stderr, "nextn: error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nextn: internal error: %s\n", e.what());
+    return 3;
+  }
+  return 2;
+}

@@ -1,0 +1,129 @@
+// engine/engine.h — the scheduler: turns generation requests into token streams.
+// Owns the target model, the drafter, the slots (one KV cache per concurrent
+// sequence), the bounded wait queue and the prefix cache. One engine thread runs
+// steps; each step serves every active sequence with one batched forward
+// (continuous batching: a new request joins at the next step). Callbacks run on
+// the engine thread and must be quick; returning false cancels the request.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/model.h"
+
+namespace nextn {
+
+struct SamplingParams {
+  float temperature = 0.0f;  // 0: greedy
+  int top_k = 0;             // 0: off
+  float top_p = 1.0f;
+  float min_p = 0.0f;
+  float repetition_penalty = 1.0f;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  uint64_t seed = 0;
+  bool has_seed = false;
+};
+
+struct SpeculativeOptions {
+  std::string mode = "none";        // none | mtp | assistant | draft | ngram
+  int num_draft_tokens = 3;         // per step; 0 turns drafting off
+  bool adaptive = false;            // --num-mtp-tokens auto
+  std::string assistant_dir;        // --mtp-assistant-model
+  std::string draft_model_dir;      // --draft-model
+  double synthetic_accept = -1.0;   // --spec-synthetic-accept (benchmark mode only); <0 off
+};
+
+struct EngineOptions {
+  std::string model_dir;
+  int threads = 0;          // 0: physical cores
+  int parallel = 1;         // concurrent sequences (slots)
+  int ctx_size = 4096;      // tokens per slot
+  int prefill_size = 512;   // prefill chunk
+  int queue_size = 64;      // waiting requests beyond the slots; more get 503
+  KvOptions kv;             // default storage type for slots (--turbo-kv etc.)
+  SpeculativeOptions spec;
+  LoadOptions load;
+};
+
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
+const char* finish_reason_name(FinishReason reason);  // "stop", "length", ...
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+// One emitted token.
+struct TokenEvent {
+  int32_t token = 0;
+  float logprob = 0.0f;                 // when requested
+  std::vector<TokenLogprob> top;        // top_logprobs alternatives when requested
+};
+
+struct Timings {
+  int prompt_n = 0;           // prompt tokens processed (excluding cache hits)
+  int cache_n = 0;            // prompt tokens reused from the prefix cache
+  double prompt_ms = 0;
+  int predicted_n = 0;
+  double predicted_ms = 0;
+  int draft_n = 0;            // drafted tokens
+  int draft_n_accepted = 0;
+  int draft_steps = 0;        // speculative steps (drafts proposed)
+  std::vector<int> drafted_per_pos;   // drafts made at position k (0-based)
+  std::vector<int> accepted_per_pos;  // drafts accepted at position k
+  std::string kv_type;
+  double synthetic_accept = -1.0;     // stamped when synthetic acceptance was used
+};
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  int max_tokens = 256;
+  SamplingParams sampling;
+  std::vector<int32_t> stop_tokens;  // end of generation (EOS etc.)
+  bool logprobs = false;
+  int top_logprobs = 0;
+  bool speculative = true;           // per-request switch ("speculative": false)
+  int num_draft_tokens = -1;         // -1: engine default; 0: off
+  std::optional<KvOptions> kv;       // per-request kv_bits / kv_group_size
+  // Called for every emitted token, in order. Return false to cancel.
+  std::function<bool(const TokenEvent&)> on_token;
+  // Called once at the end (also after cancellation or error).
+  std::function<void(FinishReason, const Timings&, const std::string& error)> on_done;
+};
+
+struct EngineStats {
+  uint64_t requests_total = 0, requests_active = 0, requests_queued = 0;
+  uint64_t prompt_tokens_total = 0, generated_tokens_total = 0;
+  double prompt_seconds_total = 0, decode_seconds_total = 0;
+  uint64_t spec_num_drafts = 0, spec_num_draft_tokens = 0, spec_num_accepted_tokens = 0;
+  std::vector<uint64_t> spec_accepted_per_pos;
+  size_t kv_bytes_used = 0, kv_bytes_f16_equivalent = 0;
+};
+
+class Engine {
+ public:
+  explicit Engine(const EngineOptions& options);  // loads models; throws nextn::Error
+  ~Engine();                                      // stops the engine thread
+
+  const Model& model() const;
+  const EngineOptions& options() const;
+
+  // Thread-safe. Returns a request id; throws nextn::Error(kResource) when the
+  // queue is full and nextn::Error(kBadInput) for prompts longer than ctx_size.
+  uint64_t submit(GenerationRequest request);
+  void cancel(uint64_t id);
+  EngineStats stats() const;
+  // Stop accepting; finish or cancel in-flight requests; returns when idle.
+  void shutdown();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace nextn

@@ -1,0 +1,26 @@
+// io/tensor.h — dtypes and non-owning views of tensors stored in checkpoint files.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "util/dtype.h"
+
+namespace nextn {
+
+// A tensor inside a memory-mapped file (or an owned buffer). Row-major, shape as stored
+// (Hugging Face Linear weights are [out_features, in_features]).
+struct TensorView {
+  std::string name;
+  std::string file;  // which file it came from, for error messages
+  DType dtype = DType::kF32;
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  size_t nbytes = 0;
+
+  int64_t numel() const;
+  std::string shape_string() const;  // "[1024, 896]"
+};
+
+}  // namespace nextn

@@ -1,0 +1,46 @@
+// kernels/kernels.h — the math of a forward pass on float32 activations.
+// Weights stay in their stored format (F32/F16/BF16, [out, in] row-major as in
+// Hugging Face); activations are float32 rows. Every kernel is multithreaded over
+// the global ThreadPool and dispatched at run time to the best SIMD target
+// (AVX-512/BF16, AVX2, NEON) via Highway.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "util/dtype.h"
+
+namespace nextn {
+
+struct WeightMatrix {
+  DType dtype = DType::kF32;
+  int64_t rows = 0;  // out_features
+  int64_t cols = 0;  // in_features
+  const void* data = nullptr;
+};
+
+// y[r, o] = sum_i x[r, i] * W[o, i] (+ bias[o]) for r < n_rows.
+// x: [n_rows, W.cols], y: [n_rows, W.rows]. n_rows == 1 takes the decode path;
+// larger batches reuse each weight tile across rows (prefill, verify batches).
+void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias = nullptr);
+
+// out[r] = x[r] / rms(x[r]) * weight, per row of length n. out may alias x.
+void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* out);
+
+// Rotary embedding (Hugging Face "rotate_half" convention) in place on
+// x: [n_rows, n_heads * head_dim]; row r is at positions[r]. inv_freq has head_dim/2 entries.
+void rope(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, const int32_t* positions,
+          const float* inv_freq);
+
+// out[i] = silu(gate[i]) * up[i]. out may alias gate.
+void swiglu(const float* gate, const float* up, int64_t n, float* out);
+
+// In-place softmax of one row; returns nothing. Stable (subtracts the max).
+void softmax(float* x, int64_t n);
+
+// Row of n values: dst = src (converting from dtype); used for embeddings.
+void convert_row(DType dtype, const void* src, int64_t n, float* dst);
+
+// Name of the SIMD target chosen at run time (e.g. "AVX3_SPR", "AVX2").
+const char* simd_target_name();
+
+}  // namespace nextn
