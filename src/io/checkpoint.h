@@ -5,6 +5,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,6 +33,8 @@ class Checkpoint {
   // The tensor, checked for presence and exact shape; error names file and tensor.
   const TensorView& require(const std::string& name, const std::vector<int64_t>& shape) const;
   std::vector<std::string> tensor_names() const;
+  // Where tensor names are listed (model.safetensors or model.safetensors.index.json), for messages.
+  const std::string& tensor_source() const { return tensor_source_; }
 
  private:
   Checkpoint() = default;
@@ -40,6 +43,8 @@ class Checkpoint {
   nlohmann::json generation_config_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::vector<TensorView> tensors_;  // sorted by name
+  std::map<std::string, std::pair<std::string, std::string>> other_dtypes_;  // non-float: name -> (file, dtype)
+  std::string tensor_source_;
 };
 
 }  // namespace nextn
