@@ -40,6 +40,10 @@ void softmax(float* x, int64_t n);
 // Row of n values: dst = src (converting from dtype); used for embeddings.
 void convert_row(DType dtype, const void* src, int64_t n, float* dst);
 
+// Sum of n floats read sequentially (vectorized, single-threaded). Used by
+// `nextn perf` to measure memory read bandwidth; the sum defeats dead-code removal.
+float stream_sum(const float* data, int64_t n);
+
 // Name of the SIMD target chosen at run time (e.g. "AVX3_SPR", "AVX2").
 const char* simd_target_name();
 

@@ -1,0 +1,227 @@
+// kernels/elementwise.cc — RMSNorm, RoPE, SwiGLU, softmax, dtype conversion and
+// a streaming-read kernel, SIMD via Highway with run-time dispatch. Row-wise
+// kernels split rows (or long vectors) over the global ThreadPool when the work
+// is large enough to pay for waking it.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/elementwise.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "util/thread_pool.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nextn {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Elements below which a kernel runs on the calling thread only.
+constexpr int64_t kParallelThreshold = 32 * 1024;
+
+void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, float* out) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  VF acc0 = hn::Zero(df), acc1 = hn::Zero(df);
+  int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const VF a = hn::LoadU(df, x + i), b = hn::LoadU(df, x + i + lanes);
+    acc0 = hn::MulAdd(a, a, acc0);
+    acc1 = hn::MulAdd(b, b, acc1);
+  }
+  double ss = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
+  for (; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const float scale = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + eps));
+  const VF vs = hn::Set(df, scale);
+  i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(hn::Mul(hn::Mul(hn::LoadU(df, x + i), vs), hn::LoadU(df, weight + i)), df, out + i);
+  for (; i < n; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+void RmsNormImpl(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* out) {
+  auto rows = [&](size_t begin, size_t end, int) {
+    for (size_t r = begin; r < end; ++r) rms_norm_row(x + r * n, weight, n, eps, out + r * n);
+  };
+  if (n_rows * n < kParallelThreshold || n_rows == 1) {
+    rows(0, static_cast<size_t>(n_rows), 0);
+  } else {
+    parallel_for(static_cast<size_t>(n_rows), rows);
+  }
+}
+
+void swiglu_range(const float* gate, const float* up, int64_t begin, int64_t end, float* out) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const VF one = hn::Set(df, 1.0f), limit = hn::Set(df, 80.0f);
+  int64_t i = begin;
+  for (; i + lanes <= end; i += lanes) {
+    const VF g = hn::LoadU(df, gate + i);
+    const VF e = hn::Exp(df, hn::Min(hn::Neg(g), limit));  // exp(-g), clamped against overflow
+    const VF silu = hn::Div(g, hn::Add(one, e));
+    hn::StoreU(hn::Mul(silu, hn::LoadU(df, up + i)), df, out + i);
+  }
+  for (; i < end; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(std::min(-g, 80.0f))) * up[i];
+  }
+}
+
+void SwigluImpl(const float* gate, const float* up, int64_t n, float* out) {
+  if (n < kParallelThreshold) {
+    swiglu_range(gate, up, 0, n, out);
+    return;
+  }
+  parallel_for(
+      static_cast<size_t>(n),
+      [&](size_t begin, size_t end, int) {
+        swiglu_range(gate, up, static_cast<int64_t>(begin), static_cast<int64_t>(end), out);
+      },
+      64);
+}
+
+void SoftmaxImpl(float* x, int64_t n) {
+  if (n <= 0) return;
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  float max_value = x[0];
+  int64_t i = 0;
+  if (n >= lanes) {
+    VF vmax = hn::LoadU(df, x);
+    for (i = lanes; i + lanes <= n; i += lanes) vmax = hn::Max(vmax, hn::LoadU(df, x + i));
+    max_value = hn::GetLane(hn::MaxOfLanes(df, vmax));
+  }
+  for (; i < n; ++i) max_value = std::max(max_value, x[i]);
+  const VF vmax = hn::Set(df, max_value);
+  VF vsum = hn::Zero(df);
+  i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, x + i), vmax));
+    hn::StoreU(e, df, x + i);
+    vsum = hn::Add(vsum, e);
+  }
+  double sum = hn::GetLane(hn::SumOfLanes(df, vsum));
+  for (; i < n; ++i) {
+    x[i] = std::exp(x[i] - max_value);
+    sum += x[i];
+  }
+  const VF inv = hn::Set(df, static_cast<float>(1.0 / sum));
+  i = 0;
+  for (; i + lanes <= n; i += lanes) hn::StoreU(hn::Mul(hn::LoadU(df, x + i), inv), df, x + i);
+  const float inv_s = static_cast<float>(1.0 / sum);
+  for (; i < n; ++i) x[i] *= inv_s;
+}
+
+void ConvertRowImpl(DType dtype, const void* src, int64_t n, float* dst) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t i = 0;
+  if (dtype == DType::kF32) {
+    std::copy_n(static_cast<const float*>(src), n, dst);
+  } else if (dtype == DType::kF16) {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const hwy::float16_t* h = static_cast<const hwy::float16_t*>(src);
+    for (; i + lanes <= n; i += lanes) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, h + i)), df, dst + i);
+    const uint16_t* u = static_cast<const uint16_t*>(src);
+    for (; i < n; ++i) dst[i] = f16_to_f32(u[i]);
+  } else {
+    const hn::Rebind<uint16_t, DF> du16;
+    const hn::RebindToUnsigned<DF> du32;
+    const uint16_t* u = static_cast<const uint16_t*>(src);
+    for (; i + lanes <= n; i += lanes) {
+      const auto wide = hn::PromoteTo(du32, hn::LoadU(du16, u + i));
+      hn::StoreU(hn::BitCast(df, hn::ShiftLeft<16>(wide)), df, dst + i);
+    }
+    for (; i < n; ++i) dst[i] = bf16_to_f32(u[i]);
+  }
+}
+
+float StreamSumImpl(const float* data, int64_t n) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+  int64_t i = 0;
+  for (; i + 4 * lanes <= n; i += 4 * lanes) {
+    a0 = hn::Add(a0, hn::LoadU(df, data + i));
+    a1 = hn::Add(a1, hn::LoadU(df, data + i + lanes));
+    a2 = hn::Add(a2, hn::LoadU(df, data + i + 2 * lanes));
+    a3 = hn::Add(a3, hn::LoadU(df, data + i + 3 * lanes));
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(df, hn::Add(hn::Add(a0, a1), hn::Add(a2, a3))));
+  for (; i < n; ++i) sum += data[i];
+  return sum;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace nextn
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nextn {
+
+HWY_EXPORT(RmsNormImpl);
+HWY_EXPORT(SwigluImpl);
+HWY_EXPORT(SoftmaxImpl);
+HWY_EXPORT(ConvertRowImpl);
+HWY_EXPORT(StreamSumImpl);
+
+void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* out) {
+  if (n_rows <= 0 || n <= 0) return;
+  HWY_DYNAMIC_DISPATCH(RmsNormImpl)(x, weight, n_rows, n, eps, out);
+}
+
+void swiglu(const float* gate, const float* up, int64_t n, float* out) {
+  if (n <= 0) return;
+  HWY_DYNAMIC_DISPATCH(SwigluImpl)(gate, up, n, out);
+}
+
+void softmax(float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxImpl)(x, n); }
+
+void convert_row(DType dtype, const void* src, int64_t n, float* dst) {
+  if (n <= 0) return;
+  HWY_DYNAMIC_DISPATCH(ConvertRowImpl)(dtype, src, n, dst);
+}
+
+float stream_sum(const float* data, int64_t n) { return HWY_DYNAMIC_DISPATCH(StreamSumImpl)(data, n); }
+
+// RoPE is a handful of multiplies per element; the angles (computed in double,
+// once per row) dominate, so it stays scalar and lets the compiler vectorize.
+void rope(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, const int32_t* positions,
+          const float* inv_freq) {
+  const int64_t half = head_dim / 2;
+  auto rows = [&](size_t begin, size_t end, int) {
+    std::vector<float> cos_v(half), sin_v(half);
+    for (size_t r = begin; r < end; ++r) {
+      for (int64_t i = 0; i < half; ++i) {
+        const double angle = static_cast<double>(positions[r]) * static_cast<double>(inv_freq[i]);
+        cos_v[i] = static_cast<float>(std::cos(angle));
+        sin_v[i] = static_cast<float>(std::sin(angle));
+      }
+      float* row = x + r * n_heads * head_dim;
+      for (int64_t h = 0; h < n_heads; ++h) {
+        float* a = row + h * head_dim;
+        float* b = a + half;
+        for (int64_t i = 0; i < half; ++i) {
+          const float x1 = a[i], x2 = b[i];
+          a[i] = x1 * cos_v[i] - x2 * sin_v[i];
+          b[i] = x2 * cos_v[i] + x1 * sin_v[i];
+        }
+      }
+    }
+  };
+  if (n_rows * n_heads * head_dim < 32 * 1024 || n_rows == 1) {
+    rows(0, static_cast<size_t>(n_rows), 0);
+  } else {
+    parallel_for(static_cast<size_t>(n_rows), rows);
+  }
+}
+
+}  // namespace nextn
+#endif  // HWY_ONCE

@@ -1,0 +1,168 @@
+// tests/kernels/elementwise_test.cc — RMSNorm, RoPE, SwiGLU, softmax, convert_row
+// and stream_sum against float64 scalar references, odd lengths, every SIMD target.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "hwy/targets.h"
+#include "kernels/kernels.h"
+#include "util/dtype.h"
+#include "util/thread_pool.h"
+
+namespace nextn {
+namespace {
+
+std::vector<float> random_vector(int64_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+class EveryTarget : public ::testing::Test {
+ protected:
+  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
+  static std::vector<int64_t> targets() { return hwy::SupportedAndGeneratedTargets(); }
+};
+
+TEST_F(EveryTarget, RmsNormMatchesReference) {
+  std::mt19937 rng(1);
+  for (int64_t target : targets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t n : {1, 3, 17, 64, 1000, 1027})
+      for (int64_t rows : {1, 5, 40}) {
+        auto x = random_vector(rows * n, rng, 3.0f);
+        auto w = random_vector(n, rng);
+        std::vector<float> out(rows * n);
+        rms_norm(x.data(), w.data(), rows, n, 1e-6f, out.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          double ss = 0;
+          for (int64_t i = 0; i < n; ++i) ss += double(x[r * n + i]) * x[r * n + i];
+          double inv = 1.0 / std::sqrt(ss / n + 1e-6);
+          for (int64_t i = 0; i < n; ++i) {
+            double ref = x[r * n + i] * inv * w[i];
+            ASSERT_NEAR(out[r * n + i], ref, 1e-5 * (std::fabs(ref) + 1e-3)) << hwy::TargetName(target);
+          }
+        }
+        // In place gives the same result.
+        rms_norm(x.data(), w.data(), rows, n, 1e-6f, x.data());
+        ASSERT_EQ(0, std::memcmp(x.data(), out.data(), out.size() * sizeof(float)));
+      }
+  }
+}
+
+TEST_F(EveryTarget, SwigluMatchesReferenceIncludingExtremes) {
+  std::mt19937 rng(2);
+  for (int64_t target : targets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t n : {1, 15, 16, 33, 100000}) {
+      auto g = random_vector(n, rng, 4.0f);
+      auto u = random_vector(n, rng);
+      if (n > 4) {
+        g[0] = -200.0f;
+        g[1] = 200.0f;
+        g[2] = 0.0f;
+        g[3] = -90.0f;
+      }
+      std::vector<float> out(n);
+      swiglu(g.data(), u.data(), n, out.data());
+      for (int64_t i = 0; i < n; ++i) {
+        double silu = g[i] / (1.0 + std::exp(-double(g[i])));
+        double ref = silu * u[i];
+        ASSERT_TRUE(std::isfinite(out[i])) << i;
+        ASSERT_NEAR(out[i], ref, 2e-6 * std::fabs(ref) + 1e-30) << hwy::TargetName(target) << " i=" << i;
+      }
+      swiglu(g.data(), u.data(), n, g.data());  // aliasing out == gate
+      ASSERT_EQ(0, std::memcmp(g.data(), out.data(), n * sizeof(float)));
+    }
+  }
+}
+
+TEST_F(EveryTarget, SoftmaxMatchesReference) {
+  std::mt19937 rng(3);
+  for (int64_t target : targets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t n : {1, 2, 7, 16, 151937}) {
+      auto x = random_vector(n, rng, 10.0f);
+      x[0] = 1000.0f;  // large values must not overflow
+      std::vector<double> ref(n);
+      double m = -1e300, s = 0;
+      for (float v : x) m = std::max(m, double(v));
+      for (int64_t i = 0; i < n; ++i) s += ref[i] = std::exp(x[i] - m);
+      softmax(x.data(), n);
+      double total = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_NEAR(x[i], ref[i] / s, 1e-6 * ref[i] / s + 1e-30) << hwy::TargetName(target);
+        total += x[i];
+      }
+      ASSERT_NEAR(total, 1.0, 1e-5);
+    }
+  }
+}
+
+TEST_F(EveryTarget, ConvertRowIsExact) {
+  std::mt19937 rng(4);
+  for (int64_t target : targets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t n : {1, 9, 64, 1001}) {
+      auto v = random_vector(n, rng, 5.0f);
+      std::vector<uint16_t> h(n), b(n);
+      for (int64_t i = 0; i < n; ++i) {
+        h[i] = f32_to_f16(v[i]);
+        b[i] = f32_to_bf16(v[i]);
+      }
+      std::vector<float> out(n);
+      convert_row(DType::kF32, v.data(), n, out.data());
+      ASSERT_EQ(0, std::memcmp(out.data(), v.data(), n * sizeof(float)));
+      convert_row(DType::kF16, h.data(), n, out.data());
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], f16_to_f32(h[i]));
+      convert_row(DType::kBF16, b.data(), n, out.data());
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], bf16_to_f32(b[i]));
+    }
+  }
+}
+
+TEST_F(EveryTarget, StreamSumMatchesReference) {
+  std::mt19937 rng(5);
+  for (int64_t target : targets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t n : {0, 1, 63, 64, 100003}) {
+      auto v = random_vector(n, rng);
+      double ref = 0, mag = 0;
+      for (float x : v) ref += x, mag += std::fabs(x);
+      ASSERT_NEAR(stream_sum(v.data(), n), ref, 1e-5 * mag + 1e-6);
+    }
+  }
+}
+
+TEST(Rope, MatchesRotateHalfReference) {
+  std::mt19937 rng(6);
+  const int64_t heads = 3, head_dim = 64, rows = 70;
+  std::vector<float> inv_freq(head_dim / 2);
+  for (int64_t i = 0; i < head_dim / 2; ++i) inv_freq[i] = float(1.0 / std::pow(1e6, 2.0 * i / head_dim));
+  std::vector<int32_t> positions(rows);
+  for (int64_t r = 0; r < rows; ++r) positions[r] = int32_t(r * 37 + 5);
+  for (int threads : {1, 2}) {
+    ThreadPool::set_global_threads(threads);
+    auto x = random_vector(rows * heads * head_dim, rng);
+    auto y = x;
+    rope(y.data(), rows, heads, head_dim, positions.data(), inv_freq.data());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < head_dim; ++i) {
+          const float* a = x.data() + (r * heads + h) * head_dim;
+          int64_t j = i % (head_dim / 2);
+          double ang = double(positions[r]) * inv_freq[j];
+          double rotated = i < head_dim / 2 ? -double(a[i + head_dim / 2]) : double(a[i - head_dim / 2]);
+          double ref = a[i] * std::cos(ang) + rotated * std::sin(ang);
+          ASSERT_NEAR(y[(r * heads + h) * head_dim + i], ref, 1e-5) << r << " " << h << " " << i;
+        }
+  }
+  ThreadPool::set_global_threads(0);
+}
+
+}  // namespace
+}  // namespace nextn
