@@ -1,0 +1,94 @@
+// bench/prompts.cc — see prompts.h.
+#include "bench/prompts.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "util/error.h"
+
+namespace nextn::bench {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(ErrorKind::kNotFound, "benchmark prompt text not found: {}", path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Cuts at a line boundary at or before n bytes, never inside a UTF-8 sequence.
+std::string cut(const std::string& text, size_t n) {
+  if (n >= text.size()) return text;
+  size_t nl = text.rfind('\n', n);
+  if (nl != std::string::npos && nl > n / 2) return text.substr(0, nl + 1);
+  while (n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80) --n;
+  return text.substr(0, n);
+}
+
+// The longest prefix of `source` (repeated if too short) with about `target` tokens.
+std::string sized_text(const std::string& source, int target, const TokenCounter& count) {
+  std::string text = source;
+  while (text.size() < static_cast<size_t>(target) * 6) text += "\n\n" + source;
+  size_t n = static_cast<size_t>(target) * 4;  // first guess: 4 bytes per token
+  for (int round = 0; round < 3; ++round) {
+    auto tokens = count ? count(cut(text, n)) : std::nullopt;
+    if (!tokens || *tokens <= 0) break;
+    double ratio = static_cast<double>(target) / *tokens;
+    if (ratio > 0.98 && ratio < 1.02) break;
+    n = std::min(text.size(), static_cast<size_t>(n * ratio));
+  }
+  return cut(text, n);
+}
+
+}  // namespace
+
+std::string prompt_data_dir() {
+  const char* env = std::getenv("NEXTN_DATA_DIR");
+  if (env && *env) return std::string(env) + "/bench";
+  return std::string(NEXTN_DATA_DIR) + "/bench";
+}
+
+nlohmann::json make_prompt_messages(const std::string& kind, int context_tokens, const TokenCounter& count) {
+  using nlohmann::json;
+  const int overhead = 24;  // chat template and instruction tokens
+  int body = std::max(8, context_tokens - overhead);
+  if (kind == "apple") {
+    // Exactly mtp_bench's prompt, kept for comparison with published numbers.
+    std::string text;
+    for (int i = 0; i < static_cast<int>(context_tokens * 0.75); ++i) text += "apple ";
+    return json::array({{{"role", "user"}, {"content", text}}});
+  }
+  if (kind == "prose" || kind == "code") {
+    std::string source = read_file(prompt_data_dir() + "/" + kind + ".txt");
+    std::string instruction = kind == "prose" ? "Continue the following text.\n\n" : "Continue the following source code.\n\n";
+    return json::array({{{"role", "user"}, {"content", instruction + sized_text(source, body, count)}}});
+  }
+  if (kind == "chat") {
+    std::string source = read_file(prompt_data_dir() + "/prose.txt");
+    std::string text = sized_text(source, body, count);
+    // Alternate user/assistant turns over paragraphs, ending with a user turn.
+    json messages = json::array({{{"role", "system"}, {"content", "You are a helpful assistant."}}});
+    std::istringstream in(text);
+    std::string para, line;
+    int turn = 0;
+    auto flush = [&] {
+      if (para.empty()) return;
+      messages.push_back({{"role", turn % 2 == 0 ? "user" : "assistant"}, {"content", para}});
+      para.clear();
+      ++turn;
+    };
+    while (std::getline(in, line)) {
+      para += line + "\n";
+      if (para.size() > 1500) flush();
+    }
+    flush();
+    if (messages.back()["role"] != "user") messages.push_back({{"role", "user"}, {"content", "Please go on."}});
+    return messages;
+  }
+  std::string source = read_file(kind);  // a user file
+  return json::array({{{"role", "user"}, {"content", sized_text(source, body, count)}}});
+}
+
+}  // namespace nextn::bench

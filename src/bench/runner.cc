@@ -1,0 +1,173 @@
+// bench/runner.cc — the benchmark flow (see bench.h): per configuration boot the
+// server, wait for health, warm up, measure every prompt × context × repeat, stop
+// the server by PID; failures are recorded as FAIL/OOM rows, never dropped.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "bench/bench.h"
+#include "bench/client.h"
+#include "bench/prompts.h"
+#include "bench/report.h"
+#include "bench/server_process.h"
+#include "util/error.h"
+
+namespace nextn::bench {
+namespace {
+
+std::string self_binary() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) fail(ErrorKind::kInternal, "cannot resolve /proc/self/exe");
+  return std::string(buf, n);
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) fail(ErrorKind::kBadInput, "cannot write {}", path);
+  out << text;
+}
+
+// A distinct first line per request so that no request reuses another's prompt
+// prefix from the server's cache: every TTFT is a cold prefill.
+void add_nonce(nlohmann::json& messages, const std::string& nonce) {
+  for (auto& m : messages) {
+    if (m["role"] == "user") {
+      m["content"] = "[" + nonce + "]\n" + m["content"].get<std::string>();
+      return;
+    }
+  }
+}
+
+std::string banner(const std::string& title) {
+  std::string line(62, '=');
+  return line + "\n  Config: " + title + "\n" + line + "\n";
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& o) {
+  Report report;
+  report.model = o.url.empty() ? o.model_dir : o.url;
+  report.machine = describe_machine(o.threads);
+  report.command = o.command_line;
+  const std::string binary = self_binary();
+  int max_context = 0;
+  for (int c : o.contexts) max_context = std::max(max_context, c);
+  const int ctx_size = max_context + o.max_tokens + 256;
+
+  std::vector<BenchConfig> configs = o.configs;
+  if (!o.url.empty()) configs = {{"Server at " + o.url, "url", {}}};
+  int request_counter = 0;
+
+  for (const auto& config : configs) {
+    std::fprintf(stderr, "\n%s", banner(config.name).c_str());
+    std::unique_ptr<ServerProcess> server;
+    std::string base_url = o.url;
+    pid_t pid = o.server_pid;
+    bool healthy = true;
+    if (o.url.empty()) {
+      std::vector<std::string> args = {"--model", o.model_dir, "--ctx-size", std::to_string(ctx_size),
+                                       "--max-tokens", std::to_string(std::max(o.max_tokens, 64))};
+      if (o.threads > 0) args.insert(args.end(), {"--threads", std::to_string(o.threads)});
+      args.insert(args.end(), o.server_flags.begin(), o.server_flags.end());
+      args.insert(args.end(), config.flags.begin(), config.flags.end());
+      server = std::make_unique<ServerProcess>(binary, o.port, args, o.server_log);
+      base_url = "http://127.0.0.1:" + std::to_string(o.port);
+      pid = server->pid();
+      healthy = server->wait_healthy(o.health_timeout_s, o.progress);
+      if (!healthy) std::fprintf(stderr, "  server log (%s):\n%s", o.server_log.c_str(), server->log_tail(8).c_str());
+    }
+    Client client(base_url);
+    if (healthy) {
+      std::fprintf(stderr, "  Warming up... ");
+      std::string apples;
+      for (int i = 0; i < 200; ++i) apples += "apple ";
+      client.chat(nlohmann::json::array({{{"role", "user"}, {"content", apples}}}), 20, 0.0, 120);
+      std::fprintf(stderr, "done\n");
+    }
+    for (const auto& prompt : o.prompts) {
+      for (int context : o.contexts) {
+        for (int run = 0; run < o.repeat; ++run) {
+          Measurement m;
+          m.config_key = config.key;
+          m.config_name = config.name;
+          m.prompt = prompt;
+          m.context = context;
+          m.run = run;
+          bool server_alive = !server || server->alive();
+          if (!healthy || !server_alive) {
+            m.status = server && server->killed_by_sigkill() ? "OOM" : "FAIL";
+            m.error = server ? "server " + server->exit_description() : "server not healthy";
+            report.measurements.push_back(m);
+            continue;
+          }
+          std::fprintf(stderr, "  >> %s context=%d tokens (generating %d tokens)%s...\n", prompt.c_str(), context,
+                       o.max_tokens, o.repeat > 1 ? fmt::format(" run {}/{}", run + 1, o.repeat).c_str() : "");
+          nlohmann::json messages;
+          try {
+            messages = make_prompt_messages(prompt, context, [&](const std::string& t) { return client.count_tokens(t); });
+          } catch (const Error& e) {
+            m.status = "FAIL";
+            m.error = e.what();
+            report.measurements.push_back(m);
+            std::fprintf(stderr, "     FAIL: %s\n", e.what());
+            continue;
+          }
+          add_nonce(messages, fmt::format("request {}", ++request_counter));
+          StreamResult r;
+          {
+            std::unique_ptr<MemorySampler> sampler;
+            if (pid > 0) sampler = std::make_unique<MemorySampler>(pid);
+            r = client.stream_chat(messages, o.max_tokens, o.temperature, o.request_timeout_s);
+            if (sampler) {
+              MemorySample peak = sampler->peak();
+              m.peak_rss_mb = std::max(peak.rss_mb, peak.peak_rss_mb);
+              m.rss_mb = read_process_memory(pid).rss_mb;
+              if (m.rss_mb == 0) m.rss_mb = sampler->last().rss_mb;
+            }
+          }
+          if (!r.ok) {
+            bool died = server && !server->alive();
+            m.status = died && server->killed_by_sigkill() ? "OOM" : "FAIL";
+            m.error = died ? "server " + server->exit_description() + "; " + r.error : r.error;
+            std::fprintf(stderr, "     %s: %s\n", m.status.c_str(), m.error.c_str());
+            report.measurements.push_back(m);
+            continue;
+          }
+          fill_from_stream(m, r);
+          if (m.kv_bytes == 0) {
+            if (auto health = client.get_json("/health"); health && health->contains("kv_cache")) {
+              const auto& kv = (*health)["kv_cache"];
+              if (kv.is_object() && kv.contains("bytes_peak") && kv["bytes_peak"].is_number())
+                m.kv_bytes = kv["bytes_peak"].get<double>();
+            }
+          }
+          std::fprintf(stderr, "     TTFT=%.2fs  TPS=%.1f  prefill=%.0f tok/s  prompt=%d  tokens=%d  RSS=%.2fGB  "
+                               "Peak=%.2fGB%s\n",
+                       m.ttft_s, m.tps, m.prefill_tps, m.prompt_tokens, m.completion_tokens, m.rss_mb / 1024,
+                       m.peak_rss_mb / 1024,
+                       m.draft_n > 0 ? fmt::format("  accept={:.1f}% mean-len={:.2f}", 100 * m.accept_rate(),
+                                                   m.mean_accepted_length()).c_str()
+                                     : "");
+          report.measurements.push_back(m);
+        }
+      }
+    }
+    if (server) {
+      std::fprintf(stderr, "  [Teardown] stopping server pid %d\n", static_cast<int>(server->pid()));
+      server->stop();
+    }
+  }
+
+  report.summaries = summarize(report.measurements);
+  std::fputs(format_console_table(report).c_str(), stdout);
+  if (!o.out_md.empty()) write_file(o.out_md, format_markdown(report));
+  if (!o.out_json.empty()) write_file(o.out_json, format_json(report, o));
+  if (!o.out_svg.empty()) write_file(o.out_svg, format_svg(report));
+  return 0;
+}
+
+}  // namespace nextn::bench

@@ -1,0 +1,60 @@
+// bench/server_process.h — a `nextn serve` child process owned by the benchmark:
+// started with a configuration's flags, its output sent to a log file, health
+// polled with a progress spinner, memory sampled from /proc, stopped by PID.
+#pragma once
+#include <sys/types.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace nextn::bench {
+
+struct MemorySample {
+  double rss_mb = 0;       // VmRSS
+  double peak_rss_mb = 0;  // VmHWM (kernel-tracked peak)
+};
+
+// Reads /proc/PID/status; zeros when the process is gone.
+MemorySample read_process_memory(pid_t pid);
+
+// Samples a process's memory every 0.5 s in a background thread, keeping the peak.
+class MemorySampler {
+ public:
+  explicit MemorySampler(pid_t pid);
+  ~MemorySampler();
+  MemorySample peak() const;  // max RSS seen and the kernel's peak
+  MemorySample last() const;
+
+ private:
+  pid_t pid_;
+  std::atomic<bool> stop_{false};
+  std::atomic<double> max_rss_{0}, hwm_{0}, last_rss_{0};
+  std::thread thread_;
+};
+
+class ServerProcess {
+ public:
+  // Starts `binary serve --port P args...` with stdout+stderr appended to log_path.
+  ServerProcess(const std::string& binary, int port, const std::vector<std::string>& args, const std::string& log_path);
+  ~ServerProcess();  // stops the process if still running
+
+  pid_t pid() const { return pid_; }
+  bool alive();                 // false once it exited (reaps it)
+  std::string exit_description() const;  // "exited with code 2", "killed by signal 9 (OOM?)"
+  bool killed_by_sigkill() const { return term_signal_ == 9; }
+  // Polls GET /health every second until 200, the process dies, or the timeout.
+  bool wait_healthy(double timeout_s, bool progress);
+  void stop();                  // SIGTERM, then SIGKILL after 10 s
+  std::string log_tail(int lines) const;
+
+ private:
+  pid_t pid_ = -1;
+  int port_;
+  std::string log_path_;
+  int exit_code_ = -1, term_signal_ = 0;
+  bool reaped_ = false;
+};
+
+}  // namespace nextn::bench
