@@ -1,0 +1,177 @@
+# tools/checkpoint/architectures.py — model shapes (tiny + real-size presets), the Hugging Face
+# config.json of each architecture, and the full tensor list (name, shape, initialisation)
+# of a checkpoint, including MTP layers in the MiMo and DeepSeek-V3 layouts.
+import math
+
+ARCHS = {
+    # arch: (architectures[0], model_type, qkv bias, qk norm, default mtp layout)
+    "llama": ("LlamaForCausalLM", "llama", False, False, "none"),
+    "qwen2": ("Qwen2ForCausalLM", "qwen2", True, False, "none"),
+    "qwen3": ("Qwen3ForCausalLM", "qwen3", False, True, "none"),
+    "mimo": ("MiMoForCausalLM", "mimo", True, False, "mimo"),
+}
+
+TINY = {
+    # Tiny shapes for tests; qwen3 uses head_dim 32 so that heads*head_dim != hidden (as in
+    # the real Qwen3 models). llama uses llama3 rope scaling with a small original context
+    # so that all three frequency bands (kept, smoothed, divided) occur at head_dim 16.
+    "llama": dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, inter=128, vocab=384,
+                  tied=False, rope_theta=10000.0, eps=1e-5,
+                  rope_scaling=dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0,
+                                    high_freq_factor=4.0, original_max_position_embeddings=32)),
+    "qwen2": dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, inter=128, vocab=384,
+                  tied=True, rope_theta=10000.0, eps=1e-6, rope_scaling=None),
+    "qwen3": dict(hidden=64, layers=3, heads=4, kv_heads=2, head_dim=32, inter=128, vocab=448,
+                  tied=True, rope_theta=1000000.0, eps=1e-6, rope_scaling=None),
+    "mimo": dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, inter=128, vocab=320,
+                 tied=False, rope_theta=640000.0, eps=1e-5, rope_scaling=None),
+}
+
+PRESETS = {
+    "qwen3-0.6b": dict(hidden=1024, layers=28, heads=16, kv_heads=8, head_dim=128, inter=3072,
+                       vocab=151936, tied=True, rope_theta=1000000.0, eps=1e-6,
+                       rope_scaling=None, max_pos=40960),
+    "llama-3.2-1b": dict(hidden=2048, layers=16, heads=32, kv_heads=8, head_dim=64, inter=8192,
+                         vocab=128256, tied=True, rope_theta=500000.0, eps=1e-5,
+                         rope_scaling=dict(rope_type="llama3", factor=32.0, low_freq_factor=1.0,
+                                           high_freq_factor=4.0,
+                                           original_max_position_embeddings=8192),
+                         max_pos=131072),
+}
+
+
+class Init:
+    """How a tensor is initialised: normal(std) around `mean`, or a copy of another tensor."""
+
+    def __init__(self, std, mean=0.0, copy_of=None):
+        self.std = std
+        self.mean = mean
+        self.copy_of = copy_of
+
+
+def norm_init():
+    return Init(0.1, 1.0)
+
+
+def linear_init(fan_in, gain=2.0):
+    # gain 2 (rather than 1) makes the blocks dominate the residual stream, so greedy
+    # decoding of tiny random models does not settle on one repeated token at once
+    return Init(gain / math.sqrt(fan_in))
+
+
+def block_tensors(prefix, s, qkv_bias, qk_norm):
+    """One decoder block (pre-norm attention + SwiGLU MLP) in HF naming."""
+    h, hd, nh, nkv, inter = s["hidden"], s["head_dim"], s["heads"], s["kv_heads"], s["inter"]
+    t = [
+        (f"{prefix}.input_layernorm.weight", (h,), norm_init()),
+        (f"{prefix}.self_attn.q_proj.weight", (nh * hd, h), linear_init(h)),
+        (f"{prefix}.self_attn.k_proj.weight", (nkv * hd, h), linear_init(h)),
+        (f"{prefix}.self_attn.v_proj.weight", (nkv * hd, h), linear_init(h)),
+    ]
+    if qkv_bias:
+        t += [
+            (f"{prefix}.self_attn.q_proj.bias", (nh * hd,), Init(0.3)),
+            (f"{prefix}.self_attn.k_proj.bias", (nkv * hd,), Init(0.3)),
+            (f"{prefix}.self_attn.v_proj.bias", (nkv * hd,), Init(0.1)),
+        ]
+    t.append((f"{prefix}.self_attn.o_proj.weight", (h, nh * hd), linear_init(nh * hd)))
+    if qk_norm:
+        t += [
+            (f"{prefix}.self_attn.q_norm.weight", (hd,), Init(0.2, 1.0)),
+            (f"{prefix}.self_attn.k_norm.weight", (hd,), Init(0.2, 1.0)),
+        ]
+    t += [
+        (f"{prefix}.post_attention_layernorm.weight", (h,), norm_init()),
+        (f"{prefix}.mlp.gate_proj.weight", (inter, h), linear_init(h)),
+        (f"{prefix}.mlp.up_proj.weight", (inter, h), linear_init(h)),
+        (f"{prefix}.mlp.down_proj.weight", (h, inter), linear_init(inter)),
+    ]
+    return t
+
+
+def mtp_tensors(layout, prefix, s, qkv_bias, qk_norm, shared_head, lm_head_name):
+    """One MTP layer: the projection of [hidden; embedding] (MiMo) or [embedding; hidden]
+    (DeepSeek) plus a decoder block of the backbone kind."""
+    h, v = s["hidden"], s["vocab"]
+    if layout == "mimo":
+        t = [
+            (f"{prefix}.token_layernorm.weight", (h,), norm_init()),
+            (f"{prefix}.hidden_layernorm.weight", (h,), norm_init()),
+            (f"{prefix}.input_proj.weight", (h, 2 * h), linear_init(2 * h)),
+        ]
+        t += block_tensors(prefix, s, qkv_bias, qk_norm)
+        t.append((f"{prefix}.final_layernorm.weight", (h,), norm_init()))
+        return t
+    t = [
+        (f"{prefix}.enorm.weight", (h,), norm_init()),
+        (f"{prefix}.hnorm.weight", (h,), norm_init()),
+        (f"{prefix}.eh_proj.weight", (h, 2 * h), linear_init(2 * h)),
+    ]
+    t += block_tensors(prefix, s, qkv_bias, qk_norm)
+    t.append((f"{prefix}.shared_head.norm.weight", (h,), norm_init()))
+    if shared_head == "copy":
+        t.append((f"{prefix}.shared_head.head.weight", (v, h), Init(0, copy_of=lm_head_name)))
+    elif shared_head == "random":
+        t.append((f"{prefix}.shared_head.head.weight", (v, h), embed_init(h)))
+    return t
+
+
+def embed_init(h):
+    # logits = rmsnorm(h) . E[v]: std ~ 2.5 keeps the logits varied but not saturated
+    return Init(2.5 / math.sqrt(h))
+
+
+def model_tensors(arch, s, mtp, mtp_layers, shared_head):
+    _, _, qkv_bias, qk_norm, _ = ARCHS[arch]
+    h, v, L = s["hidden"], s["vocab"], s["layers"]
+    t = [("model.embed_tokens.weight", (v, h), embed_init(h))]
+    for i in range(L):
+        t += block_tensors(f"model.layers.{i}", s, qkv_bias, qk_norm)
+    t.append(("model.norm.weight", (h,), norm_init()))
+    lm_head = "model.embed_tokens.weight"
+    if not s["tied"]:
+        t.append(("lm_head.weight", (v, h), embed_init(h)))
+        lm_head = "lm_head.weight"
+    for i in range(mtp_layers if mtp != "none" else 0):
+        prefix = f"model.mtp_layers.{i}" if mtp == "mimo" else f"model.layers.{L + i}"
+        t += mtp_tensors(mtp, prefix, s, qkv_bias, qk_norm, shared_head, lm_head)
+    return t
+
+
+def config_json(arch, s, mtp, mtp_layers, dtype_name, specials):
+    archname, model_type, qkv_bias, qk_norm, _ = ARCHS[arch]
+    c = {
+        "architectures": [archname],
+        "model_type": model_type,
+        "vocab_size": s["vocab"],
+        "hidden_size": s["hidden"],
+        "intermediate_size": s["inter"],
+        "num_hidden_layers": s["layers"],
+        "num_attention_heads": s["heads"],
+        "num_key_value_heads": s["kv_heads"],
+        "hidden_act": "silu",
+        "max_position_embeddings": s.get("max_pos", 4096),
+        "initializer_range": 0.02,
+        "rms_norm_eps": s["eps"],
+        "rope_theta": s["rope_theta"],
+        "rope_scaling": s["rope_scaling"],
+        "tie_word_embeddings": s["tied"],
+        "attention_dropout": 0.0,
+        "bos_token_id": specials["<|endoftext|>"],
+        "eos_token_id": specials["<|endoftext|>"],
+        "torch_dtype": dtype_name,
+        "use_cache": True,
+        "transformers_version": "4.51.0",
+    }
+    if arch == "llama":
+        c.update(head_dim=s["head_dim"], attention_bias=False, mlp_bias=False, pretraining_tp=1)
+    elif arch == "qwen3":
+        c.update(head_dim=s["head_dim"], attention_bias=False, use_sliding_window=False,
+                 sliding_window=None, max_window_layers=s["layers"])
+    else:  # qwen2, mimo: no head_dim key (hidden_size / num_attention_heads), q/k/v bias
+        if s["head_dim"] * s["heads"] != s["hidden"]:
+            raise ValueError(f"{arch}: head_dim must equal hidden/heads (no head_dim key)")
+        c.update(use_sliding_window=False, sliding_window=None, max_window_layers=s["layers"])
+    if mtp != "none":
+        c["num_nextn_predict_layers"] = mtp_layers
+    return c

@@ -1,0 +1,263 @@
+#!/usr/bin/python3
+"""tools/make_checkpoint.py — writes random Hugging Face checkpoints for tests and benchmarks.
+
+Deterministic from --seed (each tensor has its own RNG stream keyed by seed and tensor name,
+so adding MTP layers or changing dtype/sharding never changes the other weights). Exact HF
+layout: config.json, generation_config.json, model.safetensors or
+model-0000k-of-0000n.safetensors + model.safetensors.index.json, and a small byte-level BPE
+tokenizer (tokenizer.json + tokenizer_config.json with a ChatML template).
+
+  make_checkpoint.py --arch {llama,qwen2,qwen3,mimo} [--mtp {none,mimo,deepseek}]
+      [--preset {tiny,qwen3-0.6b,llama-3.2-1b}] [--dtype {f32,bf16,f16}] [--shards N]
+      [--seed S] [--vocab V] [--layers L] [--mtp-layers K] --out DIR
+  make_checkpoint.py --assistant-of TARGET_DIR --out DIR   # MTP-only assistant checkpoint
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import zlib
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoint"))
+import architectures as A  # noqa: E402
+import safetensors_reader as R  # noqa: E402
+import safetensors_writer as W  # noqa: E402
+import tokenizer_files as T  # noqa: E402
+
+CHUNK_ELEMS = 1 << 24
+
+
+def tensor_rng(seed, name):
+    return np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
+
+
+def make_chunks(seed, name, shape, init):
+    """Generator factory: float32 chunks of `name`, drawn row-block by row-block.
+
+    Values are uniform with the requested mean and standard deviation (uniform because it is
+    4-7x faster to draw than normal, which matters at real-model sizes)."""
+    def chunks():
+        rng = tensor_rng(seed, name)
+        rows = shape[0]
+        row = 1
+        for d in shape[1:]:
+            row *= d
+        step = max(1, CHUNK_ELEMS // max(1, row))
+        half_width = np.float32(init.std * np.sqrt(12.0))
+        for r0 in range(0, rows, step):
+            n = (min(rows, r0 + step) - r0) * row
+            u = rng.integers(0, 1 << 32, n, dtype=np.uint32)
+            u >>= np.uint32(9)
+            u |= np.uint32(0x3F800000)  # float in [1, 2)
+            a = u.view(np.float32)
+            a -= np.float32(1.5)
+            a *= half_width
+            if init.mean != 0.0:
+                a += np.float32(init.mean)
+            yield a
+    return chunks
+
+
+def split_shards(specs, n):
+    if n <= 1:
+        return [specs]
+    if n > len(specs):
+        raise SystemExit(f"--shards {n} exceeds the number of tensors ({len(specs)})")
+    total = sum(s.nbytes for s in specs)
+    shards, cur, acc = [], [], 0
+    for i, s in enumerate(specs):
+        remaining_specs = len(specs) - i
+        remaining_shards = n - len(shards)
+        if cur and (acc >= total * (len(shards) + 1) / n or remaining_specs < remaining_shards):
+            shards.append(cur)
+            cur = []
+        cur.append(s)
+        acc += s.nbytes
+    shards.append(cur)
+    while len(shards) < n:  # split the largest multi-tensor shard
+        k = max((i for i in range(len(shards)) if len(shards[i]) > 1),
+                key=lambda i: len(shards[i]))
+        shards[k:k + 1] = [shards[k][:len(shards[k]) // 2], shards[k][len(shards[k]) // 2:]]
+    return shards
+
+
+def write_weights(out_dir, specs, n_shards):
+    groups = split_shards(specs, n_shards)
+    if len(groups) == 1:
+        W.write_file(os.path.join(out_dir, "model.safetensors"), specs)
+        return
+    weight_map, total = {}, 0
+    for k, group in enumerate(groups):
+        fname = f"model-{k + 1:05d}-of-{len(groups):05d}.safetensors"
+        total += W.write_file(os.path.join(out_dir, fname), group)
+        for s in group:
+            weight_map[s.name] = fname
+    with open(os.path.join(out_dir, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+
+
+def write_json(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+
+
+def shape_for(args):
+    if args.preset == "tiny":
+        s = dict(A.TINY[args.arch])
+    else:
+        s = dict(A.PRESETS[args.preset])
+    if args.vocab:
+        s["vocab"] = args.vocab
+    if args.layers:
+        s["layers"] = args.layers
+    if args.tied is not None:
+        s["tied"] = args.tied
+    if args.rope_scaling == "none":
+        s["rope_scaling"] = None
+    elif args.rope_scaling == "llama3" and not s["rope_scaling"]:
+        s["rope_scaling"] = dict(A.TINY["llama"]["rope_scaling"])
+    return s
+
+
+def make_model(args):
+    s = shape_for(args)
+    mtp = args.mtp or A.ARCHS[args.arch][4]
+    st_dtype = W.DTYPE_NAMES[args.dtype]
+    os.makedirs(args.out, exist_ok=True)
+    tensors = A.model_tensors(args.arch, s, mtp, args.mtp_layers, args.shared_head)
+    inits = {name: init for name, _, init in tensors}
+    specs = []
+    for name, shape, init in tensors:
+        src = name
+        if init.copy_of:
+            src, init = init.copy_of, inits[init.copy_of]
+        specs.append(W.TensorSpec(name, shape, st_dtype, make_chunks(args.seed, src, shape, init)))
+    specials = T.write_tokenizer(args.out, s["vocab"], s.get("max_pos", 4096))
+    dtype_name = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[args.dtype]
+    write_json(os.path.join(args.out, "config.json"),
+               A.config_json(args.arch, s, mtp, args.mtp_layers, dtype_name, specials))
+    write_json(os.path.join(args.out, "generation_config.json"), {
+        "bos_token_id": specials["<|endoftext|>"],
+        "eos_token_id": [specials["<|im_end|>"], specials["<|endoftext|>"]],
+        "transformers_version": "4.51.0"})
+    write_weights(args.out, specs, args.shards)
+    return sum(sp.nbytes for sp in specs)
+
+
+def make_assistant(args):
+    """MTP assistant for a target: its MTP layers re-indexed from 0 when it has them, else
+    fresh random layers (layout --mtp, default deepseek) drawn from --seed."""
+    with open(os.path.join(args.assistant_of, "config.json")) as f:
+        tc = json.load(f)
+    arch = {v[0]: k for k, v in A.ARCHS.items()}.get(tc["architectures"][0])
+    if arch is None:
+        raise SystemExit(f"--assistant-of: unsupported target architecture {tc['architectures']}")
+    _, _, qkv_bias, qk_norm, _ = A.ARCHS[arch]
+    L = tc["num_hidden_layers"]
+    head_dim = tc.get("head_dim") or tc["hidden_size"] // tc["num_attention_heads"]
+    target_mtp = tc.get("num_nextn_predict_layers", 0)
+    dtypes = R.tensor_dtypes(args.assistant_of)
+    if target_mtp > 0:
+        layout = "mimo" if any(n.startswith("model.mtp_layers.") for n in dtypes) else "deepseek"
+        n_layers = target_mtp
+        src_dtype = next(iter(dtypes.values()))
+        old_prefix = (lambda i: f"model.mtp_layers.{i}.") if layout == "mimo" else \
+            (lambda i: f"model.layers.{L + i}.")
+        new_prefix = (lambda i: f"model.mtp_layers.{i}.") if layout == "mimo" else \
+            (lambda i: f"model.layers.{i}.")
+        wanted = {n for n in dtypes if any(n.startswith(old_prefix(i)) for i in range(n_layers))}
+        tensors = {}
+        for fname in R.checkpoint_files(args.assistant_of):
+            tensors.update(R.read_file(os.path.join(args.assistant_of, fname), None, wanted))
+        specs = []
+        for name in sorted(tensors):
+            i = next(i for i in range(n_layers) if name.startswith(old_prefix(i)))
+            new = new_prefix(i) + name[len(old_prefix(i)):]
+            arr = np.asarray(tensors[name], dtype=np.float32)
+            specs.append(W.TensorSpec(new, arr.shape, dtypes[name], lambda a=arr: iter([a])))
+    else:
+        layout = args.mtp if args.mtp in ("mimo", "deepseek") else "deepseek"
+        n_layers = args.mtp_layers
+        s = dict(hidden=tc["hidden_size"], heads=tc["num_attention_heads"],
+                 kv_heads=tc["num_key_value_heads"], head_dim=head_dim,
+                 inter=tc["intermediate_size"], vocab=tc["vocab_size"])
+        st_dtype = W.DTYPE_NAMES[args.dtype]
+        specs = []
+        for i in range(n_layers):
+            prefix = f"model.mtp_layers.{i}" if layout == "mimo" else f"model.layers.{i}"
+            sh = args.shared_head if args.shared_head != "copy" else "none"
+            for name, shape, init in A.mtp_tensors(layout, prefix, s, qkv_bias, qk_norm, sh, None):
+                specs.append(W.TensorSpec(name, shape, st_dtype,
+                                          make_chunks(args.seed, name, shape, init)))
+    os.makedirs(args.out, exist_ok=True)
+    cfg = {
+        "architectures": ["NextnMTPAssistant"],
+        "model_type": "mtp_assistant",
+        "mtp_layout": layout,
+        "target_model_type": tc["model_type"],
+        "hidden_size": tc["hidden_size"],
+        "vocab_size": tc["vocab_size"],
+        "num_nextn_predict_layers": n_layers,
+        "num_attention_heads": tc["num_attention_heads"],
+        "num_key_value_heads": tc["num_key_value_heads"],
+        "head_dim": head_dim,
+        "intermediate_size": tc["intermediate_size"],
+        "rms_norm_eps": tc["rms_norm_eps"],
+        "rope_theta": tc["rope_theta"],
+        "rope_scaling": tc.get("rope_scaling"),
+        "attention_bias": qkv_bias,
+        "qk_norm": qk_norm,
+        "torch_dtype": tc.get("torch_dtype", "float32"),
+    }
+    write_json(os.path.join(args.out, "config.json"), cfg)
+    write_weights(args.out, specs, args.shards)
+    return sum(sp.nbytes for sp in specs)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--arch", choices=sorted(A.ARCHS))
+    p.add_argument("--mtp", choices=["none", "mimo", "deepseek"],
+                   help="MTP layers (default: mimo for --arch mimo, none otherwise)")
+    p.add_argument("--mtp-layers", type=int, default=1)
+    p.add_argument("--shared-head", choices=["copy", "random", "none"], default="copy",
+                   help="DeepSeek layout: shared_head.head = copy of lm_head (default), "
+                        "independent random weights, or absent")
+    p.add_argument("--preset", choices=["tiny"] + sorted(A.PRESETS), default="tiny")
+    p.add_argument("--dtype", choices=["f32", "bf16", "f16"])
+    p.add_argument("--shards", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--vocab", type=int)
+    p.add_argument("--layers", type=int)
+    p.add_argument("--tied", dest="tied", action="store_true", default=None)
+    p.add_argument("--untied", dest="tied", action="store_false")
+    p.add_argument("--rope-scaling", choices=["default", "none", "llama3"], default="default")
+    p.add_argument("--assistant-of", metavar="TARGET_DIR")
+    p.add_argument("--out", required=True)
+    p.add_argument("--quiet", action="store_true")
+    args = p.parse_args(argv)
+    if args.assistant_of is None and args.arch is None:
+        p.error("--arch is required (or --assistant-of)")
+    if args.dtype is None:
+        args.dtype = "f32" if args.preset == "tiny" else "bf16"
+    if args.mtp_layers < 1:
+        p.error("--mtp-layers must be >= 1")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv if argv is not None else sys.argv[1:])
+    t0 = time.time()
+    nbytes = make_assistant(args) if args.assistant_of else make_model(args)
+    if not args.quiet:
+        what = f"assistant of {args.assistant_of}" if args.assistant_of else \
+            f"{args.arch} {args.preset} {args.dtype}"
+        print(f"wrote {what} to {args.out}: {nbytes / 1e6:.1f} MB in {time.time() - t0:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
