@@ -203,6 +203,51 @@ class GeneratorTest(Tmp):
         self.assertEqual(bytes(inv[c] for p in parts for c in p).decode(), " the")
 
 
+NODE_SCRIPT = r"""
+const [lib, dir] = process.argv.slice(1);
+const { pathToFileURL } = await import("url");
+const fs = await import("fs");
+const { TokenizerLoader } = await import(pathToFileURL(lib).href);
+const tok = TokenizerLoader.fromPreTrained({
+  tokenizerJSON: JSON.parse(fs.readFileSync(dir + "/tokenizer.json", "utf8")),
+  tokenizerConfig: JSON.parse(fs.readFileSync(dir + "/tokenizer_config.json", "utf8")),
+});
+const texts = JSON.parse(fs.readFileSync(0, "utf8"));
+const out = texts.map(t => {
+  const ids = tok.encode(t, {add_special_tokens: false});
+  return {ids, decode: tok.decode(ids)};
+});
+console.log(JSON.stringify(out));
+"""
+
+
+class TokenizerWithTransformersJsTest(Tmp):
+    """The generated tokenizer loads in @lenml/tokenizers (a transformers.js fork, installed
+    for the tokenizer tests) and round-trips text, with the specials as single ids."""
+
+    def test_loads_and_round_trips(self):
+        import shutil
+        lib = os.path.join(SRC, "tests", "node_modules", "@lenml", "tokenizers", "dist", "main.mjs")
+        if not shutil.which("node") or not os.path.exists(lib):
+            self.skipTest("node or tests/node_modules/@lenml/tokenizers not installed")
+        d = make(os.path.join(self.tmp, "tokjs"), "--arch", "llama")
+        tok = json.load(open(os.path.join(d, "tokenizer.json"), encoding="utf-8"))
+        added = {t["content"]: t["id"] for t in tok["added_tokens"]}
+        texts = ["Hello, the world!", "<|im_start|>user\nhi<|im_end|>\n<|endoftext|>",
+                 "  spaces\tand\nnewlines 123 caf\u00e9 \u4e2d\u6587 \U0001F600",
+                 "def forward(self, x):\n    return x"]
+        p = subprocess.run(["node", "--input-type=module", "-e", NODE_SCRIPT, lib, d],
+                           input=json.dumps(texts), capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out = json.loads(p.stdout)
+        for t, r in zip(texts, out):
+            self.assertEqual(r["decode"], t)
+            self.assertTrue(all(0 <= i < len(tok["model"]["vocab"]) + 3 for i in r["ids"]))
+        self.assertLess(len(out[0]["ids"]), len(texts[0].encode()))  # merges applied
+        self.assertEqual([i for i in out[1]["ids"] if i in added.values()],
+                         [added["<|im_start|>"], added["<|im_end|>"], added["<|endoftext|>"]])
+
+
 class AssistantTest(Tmp):
     def test_assistant_matches_in_checkpoint_head(self):
         for arch, mtp in (("mimo", "mimo"), ("qwen3", "deepseek"), ("llama", "deepseek")):
