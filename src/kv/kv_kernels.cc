@@ -1,0 +1,304 @@
+// kv/kv_kernels.cc — SIMD attention kernels over the KV row formats of
+// kv_codec.h (scores against stored rows, p·V accumulation, softmax helpers).
+//
+// Codes are never expanded into a history buffer: each 16-code chunk of a row
+// is widened in registers (one load + shifts), turned into floats by a table
+// lookup (Turbo: the Lloyd–Max centroids; Q8/Q4: int → float) and consumed by
+// the FMAs right away. Scores are token-major (one horizontal sum per token and
+// query); accumulation is chunk-major so the query accumulators stay in registers.
+// Up to 4 queries (GQA heads × rows) share each decoded chunk.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kv/kv_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kv/kv_codec.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nextn {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::CappedTag<float, 16>;
+using VF = hn::Vec<DF>;
+using DU = hn::RebindToUnsigned<DF>;
+using DI = hn::RebindToSigned<DF>;
+using DU8 = hn::Rebind<uint8_t, DF>;
+using DH = hn::Rebind<hwy::float16_t, DF>;
+
+template <RowCodec C>
+constexpr bool kTableInRegister = !HWY_HAVE_SCALABLE && hn::MaxLanes(DF()) >= (C == RowCodec::kTurbo3 ? 8 : 16);
+
+// Values of coordinates [16j + h, 16j + h + N) of one group (unscaled codes).
+// `codes` points after the group's header; G is the group size.
+template <RowCodec C>
+HWY_INLINE VF DecodeChunk(const uint8_t* HWY_RESTRICT codes, int G, int j, size_t h, const VF table,
+                          const float* HWY_RESTRICT table_ptr) {
+  const DF df;
+  const DU du;
+  const DI di;
+  const DU8 du8;
+  if constexpr (C == RowCodec::kF16) {
+    const DH dh;
+    return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(codes) + 16 * j + h));
+  } else if constexpr (C == RowCodec::kQ8) {
+    return hn::ConvertTo(df, hn::BitCast(di, hn::PromoteTo(du, hn::LoadU(du8, codes + 16 * j + h))));
+  } else {
+    hn::Vec<DU> code;
+    if constexpr (C == RowCodec::kTurbo3) {
+      auto low = hn::PromoteTo(du, hn::LoadU(du8, codes + (j / 4) * 16 + h));
+      low = hn::And(hn::ShiftRightSame(low, 2 * (j & 3)), hn::Set(du, 3u));
+      uint16_t word;
+      std::memcpy(&word, codes + G / 4 + 2 * j, 2);
+      auto high = hn::And(hn::Set(du, word) >> hn::Iota(du, static_cast<uint32_t>(h)), hn::Set(du, 1u));
+      code = hn::Or(low, hn::ShiftLeft<2>(high));
+    } else {  // nibbles: Q4, Turbo4
+      auto b = hn::PromoteTo(du, hn::LoadU(du8, codes + (j / 2) * 16 + h));
+      code = hn::And(hn::ShiftRightSame(b, 4 * (j & 1)), hn::Set(du, 15u));
+    }
+    const auto icode = hn::BitCast(di, code);
+    if constexpr (C == RowCodec::kQ4) {
+      return hn::ConvertTo(df, icode);
+    } else if constexpr (kTableInRegister<C>) {
+      return hn::TableLookupLanes(table, hn::IndicesFromVec(df, icode));
+    } else {
+      return hn::GatherIndex(df, table_ptr, icode);
+    }
+  }
+}
+
+// scale[t] (and bias[t]) of group g for n tokens, converted from f16 in bulk.
+HWY_INLINE void LoadScales(const uint8_t* rows, size_t stride, size_t offset, int n, float* out) {
+  HWY_ALIGN hwy::float16_t tmp[kKernelTile + 16];
+  for (int t = 0; t < n; ++t) std::memcpy(&tmp[t], rows + t * stride + offset, 2);
+  const DF df;
+  const DH dh;
+  const size_t N = hn::Lanes(df);
+  for (int t = 0; t < n; t += static_cast<int>(N)) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, tmp + t)), df, out + t);
+}
+
+template <RowCodec C, int NQ>
+void ScoreBatch(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* q,
+                const float* qsum, float* scores, int ld) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const int G = f.group, ng = f.n_groups(), dim = f.dim;
+  const size_t gb = f.group_bytes();
+  const int hb = f.header_bytes();
+  HWY_ALIGN float table_buf[16] = {};
+  if (f.table) std::copy(f.table, f.table + (C == RowCodec::kTurbo3 ? 8 : 16), table_buf);
+  const VF table = hn::LoadU(df, table_buf);
+  HWY_ALIGN float scale[kKernelTile + 16], bias[kKernelTile + 16];
+  for (int t = 0; t < n_tok; ++t) {
+    for (int k = 0; k < NQ; ++k) scores[k * ld + t] = 0.0f;
+  }
+  for (int g = 0; g < ng; ++g) {
+    if constexpr (C != RowCodec::kF16) LoadScales(rows, stride, g * gb, n_tok, scale);
+    if constexpr (C == RowCodec::kQ8 || C == RowCodec::kQ4) LoadScales(rows, stride, g * gb + 2, n_tok, bias);
+    const float* qg = q + g * G;
+    for (int t = 0; t < n_tok; ++t) {
+      const uint8_t* codes = rows + t * stride + g * gb + hb;
+      VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+      for (int j = 0; j < G / 16; ++j) {
+        for (size_t h = 0; h < 16; h += N) {
+          const VF v = DecodeChunk<C>(codes, G, j, h, table, table_buf);
+          const size_t i = 16 * j + h;
+          a0 = hn::MulAdd(v, hn::LoadU(df, qg + i), a0);
+          if constexpr (NQ > 1) a1 = hn::MulAdd(v, hn::LoadU(df, qg + dim + i), a1);
+          if constexpr (NQ > 2) a2 = hn::MulAdd(v, hn::LoadU(df, qg + 2 * dim + i), a2);
+          if constexpr (NQ > 3) a3 = hn::MulAdd(v, hn::LoadU(df, qg + 3 * dim + i), a3);
+        }
+      }
+      const float s = C == RowCodec::kF16 ? 1.0f : scale[t];
+      float r[4] = {hn::GetLane(hn::SumOfLanes(df, a0)), 0, 0, 0};
+      if constexpr (NQ > 1) r[1] = hn::GetLane(hn::SumOfLanes(df, a1));
+      if constexpr (NQ > 2) r[2] = hn::GetLane(hn::SumOfLanes(df, a2));
+      if constexpr (NQ > 3) r[3] = hn::GetLane(hn::SumOfLanes(df, a3));
+      for (int k = 0; k < NQ; ++k) {
+        float add = s * r[k];
+        if constexpr (C == RowCodec::kQ8 || C == RowCodec::kQ4) add += bias[t] * qsum[k * ng + g];
+        scores[k * ld + t] += add;
+      }
+    }
+  }
+}
+
+template <RowCodec C, int NQ>
+void AccumBatch(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* p, int ld,
+                float* acc) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const int G = f.group, ng = f.n_groups(), dim = f.dim;
+  const size_t gb = f.group_bytes();
+  const int hb = f.header_bytes();
+  HWY_ALIGN float table_buf[16] = {};
+  if (f.table) std::copy(f.table, f.table + (C == RowCodec::kTurbo3 ? 8 : 16), table_buf);
+  const VF table = hn::LoadU(df, table_buf);
+  HWY_ALIGN float scale[kKernelTile + 16], bias[kKernelTile + 16];
+  HWY_ALIGN float w[4][kKernelTile];
+  for (int g = 0; g < ng; ++g) {
+    float bsum[4] = {0, 0, 0, 0};
+    if constexpr (C != RowCodec::kF16) LoadScales(rows, stride, g * gb, n_tok, scale);
+    if constexpr (C == RowCodec::kQ8 || C == RowCodec::kQ4) LoadScales(rows, stride, g * gb + 2, n_tok, bias);
+    for (int k = 0; k < NQ; ++k) {
+      for (int t = 0; t < n_tok; ++t) {
+        w[k][t] = C == RowCodec::kF16 ? p[k * ld + t] : p[k * ld + t] * scale[t];
+        if constexpr (C == RowCodec::kQ8 || C == RowCodec::kQ4) bsum[k] += p[k * ld + t] * bias[t];
+      }
+    }
+    const uint8_t* base = rows + g * gb + hb;
+    for (int j = 0; j < G / 16; ++j) {
+      for (size_t h = 0; h < 16; h += N) {
+        const size_t i = g * G + 16 * j + h;
+        VF a0 = hn::LoadU(df, acc + i), a1 = a0, a2 = a0, a3 = a0;
+        if constexpr (NQ > 1) a1 = hn::LoadU(df, acc + dim + i);
+        if constexpr (NQ > 2) a2 = hn::LoadU(df, acc + 2 * dim + i);
+        if constexpr (NQ > 3) a3 = hn::LoadU(df, acc + 3 * dim + i);
+        for (int t = 0; t < n_tok; ++t) {
+          const VF v = DecodeChunk<C>(base + t * stride, G, j, h, table, table_buf);
+          a0 = hn::MulAdd(hn::Set(df, w[0][t]), v, a0);
+          if constexpr (NQ > 1) a1 = hn::MulAdd(hn::Set(df, w[1][t]), v, a1);
+          if constexpr (NQ > 2) a2 = hn::MulAdd(hn::Set(df, w[2][t]), v, a2);
+          if constexpr (NQ > 3) a3 = hn::MulAdd(hn::Set(df, w[3][t]), v, a3);
+        }
+        if constexpr (C == RowCodec::kQ8 || C == RowCodec::kQ4) {
+          a0 = hn::Add(a0, hn::Set(df, bsum[0]));
+          if constexpr (NQ > 1) a1 = hn::Add(a1, hn::Set(df, bsum[1]));
+          if constexpr (NQ > 2) a2 = hn::Add(a2, hn::Set(df, bsum[2]));
+          if constexpr (NQ > 3) a3 = hn::Add(a3, hn::Set(df, bsum[3]));
+        }
+        hn::StoreU(a0, df, acc + i);
+        if constexpr (NQ > 1) hn::StoreU(a1, df, acc + dim + i);
+        if constexpr (NQ > 2) hn::StoreU(a2, df, acc + 2 * dim + i);
+        if constexpr (NQ > 3) hn::StoreU(a3, df, acc + 3 * dim + i);
+      }
+    }
+  }
+}
+
+template <RowCodec C>
+void ScoreCodec(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* q,
+                const float* qsum, int nq, float* scores, int ld) {
+  const int ng = f.n_groups();
+  for (int k = 0; k < nq; k += 4) {
+    const float* qk = q + static_cast<size_t>(k) * f.dim;
+    const float* sk = qsum ? qsum + static_cast<size_t>(k) * ng : nullptr;
+    float* out = scores + static_cast<size_t>(k) * ld;
+    switch (std::min(4, nq - k)) {
+      case 1: ScoreBatch<C, 1>(f, rows, stride, n_tok, qk, sk, out, ld); break;
+      case 2: ScoreBatch<C, 2>(f, rows, stride, n_tok, qk, sk, out, ld); break;
+      case 3: ScoreBatch<C, 3>(f, rows, stride, n_tok, qk, sk, out, ld); break;
+      default: ScoreBatch<C, 4>(f, rows, stride, n_tok, qk, sk, out, ld); break;
+    }
+  }
+}
+
+template <RowCodec C>
+void AccumCodec(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* p, int ld,
+                int nq, float* acc) {
+  for (int k = 0; k < nq; k += 4) {
+    const float* pk = p + static_cast<size_t>(k) * ld;
+    float* ak = acc + static_cast<size_t>(k) * f.dim;
+    switch (std::min(4, nq - k)) {
+      case 1: AccumBatch<C, 1>(f, rows, stride, n_tok, pk, ld, ak); break;
+      case 2: AccumBatch<C, 2>(f, rows, stride, n_tok, pk, ld, ak); break;
+      case 3: AccumBatch<C, 3>(f, rows, stride, n_tok, pk, ld, ak); break;
+      default: AccumBatch<C, 4>(f, rows, stride, n_tok, pk, ld, ak); break;
+    }
+  }
+}
+
+void ScoreRowsImpl(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* q,
+                   const float* qsum, int nq, float* scores, int ld) {
+  switch (f.codec) {
+    case RowCodec::kF16: return ScoreCodec<RowCodec::kF16>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+    case RowCodec::kQ8: return ScoreCodec<RowCodec::kQ8>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+    case RowCodec::kQ4: return ScoreCodec<RowCodec::kQ4>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+    case RowCodec::kTurbo3: return ScoreCodec<RowCodec::kTurbo3>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+    case RowCodec::kTurbo4: return ScoreCodec<RowCodec::kTurbo4>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+  }
+}
+
+void AccumulateRowsImpl(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* p,
+                        int ld, int nq, float* acc) {
+  switch (f.codec) {
+    case RowCodec::kF16: return AccumCodec<RowCodec::kF16>(f, rows, stride, n_tok, p, ld, nq, acc);
+    case RowCodec::kQ8: return AccumCodec<RowCodec::kQ8>(f, rows, stride, n_tok, p, ld, nq, acc);
+    case RowCodec::kQ4: return AccumCodec<RowCodec::kQ4>(f, rows, stride, n_tok, p, ld, nq, acc);
+    case RowCodec::kTurbo3: return AccumCodec<RowCodec::kTurbo3>(f, rows, stride, n_tok, p, ld, nq, acc);
+    case RowCodec::kTurbo4: return AccumCodec<RowCodec::kTurbo4>(f, rows, stride, n_tok, p, ld, nq, acc);
+  }
+}
+
+float ExpShiftSumImpl(float* x, int n, float m) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const VF vm = hn::Set(df, m), lo = hn::Set(df, -87.0f);
+  VF sum = hn::Zero(df);
+  int i = 0;
+  for (; i + static_cast<int>(N) <= n; i += static_cast<int>(N)) {
+    const VF e = hn::Exp(df, hn::Max(hn::Sub(hn::LoadU(df, x + i), vm), lo));
+    hn::StoreU(e, df, x + i);
+    sum = hn::Add(sum, e);
+  }
+  float s = hn::GetLane(hn::SumOfLanes(df, sum));
+  for (; i < n; ++i) {
+    HWY_ALIGN float one[16] = {std::max(x[i] - m, -87.0f)};
+    const float e = hn::GetLane(hn::Exp(df, hn::LoadU(df, one)));
+    x[i] = e;
+    s += e;
+  }
+  return s;
+}
+
+void ScaleFloatsImpl(float* x, int n, float c) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const VF vc = hn::Set(df, c);
+  int i = 0;
+  for (; i + static_cast<int>(N) <= n; i += static_cast<int>(N)) hn::StoreU(hn::Mul(hn::LoadU(df, x + i), vc), df, x + i);
+  for (; i < n; ++i) x[i] *= c;
+}
+
+float MaxFloatImpl(const float* x, int n) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  VF mx = hn::Set(df, -hwy::HighestValue<float>());
+  int i = 0;
+  for (; i + static_cast<int>(N) <= n; i += static_cast<int>(N)) mx = hn::Max(mx, hn::LoadU(df, x + i));
+  float m = hn::GetLane(hn::MaxOfLanes(df, mx));
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace nextn
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nextn {
+
+HWY_EXPORT(ScoreRowsImpl);
+HWY_EXPORT(AccumulateRowsImpl);
+HWY_EXPORT(ExpShiftSumImpl);
+HWY_EXPORT(ScaleFloatsImpl);
+HWY_EXPORT(MaxFloatImpl);
+
+void score_rows(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* q,
+                const float* qsum, int nq, float* scores, int ld) {
+  HWY_DYNAMIC_DISPATCH(ScoreRowsImpl)(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+}
+void accumulate_rows(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* p,
+                     int ld, int nq, float* acc) {
+  HWY_DYNAMIC_DISPATCH(AccumulateRowsImpl)(f, rows, stride, n_tok, p, ld, nq, acc);
+}
+float exp_shift_sum(float* x, int n, float m) { return HWY_DYNAMIC_DISPATCH(ExpShiftSumImpl)(x, n, m); }
+void scale_floats(float* x, int n, float c) { HWY_DYNAMIC_DISPATCH(ScaleFloatsImpl)(x, n, c); }
+float max_float(const float* x, int n) { return HWY_DYNAMIC_DISPATCH(MaxFloatImpl)(x, n); }
+
+}  // namespace nextn
+#endif  // HWY_ONCE
