@@ -143,9 +143,10 @@ std::optional<nlohmann::json> Client::get_json(const std::string& path) {
 }
 
 std::string Client::model_id() {
+  if (!model_.empty()) return model_;
   auto models = get_json("/v1/models");
   if (models && models->contains("data") && (*models)["data"].is_array() && !(*models)["data"].empty())
-    return (*models)["data"][0].value("id", "default");
+    return model_ = (*models)["data"][0].value("id", "default");
   return "default";
 }
 

@@ -32,10 +32,11 @@ class Client {
   std::optional<int> count_tokens(const std::string& text);
   std::optional<nlohmann::json> get_json(const std::string& path);
   std::optional<std::string> get_text(const std::string& path);
-  std::string model_id();  // first id of /v1/models, or "default"
+  std::string model_id();  // first id of /v1/models (asked once), or "default"
 
  private:
   std::string base_url_, api_key_;
+  std::string model_;  // cached /v1/models id
 };
 
 }  // namespace nextn::bench

@@ -119,6 +119,7 @@ std::string format_json(const Report& r, const BenchOptions& o) {
   for (const auto& c : o.configs) j["configs"].push_back({{"key", c.key}, {"name", c.name}, {"flags", c.flags}});
   j["measurements"] = nlohmann::json::array();
   for (const auto& m : r.measurements) j["measurements"].push_back(m.to_json());
+  j["warmups"] = r.warmups;
   j["summary"] = nlohmann::json::array();
   for (const auto& s : r.summaries) j["summary"].push_back(s.to_json());
   return j.dump(2) + "\n";

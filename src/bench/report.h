@@ -17,6 +17,7 @@ struct Report {
   MachineInfo machine;
   std::vector<Measurement> measurements;
   std::vector<Summary> summaries;
+  nlohmann::json warmups = nlohmann::json::array();  // per configuration: the warm-up request's usage
 };
 
 std::string format_console_table(const Report& report);

@@ -85,7 +85,9 @@ int run_bench(const BenchOptions& o) {
       std::fprintf(stderr, "  Warming up... ");
       std::string apples;
       for (int i = 0; i < 200; ++i) apples += "apple ";
-      client.chat(nlohmann::json::array({{{"role", "user"}, {"content", apples}}}), 20, 0.0, 120);
+      auto warm = client.chat(nlohmann::json::array({{{"role", "user"}, {"content", apples}}}), 20, 0.0, 120);
+      report.warmups.push_back({{"config", config.key},
+                                {"usage", warm.contains("usage") ? warm["usage"] : nlohmann::json(nullptr)}});
       std::fprintf(stderr, "done\n");
     }
     for (const auto& prompt : o.prompts) {
