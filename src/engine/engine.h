@@ -14,29 +14,10 @@
 
 #include "kv/kv_cache.h"
 #include "model/model.h"
+#include "sampling/sampler.h"     // SamplingParams
+#include "spec/spec_options.h"    // SpeculativeOptions
 
 namespace nextn {
-
-struct SamplingParams {
-  float temperature = 0.0f;  // 0: greedy
-  int top_k = 0;             // 0: off
-  float top_p = 1.0f;
-  float min_p = 0.0f;
-  float repetition_penalty = 1.0f;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
-  uint64_t seed = 0;
-  bool has_seed = false;
-};
-
-struct SpeculativeOptions {
-  std::string mode = "none";        // none | mtp | assistant | draft | ngram
-  int num_draft_tokens = 3;         // per step; 0 turns drafting off
-  bool adaptive = false;            // --num-mtp-tokens auto
-  std::string assistant_dir;        // --mtp-assistant-model
-  std::string draft_model_dir;      // --draft-model
-  double synthetic_accept = -1.0;   // --spec-synthetic-accept (benchmark mode only); <0 off
-};
 
 struct EngineOptions {
   std::string model_dir;
@@ -78,6 +59,10 @@ struct Timings {
   std::vector<int> accepted_per_pos;  // drafts accepted at position k
   std::string kv_type;
   double synthetic_accept = -1.0;     // stamped when synthetic acceptance was used
+  std::string drafter;                // "mtp", "ngram", ... ("" when no drafting)
+  double mean_accepted_length() const {  // tokens per speculative step
+    return draft_steps ? 1.0 + double(draft_n_accepted) / draft_steps : 0.0;
+  }
 };
 
 struct GenerationRequest {
@@ -90,7 +75,8 @@ struct GenerationRequest {
   bool speculative = true;           // per-request switch ("speculative": false)
   int num_draft_tokens = -1;         // -1: engine default; 0: off
   std::optional<KvOptions> kv;       // per-request kv_bits / kv_group_size
-  // Called for every emitted token, in order. Return false to cancel.
+  // Called for every emitted token, in order (stop tokens end generation and are
+  // not emitted). Return false to cancel.
   std::function<bool(const TokenEvent&)> on_token;
   // Called once at the end (also after cancellation or error).
   std::function<void(FinishReason, const Timings&, const std::string& error)> on_done;
@@ -102,6 +88,7 @@ struct EngineStats {
   double prompt_seconds_total = 0, decode_seconds_total = 0;
   uint64_t spec_num_drafts = 0, spec_num_draft_tokens = 0, spec_num_accepted_tokens = 0;
   std::vector<uint64_t> spec_accepted_per_pos;
+  std::vector<uint64_t> spec_drafted_per_pos;
   size_t kv_bytes_used = 0, kv_bytes_f16_equivalent = 0;
 };
 

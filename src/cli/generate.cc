@@ -1,0 +1,171 @@
+// cli/generate.cc — `nextn generate`: one request through an Engine.
+//   nextn generate [--model DIR] (--prompt-tokens 1,2,3 | --prompt TEXT) -n N
+//       [--temp T --top-k K --top-p P --min-p M --seed S ...] [engine flags: --mtp ...]
+// Prints the generated text as it is produced (ids with --prompt-tokens or --ids),
+// then the timing line `prompt: N tokens, X tok/s | decode: M tokens, Y tok/s |
+// draft acceptance a/t (x%)` and, when drafting, the acceptance per draft position.
+#include <cstdio>
+#include <condition_variable>
+#include <mutex>
+#include <sstream>
+
+#include "cli/command.h"
+#include "cli/engine_options.h"
+#include "engine/engine.h"
+#include "spec/spec_stats.h"
+#include "tokenizer/stream_decoder.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/log.h"
+
+namespace nextn {
+
+namespace {
+
+struct GenerateFlags {
+  EngineFlags engine;
+  std::string prompt_tokens;
+  std::string prompt;
+  int n = 64;
+  SamplingParams sampling;
+  bool seed_given = false;
+  bool ids = false;
+  bool ignore_eos = false;
+  bool quiet = false;
+};
+
+std::vector<int32_t> parse_ids(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    try {
+      size_t used = 0;
+      long v = std::stol(item, &used);
+      if (used != item.size()) throw std::invalid_argument(item);
+      ids.push_back(int32_t(v));
+    } catch (...) {
+      fail(ErrorKind::kBadInput, "--prompt-tokens: '{}' is not a token id", item);
+    }
+  }
+  return ids;
+}
+
+int run_generate(GenerateFlags& f) {
+  if (f.prompt_tokens.empty() == f.prompt.empty())
+    fail(ErrorKind::kBadInput, "give exactly one of --prompt-tokens or --prompt");
+  if (f.n < 0) fail(ErrorKind::kBadInput, "-n must be >= 0");
+  EngineOptions options = resolve_engine_options(f.engine);
+  options.parallel = 1;
+  if (options.spec.synthetic_accept >= 0 && !f.engine.benchmark_mode)
+    log_warn("--spec-synthetic-accept {:.2f}: output does NOT follow the model (benchmark only)",
+             options.spec.synthetic_accept);
+
+  std::unique_ptr<Tokenizer> tokenizer;
+  GenerationRequest req;
+  bool print_ids = f.ids || !f.prompt_tokens.empty();
+  if (!f.prompt.empty() || !print_ids) tokenizer = Tokenizer::load(options.model_dir);
+  req.prompt = f.prompt_tokens.empty() ? tokenizer->encode(f.prompt, true) : parse_ids(f.prompt_tokens);
+
+  Engine engine(options);
+  const ModelConfig& config = engine.model().config();
+  req.max_tokens = f.n;
+  req.sampling = f.sampling;
+  req.sampling.has_seed = f.seed_given;
+  if (!f.ignore_eos) {
+    req.stop_tokens = config.eos_token_ids;
+    if (tokenizer && tokenizer->eos_id()) req.stop_tokens.push_back(*tokenizer->eos_id());
+  }
+
+  std::unique_ptr<StreamDecoder> decoder;
+  if (!print_ids) decoder = std::make_unique<StreamDecoder>(*tokenizer, true);
+  if (!print_ids && !f.prompt.empty() && !f.quiet) {
+    std::fputs(f.prompt.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  bool first = true;
+  req.on_token = [&](const TokenEvent& ev) {
+    if (print_ids) {
+      std::printf(first ? "%d" : " %d", ev.token);
+    } else {
+      std::string piece = decoder->push(ev.token);
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+    }
+    first = false;
+    std::fflush(stdout);
+    return true;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  FinishReason reason = FinishReason::kNone;
+  Timings timings;
+  std::string error;
+  req.on_done = [&](FinishReason r, const Timings& t, const std::string& e) {
+    std::lock_guard lock(mu);
+    reason = r;
+    timings = t;
+    error = e;
+    done = true;
+    cv.notify_all();
+  };
+  engine.submit(std::move(req));
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return done; });
+  }
+  if (decoder) {
+    std::string rest = decoder->flush();
+    std::fwrite(rest.data(), 1, rest.size(), stdout);
+  }
+  std::printf("\n");
+  if (reason == FinishReason::kError) fail(ErrorKind::kInternal, "generation failed: {}", error);
+
+  const Timings& t = timings;
+  double prompt_tps = t.prompt_ms > 0 ? t.prompt_n / (t.prompt_ms / 1e3) : 0.0;
+  // The first token comes with the prompt pass; decode speed counts the tokens after it.
+  int decode_n = std::max(0, t.predicted_n - 1);
+  double decode_tps = t.predicted_ms > 0 ? decode_n / (t.predicted_ms / 1e3) : 0.0;
+  std::string line = fmt::format("prompt: {} tokens, {:.1f} tok/s | decode: {} tokens, {:.1f} tok/s", t.prompt_n,
+                                 prompt_tps, t.predicted_n, decode_tps);
+  if (!t.drafter.empty()) {
+    line += " | draft acceptance " + format_acceptance(uint64_t(t.draft_n_accepted), uint64_t(t.draft_n));
+    line += fmt::format(" | {} tokens/step ({})", fmt::format("{:.2f}", t.mean_accepted_length()), t.drafter);
+  }
+  if (t.synthetic_accept >= 0) line += fmt::format(" | SYNTHETIC acceptance {:.2f} (benchmark only)", t.synthetic_accept);
+  std::printf("%s\n", line.c_str());
+  if (!t.drafter.empty() && t.draft_n > 0) {
+    std::vector<uint64_t> drafted(t.drafted_per_pos.begin(), t.drafted_per_pos.end());
+    std::vector<uint64_t> accepted(t.accepted_per_pos.begin(), t.accepted_per_pos.end());
+    std::printf("acceptance per position: %s\n", format_acceptance_per_pos(drafted, accepted).c_str());
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+Command add_generate_command(CLI::App& root) {
+  auto f = std::make_shared<GenerateFlags>();
+  CLI::App* app = root.add_subcommand("generate", "Generate tokens for one prompt (prints text/ids and timings)");
+  add_engine_flags(*app, f->engine);
+  app->add_option("--prompt-tokens", f->prompt_tokens, "Prompt as comma-separated token ids (prints ids)");
+  app->add_option("-p,--prompt", f->prompt, "Prompt text (tokenized with the model's tokenizer.json)");
+  app->add_option("-n,--n-predict", f->n, "Tokens to generate")->capture_default_str();
+  app->add_option("--temp,--temperature", f->sampling.temperature, "Temperature (0: greedy)")->capture_default_str();
+  app->add_option("--top-k", f->sampling.top_k, "Top-k (0: off)")->capture_default_str();
+  app->add_option("--top-p", f->sampling.top_p, "Top-p (nucleus)")->capture_default_str();
+  app->add_option("--min-p", f->sampling.min_p, "Min-p")->capture_default_str();
+  app->add_option("--repeat-penalty", f->sampling.repetition_penalty, "Repetition penalty (1: off)");
+  app->add_option("--presence-penalty", f->sampling.presence_penalty, "Presence penalty");
+  app->add_option("--frequency-penalty", f->sampling.frequency_penalty, "Frequency penalty");
+  app->add_option("--seed", f->sampling.seed, "Sampling seed (same seed, same output)")
+      ->each([f](const std::string&) { f->seed_given = true; });
+  app->add_flag("--ids", f->ids, "Print token ids instead of text");
+  app->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at end-of-sequence tokens");
+  app->add_flag("-q,--quiet", f->quiet, "Do not echo the prompt text");
+  return {app, [f]() { return run_generate(*f); }};
+}
+
+}  // namespace nextn

@@ -1,0 +1,557 @@
+// engine/engine.cc — the scheduler. One engine thread runs steps; each step:
+//  1. admits queued requests into free slots (reusing the slot's cached prompt prefix),
+//  2. collects rows from every active sequence — a prefill chunk, or [last, d1..dk]
+//     after the sequence's drafter proposed k drafts (k = 0: a plain decode row),
+//  3. runs ONE batched Model::forward over all of them,
+//  4. per sequence: samples / verifies, emits tokens, truncates rejected rows from
+//     the KV cache and lets the drafter catch up on the accepted rows.
+// Cancellation (callback returning false, cancel(id)) takes effect within a step.
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <unordered_set>
+
+#include "spec/adaptive_depth.h"
+#include "spec/drafter.h"
+#include "spec/spec_stats.h"
+#include "spec/verifier.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/thread_pool.h"
+#include "util/timer.h"
+
+namespace nextn {
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone: return "none";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "none";
+}
+
+namespace {
+
+bool same_kv_options(const KvOptions& a, const KvOptions& b) {
+  return a.type == b.type && a.group_size == b.group_size && a.compress_after == b.compress_after &&
+         a.keep_recent == b.keep_recent;
+}
+
+struct Active {
+  uint64_t id = 0;
+  GenerationRequest req;
+  std::unique_ptr<Sampler> sampler;
+  int draft_limit = 0;   // max drafts per step for this request (0: no drafting)
+  int prefilled = 0;     // prompt tokens in the KV cache
+  bool decoding = false;
+  int32_t last = 0;      // emitted token not yet in the KV cache
+  int generated = 0;
+  Timings timings;
+  double t_admit = 0, t_first = 0;
+  bool done = false;
+  // this step
+  int rows = 0;
+  DraftProposal proposal;
+  double draft_seconds = 0;
+};
+
+struct Slot {
+  int index = 0;
+  std::unique_ptr<KvCache> kv;
+  KvOptions kv_options;
+  std::vector<int32_t> cached;           // tokens in kv
+  std::unique_ptr<DraftSession> draft;
+  int draft_len = 0;                     // target rows the draft session has seen
+  std::unique_ptr<Active> active;
+};
+
+struct Queued {
+  uint64_t id;
+  GenerationRequest req;
+};
+
+}  // namespace
+
+struct Engine::Impl {
+  EngineOptions opt;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Drafter> drafter;
+  VerifyCostModel costs{17};
+  std::unique_ptr<AdaptiveDepth> adaptive;
+  std::vector<Slot> slots;
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Queued> queue;
+  std::unordered_set<uint64_t> cancel_requests;
+  bool stopping = false;
+  uint64_t next_id = 1;
+  EngineStats stats;
+  SpecCounters spec_totals;
+  std::thread thread;
+
+  ForwardResult result;
+  std::vector<SequenceRows> batch;
+  std::vector<Active*> batch_owner;
+
+  void run();
+  void admit();
+  bool step();
+  void start(Slot& slot, Queued q);
+  void collect(Slot& slot);
+  void process(Slot& slot, size_t& logit_off, size_t& hidden_off);
+  bool emit(Slot& slot, int32_t token, const float* logits_row);
+  void finish(Slot& slot, FinishReason reason, const std::string& error = {});
+  int choose_k(Active& a, Slot& slot);
+};
+
+Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.opt = options;
+  if (s.opt.parallel < 1) fail(ErrorKind::kBadInput, "--parallel must be >= 1, got {}", s.opt.parallel);
+  if (s.opt.threads > 0) ThreadPool::set_global_threads(s.opt.threads);
+  s.model = Model::load(s.opt.model_dir, s.opt.load);
+  if (s.opt.spec.num_draft_tokens > 0) s.drafter = make_drafter(*s.model, s.opt.spec);
+  if (s.drafter && s.opt.spec.adaptive) s.adaptive = std::make_unique<AdaptiveDepth>(s.opt.spec.num_draft_tokens);
+  s.slots.resize(size_t(s.opt.parallel));
+  for (int i = 0; i < s.opt.parallel; ++i) s.slots[size_t(i)].index = i;
+  if (s.drafter)
+    log_info("speculative decoding: drafter {} with {} draft tokens per step{}{}", s.drafter->name(),
+             s.opt.spec.num_draft_tokens, s.opt.spec.adaptive ? " (adaptive, upper bound)" : "",
+             s.opt.spec.synthetic_accept >= 0
+                 ? fmt::format(" — SYNTHETIC acceptance {:.2f} (benchmark only)", s.opt.spec.synthetic_accept)
+                 : "");
+  s.thread = std::thread([this] { impl_->run(); });
+}
+
+Engine::~Engine() { shutdown(); }
+
+const Model& Engine::model() const { return *impl_->model; }
+const EngineOptions& Engine::options() const { return impl_->opt; }
+
+uint64_t Engine::submit(GenerationRequest request) {
+  Impl& s = *impl_;
+  if (request.prompt.empty()) fail(ErrorKind::kBadInput, "prompt: empty (at least one token is needed)");
+  if (int(request.prompt.size()) >= s.opt.ctx_size)
+    fail(ErrorKind::kBadInput, "prompt: {} tokens do not fit the context of {} tokens", request.prompt.size(),
+         s.opt.ctx_size);
+  int vocab = s.model->config().vocab_size;
+  for (int32_t t : request.prompt)
+    if (t < 0 || t >= vocab) fail(ErrorKind::kBadInput, "prompt: token id {} outside the vocabulary (0..{})", t, vocab - 1);
+  if (request.max_tokens < 0) fail(ErrorKind::kBadInput, "max_tokens: must be >= 0, got {}", request.max_tokens);
+  std::lock_guard lock(s.mu);
+  if (s.stopping) fail(ErrorKind::kResource, "engine is shutting down");
+  size_t busy = 0;
+  for (auto& slot : s.slots) busy += slot.active ? 1 : 0;
+  if (s.queue.size() >= size_t(s.opt.queue_size) + (s.slots.size() - std::min(busy, s.slots.size())))
+    fail(ErrorKind::kResource, "request queue is full ({} waiting)", s.queue.size());
+  uint64_t id = s.next_id++;
+  s.queue.push_back({id, std::move(request)});
+  s.stats.requests_total += 1;
+  s.stats.requests_queued = s.queue.size();
+  s.cv.notify_all();
+  return id;
+}
+
+void Engine::cancel(uint64_t id) {
+  Impl& s = *impl_;
+  std::lock_guard lock(s.mu);
+  s.cancel_requests.insert(id);
+  s.cv.notify_all();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->stats;
+}
+
+void Engine::shutdown() {
+  Impl& s = *impl_;
+  {
+    std::lock_guard lock(s.mu);
+    if (s.stopping && !s.thread.joinable()) return;
+    s.stopping = true;
+    s.cv.notify_all();
+  }
+  if (s.thread.joinable()) s.thread.join();
+}
+
+void Engine::Impl::run() {
+  while (true) {
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] {
+        if (stopping || !queue.empty()) return true;
+        for (auto& slot : slots)
+          if (slot.active) return true;
+        return false;
+      });
+      if (stopping) break;
+    }
+    try {
+      admit();
+      step();
+    } catch (const std::exception& e) {
+      log_error("engine step failed: {}", e.what());
+      for (auto& slot : slots)
+        if (slot.active) {
+          finish(slot, FinishReason::kError, e.what());
+          slot.kv.reset();  // state unknown: start over
+          slot.cached.clear();
+          slot.draft.reset();
+          slot.draft_len = 0;
+        }
+    }
+  }
+  // Shutdown: cancel everything still queued or running.
+  std::deque<Queued> left;
+  {
+    std::lock_guard lock(mu);
+    left.swap(queue);
+    stats.requests_queued = 0;
+  }
+  for (auto& q : left)
+    if (q.req.on_done) q.req.on_done(FinishReason::kCancelled, Timings{}, "engine shutting down");
+  for (auto& slot : slots)
+    if (slot.active) finish(slot, FinishReason::kCancelled, "engine shutting down");
+}
+
+void Engine::Impl::admit() {
+  while (true) {
+    Queued q;
+    Slot* target = nullptr;
+    {
+      std::lock_guard lock(mu);
+      if (queue.empty()) return;
+      // Among free slots, prefer the one whose cached tokens share the longest prefix.
+      size_t best_common = 0;
+      for (auto& slot : slots) {
+        if (slot.active) continue;
+        const auto& prompt = queue.front().req.prompt;
+        size_t c = 0;
+        while (c < slot.cached.size() && c < prompt.size() && slot.cached[c] == prompt[c]) ++c;
+        if (!target || c > best_common) {
+          target = &slot;
+          best_common = c;
+        }
+      }
+      if (!target) return;
+      q = std::move(queue.front());
+      queue.pop_front();
+      stats.requests_queued = queue.size();
+      if (cancel_requests.erase(q.id)) {
+        if (q.req.on_done) q.req.on_done(FinishReason::kCancelled, Timings{}, "");
+        continue;
+      }
+    }
+    start(*target, std::move(q));
+  }
+}
+
+void Engine::Impl::start(Slot& slot, Queued q) {
+  auto a = std::make_unique<Active>();
+  a->id = q.id;
+  a->req = std::move(q.req);
+  a->t_admit = now_seconds();
+  const ModelConfig& config = model->config();
+  a->sampler = std::make_unique<Sampler>(a->req.sampling, config.vocab_size, a->req.prompt);
+  KvOptions kvo = a->req.kv ? *a->req.kv : opt.kv;
+  if (!slot.kv || !same_kv_options(kvo, slot.kv_options)) {
+    slot.kv = model->new_kv_cache(opt.ctx_size, kvo);
+    slot.kv_options = kvo;
+    slot.cached.clear();
+  }
+  // Drafting for this request?
+  if (drafter && a->req.speculative && a->req.num_draft_tokens != 0) {
+    a->draft_limit = a->req.num_draft_tokens > 0 ? std::min(a->req.num_draft_tokens, 16) : opt.spec.num_draft_tokens;
+    if (!slot.draft) {
+      slot.draft = drafter->new_session(opt.ctx_size, kvo);
+      slot.draft_len = 0;
+    }
+    a->timings.drafter = drafter->name();
+    if (opt.spec.synthetic_accept >= 0) a->timings.synthetic_accept = opt.spec.synthetic_accept;
+  }
+  // Prefix cache: keep the common prefix, but recompute at least the last prompt row.
+  const auto& prompt = a->req.prompt;
+  size_t c = 0;
+  while (c < slot.cached.size() && c < prompt.size() && slot.cached[c] == prompt[c]) ++c;
+  int keep = std::min<int>(int(c), int(prompt.size()) - 1);
+  if (a->draft_limit > 0) keep = std::min(keep, slot.draft_len);
+  keep = std::max(keep, 0);
+  slot.kv->truncate(keep);
+  slot.cached.resize(size_t(keep));
+  if (slot.draft) {
+    slot.draft->rollback(std::min(keep, slot.draft_len));
+    slot.draft_len = std::min(keep, slot.draft_len);
+  }
+  a->prefilled = keep;
+  a->timings.cache_n = keep;
+  a->timings.kv_type = kv_type_name(slot.kv_options.type);
+  {
+    std::lock_guard lock(mu);
+    stats.requests_active += 1;
+  }
+  slot.active = std::move(a);
+  if (slot.active->req.max_tokens == 0) finish(slot, FinishReason::kLength);
+}
+
+int Engine::Impl::choose_k(Active& a, Slot& slot) {
+  if (a.draft_limit <= 0) return 0;
+  int k = a.draft_limit;
+  if (adaptive) k = std::min(k, adaptive->choose(costs));
+  // Never draft past max_tokens (the step emits up to k+1 tokens) or the context.
+  k = std::min(k, a.req.max_tokens - a.generated - 1);
+  k = std::min(k, opt.ctx_size - slot.kv->length() - 2);
+  return std::max(k, 0);
+}
+
+void Engine::Impl::collect(Slot& slot) {
+  Active& a = *slot.active;
+  SequenceRows rows;
+  rows.kv = slot.kv.get();
+  bool want_hidden = a.draft_limit > 0 && drafter->needs_hidden();
+  a.proposal.clear();
+  a.draft_seconds = 0;
+  if (!a.decoding) {
+    int n_prompt = int(a.req.prompt.size());
+    int n = std::min(opt.prefill_size, n_prompt - a.prefilled);
+    rows.tokens = std::span<const int32_t>(a.req.prompt.data() + a.prefilled, size_t(n));
+    if (a.prefilled + n == n_prompt) rows.logit_rows.push_back(n - 1);
+    if (want_hidden)
+      for (int i = 0; i < n; ++i) rows.hidden_rows.push_back(i);
+    a.rows = n;
+  } else {
+    int k = choose_k(a, slot);
+    if (k > 0) {
+      Stopwatch sw;
+      slot.draft->propose(a.last, k, *a.sampler, a.proposal);
+      a.draft_seconds = sw.seconds();
+    }
+    // rows = [last, d1..dk]; the proposal buffer keeps the span's storage alive.
+    a.proposal.tokens.insert(a.proposal.tokens.begin(), a.last);
+    rows.tokens = std::span<const int32_t>(a.proposal.tokens);
+    a.rows = int(a.proposal.tokens.size());
+    for (int i = 0; i < a.rows; ++i) rows.logit_rows.push_back(i);
+    if (want_hidden)
+      for (int i = 0; i < a.rows; ++i) rows.hidden_rows.push_back(i);
+  }
+  batch.push_back(std::move(rows));
+  batch_owner.push_back(&a);
+}
+
+bool Engine::Impl::step() {
+  // Cancellations requested from other threads.
+  {
+    std::unordered_set<uint64_t> cancels;
+    {
+      std::lock_guard lock(mu);
+      for (auto& slot : slots)
+        if (slot.active && cancel_requests.erase(slot.active->id)) cancels.insert(slot.active->id);
+    }
+    for (auto& slot : slots)
+      if (slot.active && cancels.count(slot.active->id)) finish(slot, FinishReason::kCancelled);
+  }
+  batch.clear();
+  batch_owner.clear();
+  std::vector<Slot*> in_batch;
+  bool any_prefill = false;
+  for (auto& slot : slots) {
+    if (!slot.active) continue;
+    any_prefill |= !slot.active->decoding;
+    collect(slot);
+    in_batch.push_back(&slot);
+  }
+  if (batch.empty()) return false;
+  int total_rows = 0;
+  for (auto& r : batch) total_rows += int(r.tokens.size());
+  Stopwatch sw;
+  model->forward(std::span<SequenceRows>(batch), result);
+  double fwd = sw.seconds();
+  if (!any_prefill) costs.record(total_rows, fwd);
+
+  size_t logit_off = 0, hidden_off = 0;
+  for (Slot* slot : in_batch) process(*slot, logit_off, hidden_off);
+
+  std::lock_guard lock(mu);
+  size_t used = 0, f16 = 0;
+  for (auto& slot : slots)
+    if (slot.kv) {
+      used += slot.kv->bytes_used();
+      f16 += slot.kv->f16_equivalent_bytes();
+      if (slot.draft) used += slot.draft->kv_bytes();
+    }
+  stats.kv_bytes_used = used;
+  stats.kv_bytes_f16_equivalent = f16;
+  return true;
+}
+
+void Engine::Impl::process(Slot& slot, size_t& logit_off, size_t& hidden_off) {
+  Active& a = *slot.active;
+  const int vocab = model->config().vocab_size;
+  const int hidden = model->config().hidden_size;
+  bool want_hidden = a.draft_limit > 0 && drafter->needs_hidden();
+  const float* logits = result.logits.data() + logit_off * size_t(vocab);
+  const float* hid = want_hidden ? result.hidden_post.data() + hidden_off * size_t(hidden) : nullptr;
+
+  if (!a.decoding) {
+    int start = a.prefilled;
+    std::span<const int32_t> chunk(a.req.prompt.data() + start, size_t(a.rows));
+    slot.cached.insert(slot.cached.end(), chunk.begin(), chunk.end());
+    if (a.draft_limit > 0) {
+      slot.draft->commit(start, chunk, hid);
+      slot.draft_len = start + a.rows;
+    }
+    a.prefilled += a.rows;
+    if (want_hidden) hidden_off += size_t(a.rows);
+    if (a.prefilled < int(a.req.prompt.size())) return;
+    logit_off += 1;
+    // Prompt done: the first token comes from the last prompt row.
+    a.decoding = true;
+    a.t_first = now_seconds();
+    a.timings.prompt_n = int(a.req.prompt.size()) - a.timings.cache_n;
+    a.timings.prompt_ms = (a.t_first - a.t_admit) * 1e3;
+    int32_t tok = a.sampler->sample(logits);
+    a.sampler->accept(tok);
+    emit(slot, tok, logits);
+    return;
+  }
+
+  // Decode / verify: rows [last, d1..dk].
+  const int k = a.rows - 1;
+  const int base = slot.kv->length() - a.rows;  // position of `last`
+  std::span<const int32_t> drafts(a.proposal.tokens.data() + 1, size_t(k));
+  VerifyRules rules;
+  rules.synthetic_accept = opt.spec.synthetic_accept;
+  rules.broken_resample = opt.spec.broken_acceptance_for_tests;
+  Sampler& sampler = *a.sampler;
+  int accepted_in_sampler = 0;  // drafts already recorded by the sampler (penalties)
+  auto sync = [&](int row) {
+    for (; accepted_in_sampler < row; ++accepted_in_sampler) sampler.accept(drafts[size_t(accepted_in_sampler)]);
+  };
+  VerifyOutcome out;
+  if (sampler.greedy()) {
+    out = verify_greedy(drafts, [&](int row) {
+      sync(row);
+      return sampler.argmax_token(logits + size_t(row) * size_t(vocab));
+    }, sampler.rng(), rules);
+  } else {
+    Distribution p;
+    out = verify_sampled(drafts, std::span<const Distribution>(a.proposal.q), [&](int row) -> const Distribution& {
+      sync(row);
+      sampler.distribution(logits + size_t(row) * size_t(vocab), p);
+      return p;
+    }, sampler.rng(), rules);
+  }
+  sync(out.accepted);
+  sampler.accept(out.next);
+  // Keep [last, d1..da]; drop the rejected rows.
+  int keep = base + 1 + out.accepted;
+  slot.kv->truncate(keep);
+  slot.cached.push_back(a.last);
+  slot.cached.insert(slot.cached.end(), drafts.begin(), drafts.begin() + out.accepted);
+  if (a.draft_limit > 0) {
+    std::span<const int32_t> committed(a.proposal.tokens.data(), size_t(out.accepted + 1));
+    slot.draft->commit(base, committed, hid);
+    slot.draft_len = keep;
+  }
+  if (k > 0) {
+    a.timings.draft_steps += 1;
+    a.timings.draft_n += k;
+    a.timings.draft_n_accepted += out.accepted;
+    if (int(a.timings.drafted_per_pos.size()) < k) {
+      a.timings.drafted_per_pos.resize(size_t(k), 0);
+      a.timings.accepted_per_pos.resize(size_t(k), 0);
+    }
+    for (int i = 0; i < k; ++i) a.timings.drafted_per_pos[size_t(i)] += 1;
+    for (int i = 0; i < out.accepted; ++i) a.timings.accepted_per_pos[size_t(i)] += 1;
+    std::lock_guard lock(mu);
+    spec_totals.record(k, out.accepted);
+    stats.spec_num_drafts = spec_totals.drafts;
+    stats.spec_num_draft_tokens = spec_totals.draft_tokens;
+    stats.spec_num_accepted_tokens = spec_totals.accepted;
+    stats.spec_accepted_per_pos = spec_totals.accepted_per_pos;
+    stats.spec_drafted_per_pos = spec_totals.drafted_per_pos;
+  }
+  if (adaptive && a.draft_limit > 0) adaptive->record(k, out.accepted, a.draft_seconds);
+  logit_off += size_t(a.rows);
+  if (want_hidden) hidden_off += size_t(a.rows);
+
+  for (int i = 0; i < out.accepted; ++i)
+    if (!emit(slot, drafts[size_t(i)], logits + size_t(i) * size_t(vocab))) return;
+  emit(slot, out.next, logits + size_t(out.accepted) * size_t(vocab));
+}
+
+// Emits one token; returns false when the request finished.
+bool Engine::Impl::emit(Slot& slot, int32_t token, const float* logits_row) {
+  Active& a = *slot.active;
+  a.last = token;
+  for (int32_t stop : a.req.stop_tokens)
+    if (token == stop) {
+      a.generated += 1;
+      finish(slot, FinishReason::kStop);
+      return false;
+    }
+  a.generated += 1;
+  bool keep_going = true;
+  if (a.req.on_token) {
+    TokenEvent ev;
+    ev.token = token;
+    if (a.req.logprobs || a.req.top_logprobs > 0) {
+      TokenLogprobs lp = compute_logprobs(logits_row, model->config().vocab_size, token, a.req.top_logprobs);
+      ev.logprob = lp.logprob;
+      for (auto& [t, l] : lp.top) ev.top.push_back({t, l});
+    }
+    keep_going = a.req.on_token(ev);
+  }
+  if (!keep_going) {
+    finish(slot, FinishReason::kCancelled);
+    return false;
+  }
+  if (a.generated >= a.req.max_tokens || slot.kv->length() + 1 >= opt.ctx_size) {
+    finish(slot, FinishReason::kLength);
+    return false;
+  }
+  return true;
+}
+
+void Engine::Impl::finish(Slot& slot, FinishReason reason, const std::string& error) {
+  std::unique_ptr<Active> a = std::move(slot.active);
+  double t_end = now_seconds();
+  Timings& t = a->timings;
+  if (a->decoding) {
+    t.predicted_n = a->generated;
+    t.predicted_ms = (t_end - a->t_first) * 1e3;
+  } else {
+    t.prompt_ms = (t_end - a->t_admit) * 1e3;
+  }
+  {
+    std::lock_guard lock(mu);
+    stats.requests_active -= 1;
+    cancel_requests.erase(a->id);
+    stats.prompt_tokens_total += uint64_t(t.prompt_n);
+    stats.generated_tokens_total += uint64_t(a->generated);
+    stats.prompt_seconds_total += t.prompt_ms / 1e3;
+    stats.decode_seconds_total += t.predicted_ms / 1e3;
+  }
+  std::string line = fmt::format(
+      "slot done: id {} | slot {} | {} | prompt_n={} cache_n={} {:.1f} t/s | gen_tokens={} {:.1f} t/s", a->id,
+      slot.index, finish_reason_name(reason), t.prompt_n, t.cache_n,
+      t.prompt_ms > 0 ? t.prompt_n / (t.prompt_ms / 1e3) : 0.0, a->generated,
+      t.predicted_ms > 0 ? t.predicted_n / (t.predicted_ms / 1e3) : 0.0);
+  if (t.draft_n > 0) {
+    if (t.synthetic_accept >= 0) line += fmt::format(" | SYNTHETIC_ACCEPT={:.2f}", t.synthetic_accept);
+    line += " | MTP_ACCEPTED=" + format_acceptance(uint64_t(t.draft_n_accepted), uint64_t(t.draft_n));
+  }
+  log_info("{}", line);
+  if (a->req.on_done) a->req.on_done(reason, t, error);
+}
+
+}  // namespace nextn

@@ -1,0 +1,149 @@
+// spec/mtp_drafter.cc — drafting with MTP layers. Row p of the head consumes
+// (h_p, x_{p+1}) — the target's post-final-norm hidden at p and the next token —
+// and predicts x_{p+2}. The head's own KV is caught up over every row the target
+// accepted (prompt rows included; the last row waits for the next sampled token),
+// and that catch-up's last row yields the first draft. Further drafts recurse:
+// layer = step mod num_layers, feeding back the head's output hidden and the token
+// it just drafted at the next position. Drafted rows are dropped from the head's
+// KV at the next commit, so it always mirrors the target's accepted rows.
+#include "spec/mtp_drafter.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "model/model.h"
+#include "util/error.h"
+
+namespace nextn {
+
+namespace {
+constexpr int kCatchUpChunk = 512;
+
+class MtpSession : public DraftSession {
+ public:
+  MtpSession(MtpHead& head, int hidden, int vocab, std::unique_ptr<KvCache> kv)
+      : head_(head), hidden_(hidden), vocab_(vocab), kv_(std::move(kv)) {}
+
+  void commit(int start, std::span<const int32_t> tokens, const float* hidden) override {
+    if (start != committed_) rollback(start);
+    if (kv_->length() > done_) kv_->truncate(done_);  // drafted rows
+    pending_tokens_.insert(pending_tokens_.end(), tokens.begin(), tokens.end());
+    pending_hidden_.insert(pending_hidden_.end(), hidden, hidden + tokens.size() * size_t(hidden_));
+    committed_ += int(tokens.size());
+  }
+
+  void rollback(int n) override {
+    if (n >= committed_) {
+      if (kv_->length() > done_) kv_->truncate(done_);
+      return;
+    }
+    if (done_ > n) {
+      done_ = n;
+      pending_tokens_.clear();
+      pending_hidden_.clear();
+    } else {
+      pending_tokens_.resize(size_t(n - done_));
+      pending_hidden_.resize(size_t(n - done_) * size_t(hidden_));
+    }
+    kv_->truncate(std::min(kv_->length(), done_));
+    if (kv_->length() > done_) kv_->truncate(done_);
+    committed_ = n;
+  }
+
+  void propose(int32_t last, int k, Sampler& sampler, DraftProposal& out) override {
+    out.clear();
+    if (k <= 0 || pending_tokens_.empty()) return;
+    if (kv_->length() > done_) kv_->truncate(done_);
+    // Catch-up rows p = done_ .. committed_-1 pair with tokens x_{p+1} (the last one with `last`).
+    int rows = int(pending_tokens_.size());
+    std::vector<int32_t> next_tokens(pending_tokens_.begin() + 1, pending_tokens_.end());
+    next_tokens.push_back(last);
+    for (int begin = 0; begin < rows; begin += kCatchUpChunk) {
+      int n = std::min(kCatchUpChunk, rows - begin);
+      bool final_chunk = begin + n == rows;
+      std::span<const int32_t> toks(next_tokens.data() + begin, size_t(n));
+      const float* h = pending_hidden_.data() + size_t(begin) * size_t(hidden_);
+      std::vector<int> logit_rows;
+      if (final_chunk) logit_rows.push_back(n - 1);
+      run_all_layers(0, h, toks, logit_rows);
+    }
+    done_ = committed_;
+    pending_tokens_.clear();
+    pending_hidden_.clear();
+
+    // The catch-up's last row gives draft 1; then recurse one row per draft.
+    g_.assign(hidden_out_.end() - hidden_, hidden_out_.end());
+    out.tokens.push_back(choose(sampler, out));
+    for (int step = 1; step < k; ++step) {
+      int32_t tok = out.tokens.back();
+      run_all_layers(step % head_.num_layers(), g_.data(), std::span<const int32_t>(&tok, 1), {0});
+      g_.assign(hidden_out_.end() - hidden_, hidden_out_.end());
+      out.tokens.push_back(choose(sampler, out));
+    }
+  }
+
+  size_t kv_bytes() const override { return kv_->bytes_used(); }
+
+ private:
+  // Runs `layer` for logits/hidden and, with several MTP layers, the others over
+  // the same rows so every layer's KV keeps the same length.
+  void run_all_layers(int layer, const float* h, std::span<const int32_t> toks, const std::vector<int>& logit_rows) {
+    for (int other = 0; other < head_.num_layers(); ++other) {
+      if (other == layer) continue;
+      head_.forward(other, *kv_, h, toks, {}, scratch_logits_, scratch_hidden_);
+    }
+    head_.forward(layer, *kv_, h, toks, logit_rows, logits_, hidden_out_);
+  }
+
+  int32_t choose(Sampler& sampler, DraftProposal& out) {
+    const float* row = logits_.data() + logits_.size() - size_t(vocab_);
+    if (sampler.greedy()) return argmax(row, vocab_);
+    work_.assign(row, row + vocab_);
+    out.q.emplace_back();
+    processed_distribution(work_.data(), vocab_, sampler.params(), out.q.back(), order_);
+    return sample_from(out.q.back(), sampler.rng());
+  }
+
+  MtpHead& head_;
+  int hidden_, vocab_;
+  std::unique_ptr<KvCache> kv_;
+  int committed_ = 0;  // target rows committed
+  int done_ = 0;       // rows the head's KV holds (accepted ones; drafted rows beyond)
+  std::vector<int32_t> pending_tokens_;  // tokens at positions done_..committed_-1
+  std::vector<float> pending_hidden_;    // their target hidden states
+  std::vector<float> logits_, hidden_out_, scratch_logits_, scratch_hidden_, g_, work_;
+  std::vector<int32_t> order_;
+};
+
+class MtpDrafter : public Drafter {
+ public:
+  MtpDrafter(const char* name, MtpHead* head, std::unique_ptr<MtpHead> owned, const ModelConfig& config)
+      : name_(name), head_(head), owned_(std::move(owned)), hidden_(config.hidden_size), vocab_(config.vocab_size) {}
+  const char* name() const override { return name_; }
+  bool needs_hidden() const override { return true; }
+  std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions&) override {
+    return std::make_unique<MtpSession>(*head_, hidden_, vocab_, head_->new_kv_cache(max_tokens + 32, KvOptions{}));
+  }
+
+ private:
+  const char* name_;
+  MtpHead* head_;
+  std::unique_ptr<MtpHead> owned_;
+  int hidden_, vocab_;
+};
+}  // namespace
+
+std::unique_ptr<Drafter> make_mtp_head_drafter(const char* name, MtpHead* head, std::unique_ptr<MtpHead> owned,
+                                               const ModelConfig& target_config) {
+  return std::make_unique<MtpDrafter>(name, head, std::move(owned), target_config);
+}
+
+std::unique_ptr<Drafter> make_mtp_drafter(Model& target, const SpeculativeOptions&) {
+  MtpHead* head = target.mtp_head();
+  if (!head)
+    fail(ErrorKind::kBadInput, "--mtp: checkpoint {} has no MTP layers (num_nextn_predict_layers is 0 or absent)",
+         target.dir());
+  return make_mtp_head_drafter("mtp", head, nullptr, target.config());
+}
+
+}  // namespace nextn

@@ -1,0 +1,15 @@
+// spec/mtp_drafter.h — the MTP drafting path shared by in-checkpoint heads (--mtp)
+// and assistant checkpoints (--mtp-assistant-model).
+#pragma once
+#include <memory>
+
+#include "model/mtp_head.h"
+#include "spec/drafter.h"
+
+namespace nextn {
+
+// `owned` keeps an assistant head alive; `head` may point into the target.
+std::unique_ptr<Drafter> make_mtp_head_drafter(const char* name, MtpHead* head, std::unique_ptr<MtpHead> owned,
+                                               const ModelConfig& target_config);
+
+}  // namespace nextn

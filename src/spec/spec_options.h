@@ -1,0 +1,20 @@
+// spec/spec_options.h — how an engine drafts: which drafter, how many tokens, and
+// the benchmark-only synthetic acceptance.
+#pragma once
+#include <string>
+
+namespace nextn {
+
+struct SpeculativeOptions {
+  std::string mode = "none";        // none | mtp | assistant | draft | ngram (see drafter_registry.cc)
+  int num_draft_tokens = 3;         // per step; 0 turns drafting off
+  bool adaptive = false;            // --num-mtp-tokens auto (num_draft_tokens is then the upper bound)
+  std::string assistant_dir;        // --mtp-assistant-model
+  std::string draft_model_dir;      // --draft-model
+  double synthetic_accept = -1.0;   // --spec-synthetic-accept (benchmark mode only); <0 off
+  // Tests only: on rejection resample from p instead of norm(max(0, p - q)) — a
+  // deliberately wrong rule the distribution test must detect. Never set otherwise.
+  bool broken_acceptance_for_tests = false;
+};
+
+}  // namespace nextn
