@@ -18,5 +18,6 @@ Command add_serve_command(CLI::App& root);
 Command add_bench_command(CLI::App& root);
 Command add_tokenize_command(CLI::App& root);
 Command add_chat_template_command(CLI::App& root);
+Command add_debug_logits_command(CLI::App& root);
 
 }  // namespace nextn

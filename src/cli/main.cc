@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<nextn::Command> commands = {
       // One line per subcommand.
+      nextn::add_debug_logits_command(app),
       nextn::add_generate_command(app),
       nextn::add_bench_command(app),
   };

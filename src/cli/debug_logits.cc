@@ -1,0 +1,169 @@
+// cli/debug_logits.cc — `nextn debug-logits`: runs the forward pass on given token ids
+// and writes logits / hidden states as .npy files for comparison with the reference
+// (contract 2). Prefill in chunks, greedy decode, and optionally MTP layer 0 logits.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "model/model.h"
+#include "model/mtp_head.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace nextn {
+namespace {
+
+struct DebugLogitsFlags {
+  std::string model_dir;
+  std::string prompt_tokens;
+  int decode = 0;
+  int chunk = 0;
+  bool mtp = false;
+  std::string assistant_dir;
+  int threads = 0;
+  std::string kv_type = "f32";
+  bool mmap_weights = false;
+  std::string out;
+};
+
+std::vector<int32_t> parse_tokens(const std::string& text) {
+  std::vector<int32_t> tokens;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      long v = std::stol(item, &used);
+      if (used != item.size() || v < 0 || v > INT32_MAX) throw std::invalid_argument(item);
+      tokens.push_back(static_cast<int32_t>(v));
+    } catch (const std::exception&) {
+      fail(ErrorKind::kBadInput, "--prompt-tokens: '{}' is not a token id", item);
+    }
+  }
+  if (tokens.empty()) fail(ErrorKind::kBadInput, "--prompt-tokens: no tokens given");
+  return tokens;
+}
+
+// NumPy .npy v1.0, little-endian, C order.
+void write_npy(const std::string& path, const char* descr, const std::vector<size_t>& shape, const void* data,
+               size_t elem_size) {
+  std::string dims;
+  size_t count = 1;
+  for (size_t d : shape) {
+    dims += std::to_string(d) + ",";
+    count *= d;
+  }
+  if (shape.size() > 1) dims.pop_back();
+  std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  const size_t unpadded = 10 + header.size() + 1;
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header.push_back('\n');
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (!f) fail(ErrorKind::kBadInput, "{}: cannot write", path);
+  const unsigned char magic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  const unsigned char len_bytes[2] = {static_cast<unsigned char>(len & 0xff), static_cast<unsigned char>(len >> 8)};
+  bool ok = std::fwrite(magic, 1, 8, f.get()) == 8 && std::fwrite(len_bytes, 1, 2, f.get()) == 2 &&
+            std::fwrite(header.data(), 1, header.size(), f.get()) == header.size() &&
+            (count == 0 || std::fwrite(data, elem_size, count, f.get()) == count);
+  if (!ok) fail(ErrorKind::kBadInput, "{}: write failed", path);
+}
+
+int32_t argmax(const float* row, int n) { return static_cast<int32_t>(std::max_element(row, row + n) - row); }
+
+int run_debug_logits(const DebugLogitsFlags& f) {
+  if (f.threads > 0) ThreadPool::set_global_threads(f.threads);
+  if (f.decode < 0) fail(ErrorKind::kBadInput, "--decode must be >= 0");
+  if (f.chunk < 0) fail(ErrorKind::kBadInput, "--chunk must be >= 0");
+  const std::vector<int32_t> prompt = parse_tokens(f.prompt_tokens);
+  KvOptions kv_options;
+  kv_options.type = parse_kv_type(f.kv_type);
+  LoadOptions load;
+  load.copy_weights = !f.mmap_weights;
+  std::unique_ptr<Model> model = Model::load(f.model_dir, load);
+  const int V = model->config().vocab_size, H = model->config().hidden_size;
+  const int n_prompt = static_cast<int>(prompt.size());
+
+  std::unique_ptr<MtpHead> assistant;
+  MtpHead* mtp = nullptr;
+  if (!f.assistant_dir.empty()) {
+    assistant = MtpHead::load_assistant(f.assistant_dir, *model);
+    mtp = assistant.get();
+  } else if (f.mtp) {
+    mtp = model->mtp_head();
+    if (!mtp) fail(ErrorKind::kBadInput, "{}: --mtp given but the checkpoint has no MTP layers", f.model_dir);
+  }
+
+  auto kv = model->new_kv_cache(n_prompt + f.decode + 1, kv_options);
+  std::vector<float> prefill(size_t(n_prompt) * V), hidden(size_t(n_prompt) * H);
+  const int chunk = f.chunk == 0 ? n_prompt : f.chunk;
+  ForwardResult result;
+  for (int start = 0; start < n_prompt; start += chunk) {
+    const int n = std::min(chunk, n_prompt - start);
+    SequenceRows rows;
+    rows.kv = kv.get();
+    rows.tokens = std::span<const int32_t>(prompt.data() + start, n);
+    for (int i = 0; i < n; ++i) rows.logit_rows.push_back(i), rows.hidden_rows.push_back(i);
+    model->forward(std::span<SequenceRows>(&rows, 1), result);
+    std::copy(result.logits.begin(), result.logits.end(), prefill.begin() + size_t(start) * V);
+    std::copy(result.hidden_post.begin(), result.hidden_post.end(), hidden.begin() + size_t(start) * H);
+  }
+  write_npy(f.out + ".prefill.npy", "<f4", {size_t(n_prompt), size_t(V)}, prefill.data(), 4);
+  write_npy(f.out + ".hidden.npy", "<f4", {size_t(n_prompt), size_t(H)}, hidden.data(), 4);
+
+  std::vector<float> decode(size_t(f.decode) * V);
+  std::vector<int32_t> tokens(f.decode);
+  int32_t next = argmax(prefill.data() + size_t(n_prompt - 1) * V, V);
+  for (int step = 0; step < f.decode; ++step) {
+    tokens[step] = next;
+    SequenceRows rows;
+    rows.kv = kv.get();
+    rows.tokens = std::span<const int32_t>(&tokens[step], 1);
+    rows.logit_rows = {0};
+    model->forward(std::span<SequenceRows>(&rows, 1), result);
+    std::copy(result.logits.begin(), result.logits.end(), decode.begin() + size_t(step) * V);
+    next = argmax(result.logits.data(), V);
+  }
+  write_npy(f.out + ".decode.npy", "<f4", {size_t(f.decode), size_t(V)}, decode.data(), 4);
+  write_npy(f.out + ".tokens.npy", "<i4", {size_t(f.decode)}, tokens.data(), 4);
+
+  if (mtp) {
+    // Row p consumes (h_p, x_{p+1}) at position p, p = 0 .. n_prompt - 2.
+    const int rows = n_prompt - 1;
+    std::vector<float> logits, hidden_out;
+    if (rows > 0) {
+      auto mtp_kv = mtp->new_kv_cache(n_prompt, kv_options);
+      std::vector<int> logit_rows(rows);
+      for (int i = 0; i < rows; ++i) logit_rows[i] = i;
+      mtp->forward(0, *mtp_kv, hidden.data(), std::span<const int32_t>(prompt.data() + 1, rows), logit_rows, logits,
+                   hidden_out);
+    }
+    write_npy(f.out + ".mtp.npy", "<f4", {size_t(std::max(rows, 0)), size_t(V)}, logits.data(), 4);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_debug_logits_command(CLI::App& root) {
+  auto flags = std::make_shared<DebugLogitsFlags>();
+  CLI::App* app = root.add_subcommand("debug-logits", "Run the forward pass on token ids and write logits as .npy");
+  app->add_option("-m,--model", flags->model_dir, "Hugging Face checkpoint directory")->required();
+  app->add_option("--prompt-tokens", flags->prompt_tokens, "Comma-separated prompt token ids")->required();
+  app->add_option("--decode", flags->decode, "Greedy decode steps after the prompt")->capture_default_str();
+  app->add_option("--chunk", flags->chunk, "Prefill chunk size (0: the whole prompt at once)")->capture_default_str();
+  app->add_flag("--mtp", flags->mtp, "Also write MTP layer 0 logits of the prompt rows (PREFIX.mtp.npy)");
+  app->add_option("--mtp-assistant-model", flags->assistant_dir,
+                  "Take the MTP layers from this assistant checkpoint (implies --mtp)");
+  app->add_option("-t,--threads", flags->threads, "Compute threads (default: physical cores)");
+  app->add_option("--kv-type", flags->kv_type, "KV storage: f32, f16, bf16, q8, q4, turbo3, turbo4")->capture_default_str();
+  app->add_flag("--mmap-weights", flags->mmap_weights, "Serve weights from the memory-mapped file");
+  app->add_option("--out", flags->out, "Output prefix: PREFIX.{prefill,hidden,decode,tokens,mtp}.npy")->required();
+  return Command{app, [flags] { return run_debug_logits(*flags); }};
+}
+
+}  // namespace nextn

@@ -1,0 +1,158 @@
+// kv/full_precision_cache.cc — F32/F16/BF16 KV storage and its attention.
+#include "kv/full_precision_cache.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "kv/attention_simd.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace nextn {
+
+FullPrecisionCache::FullPrecisionCache(const KvShape& shape, KvType type) : shape_(shape), type_(type) {
+  switch (type) {
+    case KvType::kF32: dtype_ = DType::kF32; break;
+    case KvType::kF16: dtype_ = DType::kF16; break;
+    case KvType::kBF16: dtype_ = DType::kBF16; break;
+    default: fail(ErrorKind::kInternal, "FullPrecisionCache: type {} is not full precision", kv_type_name(type));
+  }
+  elem_ = dtype_size(dtype_);
+  blocks_.resize(shape.n_layers);
+  lengths_.assign(shape.n_layers, 0);
+}
+
+int FullPrecisionCache::length() const {
+  int n = 0;
+  for (int len : lengths_) n = std::max(n, len);
+  return n;
+}
+
+void FullPrecisionCache::truncate(int n_tokens) {
+  if (n_tokens < 0 || n_tokens > length())
+    fail(ErrorKind::kInternal, "KV truncate to {} tokens, but {} are stored", n_tokens, length());
+  for (int& len : lengths_) len = std::min(len, n_tokens);
+}
+
+size_t FullPrecisionCache::bytes_used() const {
+  size_t tokens = 0;
+  for (int len : lengths_) tokens += static_cast<size_t>(len);
+  return tokens * 2 * shape_.n_kv_heads * shape_.head_dim * elem_;
+}
+
+const void* FullPrecisionCache::row(int layer, int t, int head, bool value) const {
+  const unsigned char* block = blocks_[layer][t / kBlockTokens].get();
+  const size_t offset = (size_t(head) * kBlockTokens + t % kBlockTokens) * shape_.head_dim * elem_;
+  return block + (value ? half_block_bytes() : 0) + offset;
+}
+
+void FullPrecisionCache::append(int layer, int pos, int n, const float* k, const float* v) {
+  if (layer < 0 || layer >= shape_.n_layers) fail(ErrorKind::kInternal, "KV append: layer {} out of range", layer);
+  if (pos != lengths_[layer])
+    fail(ErrorKind::kInternal, "KV append at position {} but layer {} holds {} tokens", pos, layer, lengths_[layer]);
+  if (pos + n > shape_.max_tokens)
+    fail(ErrorKind::kResource, "KV cache full: {} + {} tokens exceed the capacity of {}", pos, n, shape_.max_tokens);
+  auto& blocks = blocks_[layer];
+  const size_t needed = static_cast<size_t>((pos + n + kBlockTokens - 1) / kBlockTokens);
+  while (blocks.size() < needed) blocks.emplace_back(new unsigned char[2 * half_block_bytes()]());
+  const int D = shape_.head_dim, KV = shape_.n_kv_heads;
+  for (int i = 0; i < n; ++i) {
+    const int t = pos + i;
+    for (int h = 0; h < KV; ++h) {
+      const size_t src = (size_t(i) * KV + h) * D;
+      kv_store(dtype_, k + src, D, const_cast<void*>(row(layer, t, h, false)));
+      kv_store(dtype_, v + src, D, const_cast<void*>(row(layer, t, h, true)));
+    }
+  }
+  lengths_[layer] = pos + n;
+}
+
+namespace {
+
+// Per-thread buffers of attend(); grown once, reused across calls.
+struct AttendScratch {
+  std::vector<float> k, v, scores, m, l, acc;
+};
+thread_local AttendScratch t_scratch;
+
+void grow(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+constexpr int kRowChunk = 16;
+
+}  // namespace
+
+void FullPrecisionCache::attend(int layer, int pos, int n, const float* q, float* out, float scale) const {
+  if (n <= 0) return;
+  if (layer < 0 || layer >= shape_.n_layers) fail(ErrorKind::kInternal, "KV attend: layer {} out of range", layer);
+  if (pos + n > lengths_[layer])
+    fail(ErrorKind::kInternal, "KV attend over positions up to {} but layer {} holds {} tokens", pos + n, layer,
+         lengths_[layer]);
+  const int D = shape_.head_dim, KV = shape_.n_kv_heads, H = shape_.n_heads;
+  const int group = H / KV;
+  const int row_chunks = (n + kRowChunk - 1) / kRowChunk;
+  const size_t items = size_t(KV) * row_chunks;
+
+  auto work = [&](size_t begin, size_t end, int) {
+    AttendScratch& s = t_scratch;
+    grow(s.k, size_t(kBlockTokens) * D);
+    grow(s.v, size_t(kBlockTokens) * D);
+    grow(s.scores, kBlockTokens);
+    grow(s.m, size_t(kRowChunk) * group);
+    grow(s.l, size_t(kRowChunk) * group);
+    grow(s.acc, size_t(kRowChunk) * group * D);
+    for (size_t item = begin; item < end; ++item) {
+      const int kvh = static_cast<int>(item / row_chunks);
+      const int r0 = static_cast<int>(item % row_chunks) * kRowChunk;
+      const int r1 = std::min(n, r0 + kRowChunk);
+      const int states = (r1 - r0) * group;
+      std::fill_n(s.m.begin(), states, -std::numeric_limits<float>::infinity());
+      std::fill_n(s.l.begin(), states, 0.0f);
+      std::fill_n(s.acc.begin(), size_t(states) * D, 0.0f);
+      const int visible_end = pos + r1;  // keys [0, visible_end) are seen by the last row
+      for (int t0 = 0; t0 < visible_end; t0 += kBlockTokens) {
+        const int count = std::min(kBlockTokens, visible_end - t0);
+        const float* kf;
+        const float* vf;
+        if (dtype_ == DType::kF32) {
+          kf = static_cast<const float*>(row(layer, t0, kvh, false));
+          vf = static_cast<const float*>(row(layer, t0, kvh, true));
+        } else {
+          kv_load_f32(dtype_, row(layer, t0, kvh, false), size_t(count) * D, s.k.data());
+          kv_load_f32(dtype_, row(layer, t0, kvh, true), size_t(count) * D, s.v.data());
+          kf = s.k.data();
+          vf = s.v.data();
+        }
+        for (int r = r0; r < r1; ++r) {
+          const int visible = std::min(count, pos + r + 1 - t0);  // causal: row r sees keys <= pos + r
+          if (visible <= 0) continue;
+          for (int j = 0; j < group; ++j) {
+            const int h = kvh * group + j;
+            const int state = (r - r0) * group + j;
+            attend_block(q + (size_t(r) * H + h) * D, kf, vf, visible, D, scale, s.scores.data(), &s.m[state],
+                         &s.l[state], s.acc.data() + size_t(state) * D);
+          }
+        }
+      }
+      for (int r = r0; r < r1; ++r)
+        for (int j = 0; j < group; ++j) {
+          const int h = kvh * group + j;
+          const int state = (r - r0) * group + j;
+          const float inv = 1.0f / s.l[state];
+          const float* acc = s.acc.data() + size_t(state) * D;
+          float* o = out + (size_t(r) * H + h) * D;
+          for (int d = 0; d < D; ++d) o[d] = acc[d] * inv;
+        }
+    }
+  };
+  // Small problems stay on the calling thread.
+  const size_t work_size = size_t(n) * H * (pos + n) * D;
+  if (items == 1 || work_size < 16384) {
+    work(0, items, 0);
+  } else {
+    parallel_for(items, work);
+  }
+}
+
+}  // namespace nextn

@@ -1,0 +1,53 @@
+// kv/kv_cache.cc — KV type names and the storage factory (one line per type).
+#include "kv/kv_cache.h"
+
+#include "kv/full_precision_cache.h"
+#include "kv/quantized_cache.h"
+#include "kv/turbo_cache.h"
+#include "util/error.h"
+
+namespace nextn {
+
+const char* kv_type_name(KvType type) {
+  switch (type) {
+    case KvType::kF32: return "f32";
+    case KvType::kF16: return "f16";
+    case KvType::kBF16: return "bf16";
+    case KvType::kQ8: return "q8";
+    case KvType::kQ4: return "q4";
+    case KvType::kTurbo3: return "turbo3";
+    case KvType::kTurbo4: return "turbo4";
+  }
+  return "?";
+}
+
+KvType parse_kv_type(const std::string& name) {
+  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kBF16, KvType::kQ8, KvType::kQ4, KvType::kTurbo3,
+                   KvType::kTurbo4})
+    if (name == kv_type_name(t)) return t;
+  fail(ErrorKind::kBadInput, "unknown KV cache type '{}' (known: f32, f16, bf16, q8, q4, turbo3, turbo4)", name);
+}
+
+size_t KvCache::f16_equivalent_bytes() const {
+  const KvShape& s = shape();
+  return static_cast<size_t>(length()) * s.n_layers * 2 * s.n_kv_heads * s.head_dim * 2;
+}
+
+std::unique_ptr<KvCache> make_kv_cache(const KvShape& shape, const KvOptions& options) {
+  if (shape.n_layers <= 0 || shape.n_heads <= 0 || shape.n_kv_heads <= 0 || shape.head_dim <= 0 ||
+      shape.max_tokens <= 0 || shape.n_heads % shape.n_kv_heads != 0)
+    fail(ErrorKind::kInternal, "invalid KV shape: {} layers, {} heads, {} kv heads, head_dim {}, {} tokens",
+         shape.n_layers, shape.n_heads, shape.n_kv_heads, shape.head_dim, shape.max_tokens);
+  switch (options.type) {
+    case KvType::kF32:
+    case KvType::kF16:
+    case KvType::kBF16: return std::make_unique<FullPrecisionCache>(shape, options.type);
+    // Quantized storage (owner Q) — one line per type here:
+    case KvType::kQ8: case KvType::kQ4: return std::make_unique<QuantizedCache>(shape, options);
+    case KvType::kTurbo3: case KvType::kTurbo4: return std::make_unique<TurboCache>(shape, options);
+    default: break;
+  }
+  fail(ErrorKind::kUnsupported, "KV cache type '{}' is not available in this build", kv_type_name(options.type));
+}
+
+}  // namespace nextn

@@ -1,0 +1,155 @@
+// model/config.cc — config.json (+ generation_config.json) -> ModelConfig: picks the
+// architecture from the registry, parses and validates the common keys.
+#include <filesystem>
+#include <string>
+
+#include "io/checkpoint.h"
+#include "model/architecture.h"
+#include "util/log.h"
+
+namespace nextn {
+namespace {
+
+const Architecture& pick_architecture(const ConfigReader& reader) {
+  std::string wanted;
+  if (reader.has("architectures")) {
+    const nlohmann::json& list = reader.json().at("architectures");
+    if (!list.is_array() || list.empty() || !list[0].is_string())
+      reader.error(ErrorKind::kBadInput, "key 'architectures' must be a non-empty list of names");
+    wanted = list[0].get<std::string>();
+    for (const Architecture* a : architectures())
+      if (wanted == a->name) return *a;
+  } else if (reader.has("model_type")) {
+    wanted = reader.get_string("model_type", "");
+    for (const Architecture* a : architectures())
+      if (wanted == a->model_type) return *a;
+  } else {
+    reader.error(ErrorKind::kBadInput, "missing key 'architectures'");
+  }
+  std::string supported;
+  for (const Architecture* a : architectures()) supported += (supported.empty() ? "" : ", ") + std::string(a->name);
+  reader.error(ErrorKind::kUnsupported, "unsupported architecture '{}' (supported: {})", wanted, supported);
+}
+
+// An int or a list of ints ("eos_token_id": 2 or [2, 7]).
+std::vector<int> token_id_list(const ConfigReader& reader, const std::string& key) {
+  std::vector<int> ids;
+  if (!reader.has(key)) return ids;
+  const nlohmann::json& v = reader.json().at(key);
+  if (v.is_number_integer()) {
+    ids.push_back(v.get<int>());
+  } else if (v.is_array()) {
+    for (const auto& x : v) {
+      if (!x.is_number_integer()) reader.error(ErrorKind::kBadInput, "key '{}' must hold integers, got {}", key, v.dump());
+      ids.push_back(x.get<int>());
+    }
+  } else {
+    reader.error(ErrorKind::kBadInput, "key '{}' must be an integer or a list of integers, got {}", key, v.dump());
+  }
+  return ids;
+}
+
+void require_positive(const ConfigReader& reader, const char* key, int value) {
+  if (value <= 0) reader.error(ErrorKind::kBadInput, "key '{}' must be positive, got {}", key, value);
+}
+
+}  // namespace
+
+void parse_rope_scaling(const ConfigReader& reader, ModelConfig& config) {
+  if (!reader.has("rope_scaling")) return;
+  const nlohmann::json& rs = reader.json().at("rope_scaling");
+  if (!rs.is_object()) reader.error(ErrorKind::kBadInput, "key 'rope_scaling' must be an object or null");
+  ConfigReader sub(rs, reader.path() + " rope_scaling");
+  std::string type = sub.get_string("rope_type", sub.get_string("type", "default"));
+  if (type == "default") return;
+  if (type != "llama3" && type != "linear")
+    reader.error(ErrorKind::kUnsupported, "rope_scaling type '{}' is not supported (supported: llama3, linear)", type);
+  config.rope_scaling.type = type;
+  config.rope_scaling.factor = sub.get_double("factor", 1.0);
+  if (config.rope_scaling.factor <= 0) reader.error(ErrorKind::kBadInput, "rope_scaling factor must be positive");
+  if (type == "llama3") {
+    config.rope_scaling.low_freq_factor = sub.get_double("low_freq_factor", 1.0);
+    config.rope_scaling.high_freq_factor = sub.get_double("high_freq_factor", 4.0);
+    config.rope_scaling.original_max_position_embeddings = sub.get_int("original_max_position_embeddings", 8192);
+    if (config.rope_scaling.high_freq_factor <= config.rope_scaling.low_freq_factor)
+      reader.error(ErrorKind::kBadInput, "rope_scaling high_freq_factor must exceed low_freq_factor");
+  }
+}
+
+int count_mimo_mtp_layers(const Checkpoint& ckpt) {
+  int n = 0;
+  while (ckpt.has("model.mtp_layers." + std::to_string(n) + ".input_proj.weight")) ++n;
+  return n;
+}
+
+ModelConfig parse_model_config(const Checkpoint& ckpt) {
+  const std::string path = (std::filesystem::path(ckpt.dir()) / "config.json").string();
+  ConfigReader reader(ckpt.config(), path);
+  const Architecture& arch = pick_architecture(reader);
+
+  ModelConfig c;
+  c.architecture = arch.name;
+  c.model_type = reader.get_string("model_type", arch.model_type);
+  c.vocab_size = reader.require_int("vocab_size");
+  c.hidden_size = reader.require_int("hidden_size");
+  c.intermediate_size = reader.require_int("intermediate_size");
+  c.num_layers = reader.require_int("num_hidden_layers");
+  c.num_heads = reader.require_int("num_attention_heads");
+  require_positive(reader, "vocab_size", c.vocab_size);
+  require_positive(reader, "hidden_size", c.hidden_size);
+  require_positive(reader, "intermediate_size", c.intermediate_size);
+  require_positive(reader, "num_hidden_layers", c.num_layers);
+  require_positive(reader, "num_attention_heads", c.num_heads);
+  c.num_kv_heads = reader.get_int("num_key_value_heads", c.num_heads);
+  require_positive(reader, "num_key_value_heads", c.num_kv_heads);
+  if (c.num_heads % c.num_kv_heads != 0)
+    reader.error(ErrorKind::kBadInput, "num_attention_heads ({}) is not a multiple of num_key_value_heads ({})",
+                 c.num_heads, c.num_kv_heads);
+  if (reader.has("head_dim")) {
+    c.head_dim = reader.get_int("head_dim", 0);
+  } else {
+    if (c.hidden_size % c.num_heads != 0)
+      reader.error(ErrorKind::kBadInput, "hidden_size ({}) is not a multiple of num_attention_heads ({}) and no head_dim",
+                   c.hidden_size, c.num_heads);
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  require_positive(reader, "head_dim", c.head_dim);
+  if (c.head_dim % 2 != 0) reader.error(ErrorKind::kBadInput, "head_dim must be even for RoPE, got {}", c.head_dim);
+  c.rms_norm_eps = reader.get_double("rms_norm_eps", 1e-6);
+  if (!(c.rms_norm_eps > 0)) reader.error(ErrorKind::kBadInput, "key 'rms_norm_eps' must be positive");
+  c.rope_theta = reader.get_double("rope_theta", 10000.0);
+  if (!(c.rope_theta > 0)) reader.error(ErrorKind::kBadInput, "key 'rope_theta' must be positive");
+  c.max_position_embeddings = reader.get_int("max_position_embeddings", 4096);
+  c.tie_word_embeddings = reader.get_bool("tie_word_embeddings", false);
+  std::string act = reader.get_string("hidden_act", "silu");
+  if (act != "silu" && act != "swish")
+    reader.error(ErrorKind::kUnsupported, "hidden_act '{}' is not supported (supported: silu)", act);
+
+  arch.configure(reader, ckpt, c);
+
+  // MTP layers in the DeepSeek layout (model.layers.{L+i}.*), for any backbone.
+  if (c.mtp_layout == MtpLayout::kNone && reader.get_int("num_nextn_predict_layers", 0) > 0) {
+    int n = reader.get_int("num_nextn_predict_layers", 0);
+    if (ckpt.has("model.layers." + std::to_string(c.num_layers) + ".eh_proj.weight")) {
+      c.mtp_layout = MtpLayout::kDeepSeek;
+      c.num_mtp_layers = n;
+    } else if (ckpt.has("model.mtp_layers.0.input_proj.weight")) {
+      c.mtp_layout = MtpLayout::kMiMo;
+      c.num_mtp_layers = n;
+    } else {
+      log_warn("{}: num_nextn_predict_layers is {} but the checkpoint has no MTP tensors; MTP disabled", path, n);
+    }
+  }
+
+  // eos/bos: generation_config.json wins over config.json.
+  ConfigReader gen(ckpt.generation_config(),
+                   (std::filesystem::path(ckpt.dir()) / "generation_config.json").string());
+  c.eos_token_ids = token_id_list(gen, "eos_token_id");
+  if (c.eos_token_ids.empty()) c.eos_token_ids = token_id_list(reader, "eos_token_id");
+  std::vector<int> bos = token_id_list(gen, "bos_token_id");
+  if (bos.empty()) bos = token_id_list(reader, "bos_token_id");
+  c.bos_token_id = bos.empty() ? -1 : bos[0];
+  return c;
+}
+
+}  // namespace nextn

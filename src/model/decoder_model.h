@@ -1,0 +1,70 @@
+// model/decoder_model.h — the one Model implementation: a decoder-only transformer
+// (embedding, N decoder blocks, final RMSNorm, lm_head) configured by the
+// architecture registry. MtpHead implementations borrow its embedding and lm_head.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "model/decoder_block.h"
+#include "model/model.h"
+#include "model/mtp_head.h"
+
+namespace nextn {
+
+class DecoderModel : public Model {
+ public:
+  DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& options);
+  ~DecoderModel() override;
+
+  const ModelConfig& config() const override { return config_; }
+  const std::string& dir() const override { return dir_; }
+  size_t weight_bytes() const override { return weight_bytes_; }
+  std::unique_ptr<KvCache> new_kv_cache(int max_tokens, const KvOptions& options) const override;
+  void forward(std::span<SequenceRows> sequences, ForwardResult& result) override;
+  MtpHead* mtp_head() override { return mtp_.get(); }
+
+  // Shared with MTP heads.
+  const WeightMatrix& embedding() const { return embedding_; }
+  const WeightMatrix& lm_head() const { return lm_head_; }
+  const BlockShape& block_shape() const { return block_shape_; }
+  const std::vector<float>& inv_freq() const { return inv_freq_; }
+  bool copy_weights() const { return copy_weights_; }
+
+ private:
+  ModelConfig config_;
+  std::string dir_;
+  bool copy_weights_ = true;
+  std::unique_ptr<Checkpoint> ckpt_;  // kept while weights are served from its mmap
+  WeightStore store_;
+  BlockShape block_shape_;
+  std::vector<float> inv_freq_;
+  WeightMatrix embedding_;
+  WeightMatrix lm_head_;
+  const float* final_norm_ = nullptr;
+  std::vector<BlockWeights> layers_;
+  size_t weight_bytes_ = 0;
+  std::unique_ptr<MtpHead> mtp_;
+
+  // Scratch reused across calls.
+  BlockScratch scratch_;
+  std::vector<float> x_, gathered_, normed_;
+  std::vector<int32_t> positions_, tokens_;
+  std::vector<KvSegment> segments_;
+};
+
+// Layout details of an MTP head bound from a checkpoint (mtp_head.cc).
+struct MtpSpec {
+  MtpLayout layout = MtpLayout::kNone;
+  int num_layers = 0;
+  int first_index = 0;  // tensor index of layer 0 (model.layers.{first_index + i} / model.mtp_layers.{...})
+  BlockShape block;
+  std::vector<float> inv_freq;
+};
+// Binds and validates every tensor of the head from `store`. The target must outlive
+// the head; `keep_alive` holds whatever backs the store (assistant checkpoints).
+std::unique_ptr<MtpHead> make_mtp_head(const MtpSpec& spec, const DecoderModel& target, WeightStore& store,
+                                       std::shared_ptr<void> keep_alive = nullptr);
+
+}  // namespace nextn

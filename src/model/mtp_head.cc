@@ -1,0 +1,210 @@
+// model/mtp_head.cc — MTP layers (MiMo and DeepSeek layouts) from the target
+// checkpoint or from an assistant checkpoint, and their forward (contract 4):
+//   MiMo:     u = input_proj([hidden_layernorm(h); token_layernorm(e)]), out = final_layernorm(block(u))
+//   DeepSeek: u = eh_proj([enorm(e); hnorm(h)]),                         out = shared_head.norm(block(u))
+// logits = lm_head(out) (DeepSeek: shared_head.head when present); `out` is the recycled h.
+#include "model/mtp_head.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "io/checkpoint.h"
+#include "model/architecture.h"
+#include "model/decoder_model.h"
+#include "model/rope_table.h"
+#include "util/error.h"
+
+namespace nextn {
+namespace {
+
+struct MtpLayerWeights {
+  const float* hidden_norm = nullptr;  // hidden_layernorm / hnorm
+  const float* token_norm = nullptr;   // token_layernorm / enorm
+  Linear proj;                         // input_proj / eh_proj: [H, 2H]
+  BlockWeights block;
+  const float* out_norm = nullptr;     // final_layernorm / shared_head.norm
+  WeightMatrix head;                   // target lm_head or shared_head.head
+};
+
+class MtpHeadImpl : public MtpHead {
+ public:
+  MtpHeadImpl(const MtpSpec& spec, const DecoderModel& target, WeightStore& store, std::shared_ptr<void> keep_alive)
+      : spec_(spec), target_(target), keep_alive_(std::move(keep_alive)) {
+    const int64_t H = spec.block.hidden;
+    for (int i = 0; i < spec.num_layers; ++i) {
+      const int index = spec.first_index + i;
+      MtpLayerWeights w;
+      std::string p;
+      if (spec.layout == MtpLayout::kMiMo) {
+        p = "model.mtp_layers." + std::to_string(index) + ".";
+        w.hidden_norm = store.vector(p + "hidden_layernorm.weight", H);
+        w.token_norm = store.vector(p + "token_layernorm.weight", H);
+        w.proj = store.linear(p + "input_proj", H, 2 * H, store.has(p + "input_proj.bias"));
+        w.out_norm = store.vector(p + "final_layernorm.weight", H);
+        w.head = target.lm_head();
+      } else {
+        p = "model.layers." + std::to_string(index) + ".";
+        w.hidden_norm = store.vector(p + "hnorm.weight", H);
+        w.token_norm = store.vector(p + "enorm.weight", H);
+        w.proj = store.linear(p + "eh_proj", H, 2 * H, store.has(p + "eh_proj.bias"));
+        w.out_norm = store.vector(p + "shared_head.norm.weight", H);
+        w.head = store.has(p + "shared_head.head.weight")
+                     ? store.matrix(p + "shared_head.head.weight", target.config().vocab_size, H)
+                     : target.lm_head();
+      }
+      w.block = load_block(store, p, spec.block);
+      layers_.push_back(w);
+    }
+  }
+
+  int num_layers() const override { return spec_.num_layers; }
+  MtpLayout layout() const override { return spec_.layout; }
+
+  std::unique_ptr<KvCache> new_kv_cache(int max_tokens, const KvOptions& options) const override {
+    KvShape shape;
+    shape.n_layers = spec_.num_layers;
+    shape.n_heads = spec_.block.heads;
+    shape.n_kv_heads = spec_.block.kv_heads;
+    shape.head_dim = spec_.block.head_dim;
+    shape.max_tokens = max_tokens;
+    return make_kv_cache(shape, options);
+  }
+
+  void forward(int layer, KvCache& kv, const float* hidden, std::span<const int32_t> tokens,
+               const std::vector<int>& logit_rows, std::vector<float>& logits,
+               std::vector<float>& hidden_out) override {
+    if (layer < 0 || layer >= spec_.num_layers)
+      fail(ErrorKind::kInternal, "MTP layer {} out of range (head has {})", layer, spec_.num_layers);
+    const MtpLayerWeights& w = layers_[layer];
+    const int n = static_cast<int>(tokens.size());
+    const int64_t H = spec_.block.hidden, V = w.head.rows;
+    const int pos = kv.length();
+    if (pos + n > kv.shape().max_tokens)
+      fail(ErrorKind::kResource, "MTP context is full: {} + {} tokens exceed the KV cache capacity of {}", pos, n,
+           kv.shape().max_tokens);
+    for (int r : logit_rows)
+      if (r < 0 || r >= n) fail(ErrorKind::kInternal, "MTP forward: logit row {} out of range (0..{})", r, n - 1);
+    logits.resize(logit_rows.size() * V);
+    hidden_out.resize(size_t(n) * H);
+    if (n == 0) return;
+
+    grow(e_, n * H);
+    grow(hn_, n * H);
+    grow(cat_, n * 2 * H);
+    grow(u_, n * H);
+    if (positions_.size() < size_t(n)) positions_.resize(n);
+    for (int r = 0; r < n; ++r) positions_[r] = pos + r;
+
+    embed_rows(target_.embedding(), tokens.data(), n, e_.data());
+    if (pos == 0) std::fill_n(e_.data(), H, 0.0f);  // position-0 mask (vLLM)
+    const float eps = spec_.block.eps;
+    rms_norm(e_.data(), w.token_norm, n, H, eps, e_.data());
+    rms_norm(hidden, w.hidden_norm, n, H, eps, hn_.data());
+    const bool hidden_first = spec_.layout == MtpLayout::kMiMo;
+    for (int r = 0; r < n; ++r) {
+      float* row = cat_.data() + size_t(r) * 2 * H;
+      std::memcpy(row + (hidden_first ? 0 : H), hn_.data() + size_t(r) * H, H * sizeof(float));
+      std::memcpy(row + (hidden_first ? H : 0), e_.data() + size_t(r) * H, H * sizeof(float));
+    }
+    apply(w.proj, cat_.data(), n, u_.data());
+    KvSegment segment{&kv, 0, n, pos};
+    run_block(w.block, spec_.block, spec_.inv_freq.data(), layer, u_.data(), n, positions_.data(),
+              std::span<const KvSegment>(&segment, 1), scratch_);
+    rms_norm(u_.data(), w.out_norm, n, H, eps, hidden_out.data());
+
+    if (!logit_rows.empty()) {
+      grow(gathered_, logit_rows.size() * H);
+      for (size_t i = 0; i < logit_rows.size(); ++i)
+        std::memcpy(gathered_.data() + i * H, hidden_out.data() + size_t(logit_rows[i]) * H, H * sizeof(float));
+      matmul(w.head, gathered_.data(), static_cast<int64_t>(logit_rows.size()), logits.data());
+    }
+  }
+
+ private:
+  static void grow(std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+  }
+
+  MtpSpec spec_;
+  const DecoderModel& target_;
+  std::shared_ptr<void> keep_alive_;
+  std::vector<MtpLayerWeights> layers_;
+  BlockScratch scratch_;
+  std::vector<float> e_, hn_, cat_, u_, gathered_;
+  std::vector<int32_t> positions_;
+};
+
+// What backs an assistant head's weights (destroyed store-first).
+struct AssistantResources {
+  std::unique_ptr<Checkpoint> ckpt;
+  std::unique_ptr<WeightStore> store;
+};
+
+}  // namespace
+
+std::unique_ptr<MtpHead> make_mtp_head(const MtpSpec& spec, const DecoderModel& target, WeightStore& store,
+                                       std::shared_ptr<void> keep_alive) {
+  return std::make_unique<MtpHeadImpl>(spec, target, store, std::move(keep_alive));
+}
+
+std::unique_ptr<MtpHead> MtpHead::load_assistant(const std::string& dir, Model& target_model) {
+  auto* target = dynamic_cast<DecoderModel*>(&target_model);
+  if (!target) fail(ErrorKind::kInternal, "load_assistant: unsupported target model type");
+  auto res = std::make_shared<AssistantResources>();
+  res->ckpt = Checkpoint::open(dir);
+  const std::string path = (std::filesystem::path(dir) / "config.json").string();
+  ConfigReader reader(res->ckpt->config(), path);
+
+  std::string arch;
+  if (reader.has("architectures") && reader.json()["architectures"].is_array() &&
+      !reader.json()["architectures"].empty() && reader.json()["architectures"][0].is_string())
+    arch = reader.json()["architectures"][0].get<std::string>();
+  if (arch != "NextnMTPAssistant" && reader.get_string("model_type", "") != "mtp_assistant")
+    reader.error(ErrorKind::kUnsupported,
+                 "not an MTP assistant checkpoint (expected architectures ['NextnMTPAssistant'], got '{}')", arch);
+
+  MtpSpec spec;
+  const std::string layout = reader.get_string("mtp_layout", "");
+  if (layout == "mimo") spec.layout = MtpLayout::kMiMo;
+  else if (layout == "deepseek") spec.layout = MtpLayout::kDeepSeek;
+  else if (layout.empty()) reader.error(ErrorKind::kBadInput, "missing key 'mtp_layout'");
+  else reader.error(ErrorKind::kUnsupported, "unsupported mtp_layout '{}' (supported: mimo, deepseek)", layout);
+
+  const ModelConfig& tc = target->config();
+  const int hidden = reader.require_int("hidden_size");
+  const int vocab = reader.require_int("vocab_size");
+  if (hidden != tc.hidden_size)
+    reader.error(ErrorKind::kBadInput, "hidden_size {} does not match the target model's hidden_size {} ({})", hidden,
+                 tc.hidden_size, target->dir());
+  if (vocab != tc.vocab_size)
+    reader.error(ErrorKind::kBadInput, "vocab_size {} does not match the target model's vocab_size {} ({})", vocab,
+                 tc.vocab_size, target->dir());
+  spec.num_layers = reader.require_int("num_nextn_predict_layers");
+  if (spec.num_layers <= 0) reader.error(ErrorKind::kBadInput, "num_nextn_predict_layers must be positive");
+  spec.first_index = 0;
+  BlockShape& b = spec.block;
+  b.hidden = hidden;
+  b.heads = reader.require_int("num_attention_heads");
+  b.kv_heads = reader.get_int("num_key_value_heads", b.heads);
+  if (b.heads <= 0 || b.kv_heads <= 0 || b.heads % b.kv_heads != 0)
+    reader.error(ErrorKind::kBadInput, "num_attention_heads ({}) must be a positive multiple of num_key_value_heads ({})",
+                 b.heads, b.kv_heads);
+  b.head_dim = reader.get_int("head_dim", hidden / b.heads);
+  if (b.head_dim <= 0 || b.head_dim % 2 != 0)
+    reader.error(ErrorKind::kBadInput, "head_dim must be positive and even, got {}", b.head_dim);
+  b.intermediate = reader.require_int("intermediate_size");
+  if (b.intermediate <= 0) reader.error(ErrorKind::kBadInput, "key 'intermediate_size' must be positive");
+  b.qkv_bias = reader.get_bool("attention_bias", false);
+  b.qk_norm = reader.get_bool("qk_norm", false);
+  b.eps = static_cast<float>(reader.get_double("rms_norm_eps", 1e-6));
+  ModelConfig rope;
+  parse_rope_scaling(reader, rope);
+  spec.inv_freq = rope_inv_freq(b.head_dim, reader.get_double("rope_theta", 10000.0), rope.rope_scaling);
+
+  res->store = std::make_unique<WeightStore>(*res->ckpt, target->copy_weights());
+  WeightStore& store = *res->store;
+  return make_mtp_head(spec, *target, store, std::move(res));
+}
+
+}  // namespace nextn

@@ -1,0 +1,34 @@
+// model/rope_table.cc — RoPE frequencies (Hugging Face default, linear and llama3 rules).
+#include "model/rope_table.h"
+
+#include <cmath>
+
+namespace nextn {
+
+std::vector<float> rope_inv_freq(int head_dim, double theta, const RopeScaling& scaling) {
+  const int half = head_dim / 2;
+  std::vector<float> out(half);
+  const double pi = std::acos(-1.0);
+  for (int i = 0; i < half; ++i) {
+    double f = 1.0 / std::pow(theta, (2.0 * i) / head_dim);
+    if (scaling.type == "linear") {
+      f /= scaling.factor;
+    } else if (scaling.type == "llama3") {
+      const double old_ctx = scaling.original_max_position_embeddings;
+      const double low_wavelen = old_ctx / scaling.low_freq_factor;
+      const double high_wavelen = old_ctx / scaling.high_freq_factor;
+      const double wavelen = 2.0 * pi / f;
+      if (wavelen > low_wavelen) {
+        f /= scaling.factor;
+      } else if (wavelen >= high_wavelen) {
+        double smooth = (old_ctx / wavelen - scaling.low_freq_factor) /
+                        (scaling.high_freq_factor - scaling.low_freq_factor);
+        f = (1.0 - smooth) * f / scaling.factor + smooth * f;
+      }
+    }
+    out[i] = static_cast<float>(f);
+  }
+  return out;
+}
+
+}  // namespace nextn

@@ -1,0 +1,79 @@
+// model/weights.cc — tensor binding and embedding lookup.
+#include "model/weights.h"
+
+#include <cstring>
+
+#include "io/checkpoint.h"
+#include "util/error.h"
+
+namespace nextn {
+
+void* WeightStore::allocate(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (!p) fail(ErrorKind::kResource, "out of memory allocating {} bytes of weights", bytes);
+  buffers_.emplace_back(p);
+  return p;
+}
+
+bool WeightStore::has(const std::string& name) const { return ckpt_.has(name); }
+
+WeightMatrix WeightStore::matrix(const std::string& name, int64_t rows, int64_t cols) {
+  const TensorView& t = ckpt_.require(name, {rows, cols});
+  WeightMatrix m;
+  m.dtype = t.dtype;
+  m.rows = rows;
+  m.cols = cols;
+  if (copy_) {
+    void* p = allocate(t.nbytes);
+    std::memcpy(p, t.data, t.nbytes);
+    m.data = p;
+  } else {
+    m.data = t.data;
+  }
+  matrix_bytes_ += t.nbytes;
+  return m;
+}
+
+Linear WeightStore::linear(const std::string& prefix, int64_t rows, int64_t cols, bool bias) {
+  Linear l;
+  l.w = matrix(prefix + ".weight", rows, cols);
+  if (bias) l.bias = vector(prefix + ".bias", rows);
+  return l;
+}
+
+const float* WeightStore::vector(const std::string& name, int64_t n) {
+  const TensorView& t = ckpt_.require(name, {n});
+  float* out = static_cast<float*>(allocate(static_cast<size_t>(n) * sizeof(float)));
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t.dtype) {
+      case DType::kF32: {
+        float v;
+        std::memcpy(&v, static_cast<const char*>(t.data) + 4 * i, 4);
+        out[i] = v;
+        break;
+      }
+      case DType::kF16:
+      case DType::kBF16: {
+        uint16_t h;
+        std::memcpy(&h, static_cast<const char*>(t.data) + 2 * i, 2);
+        out[i] = t.dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+void embed_rows(const WeightMatrix& embedding, const int32_t* tokens, int64_t n, float* out) {
+  const size_t row_bytes = static_cast<size_t>(embedding.cols) * dtype_size(embedding.dtype);
+  for (int64_t r = 0; r < n; ++r) {
+    int32_t tok = tokens[r];
+    if (tok < 0 || tok >= embedding.rows)
+      fail(ErrorKind::kBadInput, "token id {} is out of range (vocabulary size {})", tok, embedding.rows);
+    convert_row(embedding.dtype, static_cast<const char*>(embedding.data) + row_bytes * tok, embedding.cols,
+                out + r * embedding.cols);
+  }
+}
+
+}  // namespace nextn

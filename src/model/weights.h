@@ -1,0 +1,53 @@
+// model/weights.h — binding checkpoint tensors to the forward pass.
+// Matrices stay in their stored dtype: either copied into 64-byte aligned memory
+// (LoadOptions.copy_weights, the default) or served from the mmap. Norm weights and
+// biases are small and always converted to float32.
+#pragma once
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace nextn {
+
+class Checkpoint;
+struct TensorView;
+
+// A projection: y = x W^T (+ bias).
+struct Linear {
+  WeightMatrix w;
+  const float* bias = nullptr;  // [w.rows] or null
+};
+
+class WeightStore {
+ public:
+  WeightStore(const Checkpoint& ckpt, bool copy) : ckpt_(ckpt), copy_(copy) {}
+
+  // Requires `name` with shape [rows, cols].
+  WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols);
+  Linear linear(const std::string& prefix, int64_t rows, int64_t cols, bool bias);  // prefix.weight (+ prefix.bias)
+  // Requires `name` with shape [n]; returns float32 values.
+  const float* vector(const std::string& name, int64_t n);
+  bool has(const std::string& name) const;
+
+  // Bytes of all matrices bound so far (what a decode step streams).
+  size_t matrix_bytes() const { return matrix_bytes_; }
+
+ private:
+  struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+  };
+  void* allocate(size_t bytes);
+
+  const Checkpoint& ckpt_;
+  bool copy_;
+  size_t matrix_bytes_ = 0;
+  std::vector<std::unique_ptr<void, FreeDeleter>> buffers_;
+};
+
+// Embedding row lookup into float32 (checks the token id against the vocabulary).
+void embed_rows(const WeightMatrix& embedding, const int32_t* tokens, int64_t n, float* out);
+
+}  // namespace nextn
