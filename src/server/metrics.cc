@@ -1,0 +1,116 @@
+// server/metrics.cc — Prometheus exposition text and the /health document.
+#include "server/metrics.h"
+
+#include <fmt/format.h>
+
+namespace nextn::server {
+
+using nlohmann::json;
+
+namespace {
+
+void metric(std::string& out, const char* name, const char* type, const char* help, double value) {
+  out += fmt::format("# HELP nextn:{} {}\n# TYPE nextn:{} {}\nnextn:{} {}\n", name, help, name, type, name, value);
+}
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+double compression(const EngineStats& e) {
+  return e.kv_bytes_used > 0 ? double(e.kv_bytes_f16_equivalent) / double(e.kv_bytes_used) : 1.0;
+}
+
+}  // namespace
+
+std::string render_metrics(const MetricsInput& in) {
+  const EngineStats& e = in.engine;
+  const ServerCounters& c = *in.counters;
+  std::string out;
+  metric(out, "requests_total", "counter", "Generation requests accepted by the engine", double(e.requests_total));
+  metric(out, "requests_success_total", "counter", "Generation requests finished normally", double(c.completions_ok));
+  metric(out, "requests_failed_total", "counter", "Generation requests that ended in an error", double(c.completions_failed));
+  metric(out, "requests_rejected_total", "counter", "Requests refused with 503 because the queue was full",
+         double(c.rejected_overload));
+  metric(out, "requests_cancelled_total", "counter", "Generations cancelled because the client disconnected",
+         double(c.cancelled));
+  metric(out, "http_requests_total", "counter", "HTTP requests received", double(c.http_requests));
+  metric(out, "http_errors_total", "counter", "HTTP requests answered with an error status", double(c.http_errors));
+  metric(out, "requests_running", "gauge", "Sequences decoding now", double(e.requests_active));
+  metric(out, "requests_waiting", "gauge", "Requests waiting in the queue", double(e.requests_queued));
+  metric(out, "prompt_tokens_total", "counter", "Prompt tokens processed", double(e.prompt_tokens_total));
+  metric(out, "prompt_tokens_cached_total", "counter", "Prompt tokens reused from the prefix cache",
+         double(c.prompt_tokens_cached));
+  metric(out, "generation_tokens_total", "counter", "Tokens generated", double(e.generated_tokens_total));
+  metric(out, "prompt_seconds_total", "counter", "Seconds spent on prompt processing", e.prompt_seconds_total);
+  metric(out, "generation_seconds_total", "counter", "Seconds spent decoding", e.decode_seconds_total);
+  metric(out, "prompt_tokens_per_second", "gauge", "Average prompt throughput",
+         ratio(double(e.prompt_tokens_total), e.prompt_seconds_total));
+  metric(out, "generation_tokens_per_second", "gauge", "Average decode throughput",
+         ratio(double(e.generated_tokens_total), e.decode_seconds_total));
+  metric(out, "process_resident_memory_bytes", "gauge", "Resident set size", double(in.memory.rss));
+  metric(out, "process_peak_resident_memory_bytes", "gauge", "Peak resident set size", double(in.memory.peak_rss));
+  metric(out, "kv_cache_bytes", "gauge", "Bytes the KV caches hold now", double(e.kv_bytes_used));
+  metric(out, "kv_cache_f16_equivalent_bytes", "gauge", "Bytes the same KV entries would take in F16",
+         double(e.kv_bytes_f16_equivalent));
+  metric(out, "kv_cache_compression_ratio", "gauge", "F16-equivalent bytes / stored bytes", compression(e));
+  metric(out, "spec_decode_num_drafts_total", "counter", "Speculative verification steps", double(e.spec_num_drafts));
+  metric(out, "spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed", double(e.spec_num_draft_tokens));
+  metric(out, "spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted (bonus excluded)",
+         double(e.spec_num_accepted_tokens));
+  if (!e.spec_accepted_per_pos.empty()) {
+    out += "# HELP nextn:spec_decode_num_accepted_tokens_per_pos_total Verification steps whose draft at position k was accepted\n";
+    out += "# TYPE nextn:spec_decode_num_accepted_tokens_per_pos_total counter\n";
+    for (size_t k = 0; k < e.spec_accepted_per_pos.size(); ++k)
+      out += fmt::format("nextn:spec_decode_num_accepted_tokens_per_pos_total{{position=\"{}\"}} {}\n", k,
+                         e.spec_accepted_per_pos[k]);
+  }
+  metric(out, "uptime_seconds", "gauge", "Seconds since the server started", in.uptime_s);
+  return out;
+}
+
+json render_health(const MetricsInput& in) {
+  const EngineStats& e = in.engine;
+  const ServerCounters& c = *in.counters;
+  const ModelInfo& m = *in.info;
+  json spec = {{"mode", m.speculative},
+               {"num_draft_tokens", m.num_draft_tokens},
+               {"num_drafts", e.spec_num_drafts},
+               {"num_draft_tokens_total", e.spec_num_draft_tokens},
+               {"num_accepted_tokens", e.spec_num_accepted_tokens},
+               {"acceptance_rate", ratio(double(e.spec_num_accepted_tokens), double(e.spec_num_draft_tokens))},
+               {"mean_acceptance_length",
+                e.spec_num_drafts > 0 ? 1.0 + double(e.spec_num_accepted_tokens) / double(e.spec_num_drafts) : 1.0},
+               {"accepted_per_pos", e.spec_accepted_per_pos}};
+  return {{"status", "ok"},
+          {"model", m.id},
+          {"model_path", m.path},
+          {"uptime_s", in.uptime_s},
+          {"slots", {{"parallel", m.parallel}, {"ctx_size", m.n_ctx}}},
+          {"memory",
+           {{"rss_bytes", in.memory.rss},
+            {"peak_rss_bytes", in.memory.peak_rss},
+            {"rss_gb", double(in.memory.rss) / 1e9},
+            {"peak_rss_gb", double(in.memory.peak_rss) / 1e9}}},
+          {"requests",
+           {{"total", e.requests_total},
+            {"active", e.requests_active},
+            {"queued", e.requests_queued},
+            {"succeeded", c.completions_ok.load()},
+            {"failed", c.completions_failed.load()},
+            {"rejected", c.rejected_overload.load()},
+            {"cancelled", c.cancelled.load()},
+            {"http_total", c.http_requests.load()}}},
+          {"tokens",
+           {{"prompt_total", e.prompt_tokens_total},
+            {"prompt_cached_total", c.prompt_tokens_cached.load()},
+            {"generated_total", e.generated_tokens_total},
+            {"prompt_per_second", ratio(double(e.prompt_tokens_total), e.prompt_seconds_total)},
+            {"generated_per_second", ratio(double(e.generated_tokens_total), e.decode_seconds_total)}}},
+          {"kv_cache",
+           {{"type", m.kv_type},
+            {"bytes_used", e.kv_bytes_used},
+            {"f16_equivalent_bytes", e.kv_bytes_f16_equivalent},
+            {"compression_ratio", compression(e)}}},
+          {"speculative", spec}};
+}
+
+}  // namespace nextn::server

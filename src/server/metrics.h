@@ -1,0 +1,40 @@
+// server/metrics.h — server-side counters and the /metrics (Prometheus text)
+// and /health (JSON) renderings of them plus the engine's statistics.
+// Metric names use the `nextn:` prefix; speculative-decoding counters follow
+// vLLM's names (spec_decode_num_drafts_total, ..._per_pos_total{position}).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/backend.h"
+#include "server/generation.h"
+
+namespace nextn::server {
+
+struct ServerCounters {
+  std::atomic<uint64_t> http_requests{0};
+  std::atomic<uint64_t> http_errors{0};       // 4xx/5xx answers
+  std::atomic<uint64_t> completions_ok{0};    // generation requests finished normally
+  std::atomic<uint64_t> completions_failed{0};
+  std::atomic<uint64_t> rejected_overload{0}; // 503: queue full
+  std::atomic<uint64_t> cancelled{0};         // client disconnects
+  std::atomic<uint64_t> prompt_tokens_cached{0};
+  std::atomic<uint64_t> streams_active{0};
+};
+
+struct MetricsInput {
+  const ModelInfo* info = nullptr;  // null while loading
+  EngineStats engine;
+  const ServerCounters* counters = nullptr;
+  ProcessMemory memory;
+  double uptime_s = 0;
+};
+
+std::string render_metrics(const MetricsInput& in);
+nlohmann::json render_health(const MetricsInput& in);
+
+}  // namespace nextn::server

@@ -1,0 +1,312 @@
+// server/request.cc — validation of chat/completions request bodies.
+#include "server/request.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "server/api_error.h"
+#include "server/json_fields.h"
+
+namespace nextn::server {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
+
+// "messages[2].content[0].text" style paths for error messages.
+std::string path(const std::string& base, size_t index) { return fmt::format("{}[{}]", base, index); }
+
+std::string content_to_string(const json& content, const std::string& where) {
+  if (content.is_null()) return "";
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) bad_field(where, "expected a string or an array of content parts");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const json& part = content[i];
+    std::string p = path(where, i);
+    if (part.is_string()) {  // lenient: bare strings as text parts
+      if (!text.empty()) text += "\n";
+      text += part.get<std::string>();
+      continue;
+    }
+    if (!part.is_object()) bad_field(p, "expected a content part object");
+    auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) bad_field(p + ".type", "expected a string");
+    const std::string t = type->get<std::string>();
+    if (t == "text" || t == "input_text") {
+      auto tx = part.find("text");
+      if (tx == part.end() || !tx->is_string()) bad_field(p + ".text", "expected a string");
+      if (!text.empty()) text += "\n";
+      text += tx->get<std::string>();
+    } else {
+      throw ApiError(400, "invalid_request_error",
+                     fmt::format("{}.type: content part '{}' is not supported (text only)", p, t), p + ".type",
+                     "unsupported_content");
+    }
+  }
+  return text;
+}
+
+json parse_tool_calls(const json& calls, const std::string& where) {
+  if (!calls.is_array()) bad_field(where, "expected an array");
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const json& c = calls[i];
+    std::string p = path(where, i);
+    if (!c.is_object()) bad_field(p, "expected an object");
+    auto fn = c.find("function");
+    if (fn == c.end() || !fn->is_object()) bad_field(p + ".function", "expected an object");
+    auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string()) bad_field(p + ".function.name", "expected a string");
+    json args = fn->value("arguments", json("{}"));
+    if (!args.is_string() && !args.is_object()) bad_field(p + ".function.arguments", "expected a JSON string or object");
+    // Templates receive the arguments as an object when the string parses (as transformers users pass them).
+    if (args.is_string()) {
+      json parsed = json::parse(args.get<std::string>(), nullptr, false);
+      if (!parsed.is_discarded() && parsed.is_object()) args = parsed;
+    }
+    json call = {{"type", "function"}, {"function", {{"name", *name}, {"arguments", args}}}};
+    if (c.contains("id") && c["id"].is_string()) call["id"] = c["id"];
+    out.push_back(call);
+  }
+  return out;
+}
+
+json parse_messages(const json& body) {
+  auto it = body.find("messages");
+  if (it == body.end() || it->is_null()) bad_field("messages", "is required");
+  if (!it->is_array()) bad_field("messages", "expected an array of messages");
+  if (it->empty()) bad_field("messages", "must contain at least one message");
+  json out = json::array();
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& m = (*it)[i];
+    std::string p = path("messages", i);
+    if (!m.is_object()) bad_field(p, "expected a message object");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string()) bad_field(p + ".role", "expected a string");
+    std::string r = role->get<std::string>();
+    if (r != "system" && r != "developer" && r != "user" && r != "assistant" && r != "tool")
+      bad_field(p + ".role", fmt::format("unknown role '{}' (system, developer, user, assistant, tool)", r));
+    json msg = {{"role", r == "developer" ? "system" : r}};
+    auto content = m.find("content");
+    if (content == m.end() || content->is_null()) {
+      if (r != "assistant") bad_field(p + ".content", "is required");
+      msg["content"] = "";
+    } else {
+      msg["content"] = content_to_string(*content, p + ".content");
+    }
+    if (r == "assistant") {
+      if (m.contains("tool_calls") && !m["tool_calls"].is_null())
+        msg["tool_calls"] = parse_tool_calls(m["tool_calls"], p + ".tool_calls");
+      for (const char* key : {"reasoning_content", "reasoning"}) {
+        if (m.contains(key) && m[key].is_string()) msg["reasoning_content"] = m[key];
+      }
+    }
+    if (auto v = opt_string(m, "name")) msg["name"] = *v;
+    if (auto v = opt_string(m, "tool_call_id")) msg["tool_call_id"] = *v;
+    out.push_back(std::move(msg));
+  }
+  return out;
+}
+
+void parse_tools(const json& body, ParsedRequest& r) {
+  if (body.contains("tools") && !body["tools"].is_null()) {
+    const json& tools = body["tools"];
+    if (!tools.is_array()) bad_field("tools", "expected an array");
+    for (size_t i = 0; i < tools.size(); ++i) {
+      const json& t = tools[i];
+      std::string p = path("tools", i);
+      if (!t.is_object()) bad_field(p, "expected an object");
+      if (t.contains("type") && t["type"] != "function") bad_field(p + ".type", "only 'function' tools are supported");
+      if (!t.contains("function") || !t["function"].is_object()) bad_field(p + ".function", "expected an object");
+      const json& fn = t["function"];
+      if (!fn.contains("name") || !fn["name"].is_string()) bad_field(p + ".function.name", "expected a string");
+      if (fn.contains("parameters") && !fn["parameters"].is_null() && !fn["parameters"].is_object())
+        bad_field(p + ".function.parameters", "expected a JSON schema object");
+    }
+    if (!tools.empty()) r.tools = tools;
+  }
+  if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
+    const json& tc = body["tool_choice"];
+    if (tc.is_string()) {
+      std::string s = tc.get<std::string>();
+      if (s != "none" && s != "auto" && s != "required") bad_field("tool_choice", "expected none, auto, required or a function object");
+      if (s == "none") r.tools = nullptr;
+    } else if (tc.is_object()) {
+      if (!tc.contains("function") || !tc["function"].is_object() || !tc["function"].contains("name") ||
+          !tc["function"]["name"].is_string())
+        bad_field("tool_choice.function.name", "expected a string");
+      if (r.tools.is_array()) {  // keep only the named tool
+        json only = json::array();
+        for (const json& t : r.tools)
+          if (t["function"]["name"] == tc["function"]["name"]) only.push_back(t);
+        if (only.empty()) bad_field("tool_choice.function.name", "names no tool in 'tools'");
+        r.tools = only;
+      }
+    } else {
+      bad_field("tool_choice", "expected a string or an object");
+    }
+    r.tool_choice = tc;
+  }
+}
+
+void parse_common(const json& body, const RequestDefaults& d, ParsedRequest& r) {
+  if (auto v = opt_string(body, "model")) r.model = *v;
+  if (auto n = opt_int(body, "n", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()); n && *n != 1)
+    bad_field("n", "only n = 1 is supported");
+  if (auto v = opt_int(body, "best_of", 1, 1)) (void)v;
+
+  std::optional<int64_t> max_tokens = opt_int(body, "max_tokens", 1, kMaxInt32);
+  if (auto v = opt_int(body, "max_completion_tokens", 1, kMaxInt32)) max_tokens = v;
+  if (auto v = opt_int(body, "n_predict", -1, kMaxInt32); v && *v > 0 && !max_tokens) max_tokens = v;
+  if (max_tokens) r.max_tokens = int(*max_tokens);
+
+  SamplingParams& s = r.sampling;
+  s = d.sampling;
+  if (auto v = opt_number(body, "temperature", 0.0, 1e4)) s.temperature = float(*v);
+  if (auto v = opt_number(body, "top_p", 0.0, 1.0)) {
+    if (*v <= 0.0) bad_field("top_p", "must be greater than 0 and at most 1");
+    s.top_p = float(*v);
+  }
+  if (auto v = opt_int(body, "top_k", -1, kMaxInt32)) s.top_k = *v < 0 ? 0 : int(*v);
+  if (auto v = opt_number(body, "min_p", 0.0, 1.0)) s.min_p = float(*v);
+  if (auto v = opt_number(body, "repetition_penalty", 0.0, 1e4)) {
+    if (*v <= 0.0) bad_field("repetition_penalty", "must be greater than 0");
+    s.repetition_penalty = float(*v);
+  } else if (auto v2 = opt_number(body, "repeat_penalty", 0.0, 1e4)) {
+    if (*v2 <= 0.0) bad_field("repeat_penalty", "must be greater than 0");
+    s.repetition_penalty = float(*v2);
+  }
+  if (auto v = opt_number(body, "presence_penalty", -2.0, 2.0)) s.presence_penalty = float(*v);
+  if (auto v = opt_number(body, "frequency_penalty", -2.0, 2.0)) s.frequency_penalty = float(*v);
+  if (auto v = opt_int(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max())) {
+    if (*v != -1) {
+      s.seed = uint64_t(*v);
+      s.has_seed = true;
+    }
+  }
+
+  if (body.contains("stop") && !body["stop"].is_null()) {
+    const json& st = body["stop"];
+    if (st.is_string()) {
+      if (!st.get<std::string>().empty()) r.stop.push_back(st.get<std::string>());
+    } else if (st.is_array()) {
+      if (st.size() > 16) bad_field("stop", "at most 16 stop sequences");
+      for (size_t i = 0; i < st.size(); ++i) {
+        if (!st[i].is_string()) bad_field(path("stop", i), "expected a string");
+        if (!st[i].get<std::string>().empty()) r.stop.push_back(st[i].get<std::string>());
+      }
+    } else {
+      bad_field("stop", "expected a string or an array of strings");
+    }
+    for (const auto& s2 : r.stop)
+      if (s2.size() > 1024) bad_field("stop", "stop sequences are limited to 1024 bytes");
+  }
+  if (auto v = opt_bool(body, "ignore_eos")) r.ignore_eos = *v;
+  if (auto v = opt_bool(body, "stream")) r.stream = *v;
+  if (body.contains("stream_options") && !body["stream_options"].is_null()) {
+    const json& so = body["stream_options"];
+    if (!so.is_object()) bad_field("stream_options", "expected an object");
+    if (auto v = opt_bool(so, "include_usage")) r.include_usage = *v;
+  }
+
+  // nextn extensions (SwiftLM / llama.cpp names).
+  if (auto v = opt_bool(body, "speculative")) r.speculative = *v;
+  if (auto v = opt_int(body, "num_draft_tokens", 0, 16)) {
+    r.num_draft_tokens = int(*v);
+    if (*v == 0) r.speculative = false;
+  }
+  if (auto v = opt_int(body, "speculative.n_max", 0, 16)) {
+    r.num_draft_tokens = int(*v);
+    if (*v == 0) r.speculative = false;
+  }
+  auto bits = opt_int(body, "kv_bits", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  auto group = opt_int(body, "kv_group_size", std::numeric_limits<int64_t>::min(),
+                       std::numeric_limits<int64_t>::max());
+  if (bits && *bits != 4 && *bits != 8) bad_field("kv_bits", "must be 4 or 8");
+  if (group && *group != 32 && *group != 64 && *group != 128) bad_field("kv_group_size", "must be 32, 64 or 128");
+  if (bits) {
+    KvOptions kv = d.kv;
+    kv.type = *bits == 8 ? KvType::kQ8 : KvType::kQ4;
+    kv.group_size = group ? int(*group) : 64;
+    r.kv = kv;
+  }
+}
+
+}  // namespace
+
+ParsedRequest parse_chat_request(const json& body, const RequestDefaults& defaults) {
+  ParsedRequest r;
+  r.chat = true;
+  parse_common(body, defaults, r);
+  r.messages = parse_messages(body);
+  parse_tools(body, r);
+  if (auto v = opt_bool(body, "logprobs")) r.logprobs = *v;
+  if (auto v = opt_int(body, "top_logprobs", 0, 20)) {
+    if (!r.logprobs && *v > 0) bad_field("top_logprobs", "requires logprobs: true");
+    r.top_logprobs = int(*v);
+  }
+  if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
+    if (!body["chat_template_kwargs"].is_object()) bad_field("chat_template_kwargs", "expected an object");
+    r.template_kwargs = body["chat_template_kwargs"];
+  }
+  if (auto v = opt_bool(body, "enable_thinking")) r.template_kwargs["enable_thinking"] = *v;
+  if (auto v = opt_string(body, "reasoning_effort"); v && *v == "none") r.template_kwargs["enable_thinking"] = false;
+  return r;
+}
+
+ParsedRequest parse_completion_request(const json& body, const RequestDefaults& defaults) {
+  ParsedRequest r;
+  r.chat = false;
+  parse_common(body, defaults, r);
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) bad_field("prompt", "is required");
+  const json& p = *it;
+  auto read_ids = [&](const json& arr, const std::string& where) {
+    std::vector<int32_t> ids;
+    for (size_t i = 0; i < arr.size(); ++i) {
+      if (!arr[i].is_number_integer() || arr[i].get<int64_t>() < 0 || arr[i].get<int64_t>() > kMaxInt32)
+        bad_field(path(where, i), "expected a token id (non-negative integer)");
+      ids.push_back(int32_t(arr[i].get<int64_t>()));
+    }
+    return ids;
+  };
+  if (p.is_string()) {
+    r.prompt_text = p.get<std::string>();
+  } else if (p.is_array()) {
+    if (p.empty()) bad_field("prompt", "must not be empty");
+    if (p[0].is_string()) {
+      if (p.size() != 1) bad_field("prompt", "only one prompt per request is supported");
+      r.prompt_text = p[0].get<std::string>();
+    } else if (p[0].is_number()) {
+      r.prompt_tokens = read_ids(p, "prompt");
+      r.prompt_is_tokens = true;
+    } else if (p[0].is_array()) {
+      if (p.size() != 1) bad_field("prompt", "only one prompt per request is supported");
+      r.prompt_tokens = read_ids(p[0], "prompt[0]");
+      r.prompt_is_tokens = true;
+    } else {
+      bad_field("prompt", "expected a string, an array of strings or token ids");
+    }
+  } else {
+    bad_field("prompt", "expected a string, an array of strings or token ids");
+  }
+  if (r.prompt_is_tokens && r.prompt_tokens.empty()) bad_field("prompt", "must not be empty");
+  if (auto v = opt_bool(body, "echo")) r.echo = *v;
+  // Legacy completions: logprobs is an int (number of alternatives).
+  if (body.contains("logprobs") && !body["logprobs"].is_null()) {
+    if (body["logprobs"].is_boolean()) {
+      r.logprobs = body["logprobs"].get<bool>();
+    } else {
+      auto v = opt_int(body, "logprobs", 0, 20);
+      r.logprobs = true;
+      r.top_logprobs = int(*v);
+    }
+  }
+  return r;
+}
+
+}  // namespace nextn::server

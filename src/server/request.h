@@ -1,0 +1,56 @@
+// server/request.h — OpenAI request bodies turned into one checked ParsedRequest.
+// Covers /v1/chat/completions and /v1/completions: messages (string or content
+// parts), sampling fields, stop, seed, n, stream options, logprobs, tools,
+// chat_template_kwargs and nextn's extensions (speculative, num_draft_tokens,
+// kv_bits, kv_group_size). Unknown fields are ignored; invalid ones are 400s
+// naming the field.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace nextn::server {
+
+// Server-wide defaults a request starts from (serve flags).
+struct RequestDefaults {
+  SamplingParams sampling;
+  int max_tokens = 2048;
+  KvOptions kv;  // the server's storage options (per-request kv_bits overrides type/group)
+};
+
+struct ParsedRequest {
+  bool chat = true;
+  std::string model;
+  // chat: messages with content normalized to strings (parts joined).
+  nlohmann::json messages = nlohmann::json::array();
+  nlohmann::json tools;          // null when absent or tool_choice == "none"
+  nlohmann::json tool_choice;    // as given (null when absent)
+  nlohmann::json template_kwargs = nlohmann::json::object();
+  // completions: text prompt or token ids.
+  std::string prompt_text;
+  std::vector<int32_t> prompt_tokens;
+  bool prompt_is_tokens = false;
+  bool echo = false;
+
+  std::optional<int> max_tokens;  // nullopt: server default
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  bool stream = false;
+  bool include_usage = false;
+  bool logprobs = false;
+  int top_logprobs = 0;
+  bool speculative = true;
+  int num_draft_tokens = -1;
+  std::optional<KvOptions> kv;
+};
+
+ParsedRequest parse_chat_request(const nlohmann::json& body, const RequestDefaults& defaults);
+ParsedRequest parse_completion_request(const nlohmann::json& body, const RequestDefaults& defaults);
+
+}  // namespace nextn::server

@@ -1,0 +1,149 @@
+// server/responses.cc — builders for the OpenAI response shapes.
+#include "server/responses.h"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+
+namespace nextn::server {
+
+using nlohmann::json;
+
+ResponseIds new_response_ids(bool chat, const std::string& model) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  char buf[64];
+  uint64_t x = (++counter + salt) * 0x9e3779b97f4a7c15ull;
+  std::snprintf(buf, sizeof buf, "%s-%016llx", chat ? "chatcmpl" : "cmpl", (unsigned long long)x);
+  ResponseIds ids;
+  ids.id = buf;
+  ids.created = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  ids.model = model;
+  return ids;
+}
+
+const char* finish_reason_text(FinishReason reason, bool tool_calls) {
+  if (tool_calls) return "tool_calls";
+  switch (reason) {
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "length";  // cut short (server shutdown)
+    default: return "stop";
+  }
+}
+
+static double per_second(int n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0; }
+static double round3(double x) { return std::round(x * 1000.0) / 1000.0; }
+
+json timings_json(const Timings& t) {
+  json j = {{"cache_n", t.cache_n},
+            {"prompt_n", t.prompt_n},
+            {"prompt_ms", round3(t.prompt_ms)},
+            {"prompt_per_token_ms", t.prompt_n > 0 ? round3(t.prompt_ms / t.prompt_n) : 0.0},
+            {"prompt_per_second", round3(per_second(t.prompt_n, t.prompt_ms))},
+            {"predicted_n", t.predicted_n},
+            {"predicted_ms", round3(t.predicted_ms)},
+            {"predicted_per_token_ms", t.predicted_n > 0 ? round3(t.predicted_ms / t.predicted_n) : 0.0},
+            {"predicted_per_second", round3(per_second(t.predicted_n, t.predicted_ms))}};
+  if (!t.kv_type.empty()) j["kv_type"] = t.kv_type;
+  if (t.draft_n > 0 || t.draft_steps > 0) {
+    j["draft_n"] = t.draft_n;
+    j["draft_n_accepted"] = t.draft_n_accepted;
+    j["draft_acceptance_rate"] = t.draft_n > 0 ? round3(double(t.draft_n_accepted) / t.draft_n) : 0.0;
+    j["draft_steps"] = t.draft_steps;
+    j["mean_acceptance_length"] = t.draft_steps > 0 ? round3(1.0 + double(t.draft_n_accepted) / t.draft_steps) : 1.0;
+    json per_pos = json::array();
+    for (size_t k = 0; k < t.accepted_per_pos.size(); ++k) {
+      int drafted = k < t.drafted_per_pos.size() ? t.drafted_per_pos[k] : 0;
+      per_pos.push_back(drafted > 0 ? round3(double(t.accepted_per_pos[k]) / drafted) : 0.0);
+    }
+    j["draft_accepted_per_pos"] = t.accepted_per_pos;
+    j["draft_drafted_per_pos"] = t.drafted_per_pos;
+    j["draft_acceptance_per_pos"] = per_pos;
+  }
+  if (t.synthetic_accept >= 0) j["synthetic_accept"] = t.synthetic_accept;
+  return j;
+}
+
+json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens) {
+  return {{"prompt_tokens", prompt_tokens},
+          {"completion_tokens", completion_tokens},
+          {"total_tokens", prompt_tokens + completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", cached_tokens}}}};
+}
+
+static json bytes_of(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(int(c));
+  return b;
+}
+
+json chat_logprobs(const std::vector<TokenEvent>& tokens, const std::vector<std::string>& texts,
+                   const std::vector<std::vector<std::string>>& top_texts) {
+  json content = json::array();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    json top = json::array();
+    for (size_t k = 0; k < tokens[i].top.size(); ++k) {
+      const std::string& tt = i < top_texts.size() && k < top_texts[i].size() ? top_texts[i][k] : std::string();
+      top.push_back({{"token", tt}, {"logprob", tokens[i].top[k].logprob}, {"bytes", bytes_of(tt)}});
+    }
+    const std::string& text = i < texts.size() ? texts[i] : std::string();
+    content.push_back({{"token", text}, {"logprob", tokens[i].logprob}, {"bytes", bytes_of(text)}, {"top_logprobs", top}});
+  }
+  return {{"content", content}};
+}
+
+json completion_logprobs(const std::vector<TokenEvent>& tokens, const std::vector<std::string>& texts,
+                         const std::vector<std::vector<std::string>>& top_texts, size_t text_offset) {
+  json toks = json::array(), lps = json::array(), tops = json::array(), offs = json::array();
+  size_t off = text_offset;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const std::string& text = i < texts.size() ? texts[i] : std::string();
+    toks.push_back(text);
+    lps.push_back(tokens[i].logprob);
+    json top = json::object();
+    for (size_t k = 0; k < tokens[i].top.size(); ++k) {
+      const std::string& tt = i < top_texts.size() && k < top_texts[i].size() ? top_texts[i][k] : std::string();
+      top[tt] = tokens[i].top[k].logprob;
+    }
+    tops.push_back(top);
+    offs.push_back(off);
+    off += text.size();
+  }
+  return {{"tokens", toks}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offs}};
+}
+
+json tool_calls_json(const std::vector<ParsedToolCall>& calls, bool stream) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json c = {{"id", calls[i].id},
+              {"type", "function"},
+              {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (stream) c["index"] = int(i);
+    out.push_back(c);
+  }
+  return out;
+}
+
+json chat_chunk(const ResponseIds& ids, const json& delta, const json& finish_reason) {
+  return {{"id", ids.id},
+          {"object", "chat.completion.chunk"},
+          {"created", ids.created},
+          {"model", ids.model},
+          {"system_fingerprint", "nextn-" NEXTN_VERSION},
+          {"choices", json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}})}};
+}
+
+json completion_chunk(const ResponseIds& ids, const std::string& text, const json& finish_reason) {
+  return {{"id", ids.id},
+          {"object", "text_completion"},
+          {"created", ids.created},
+          {"model", ids.model},
+          {"system_fingerprint", "nextn-" NEXTN_VERSION},
+          {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}})}};
+}
+
+}  // namespace nextn::server

@@ -1,0 +1,39 @@
+// server/responses.h — OpenAI response objects: chat completions, legacy
+// completions, stream chunks, usage, logprobs and llama-server style timings.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/output_parser.h"
+
+namespace nextn::server {
+
+// Response identity shared by every chunk of one request.
+struct ResponseIds {
+  std::string id;      // chatcmpl-... / cmpl-...
+  int64_t created = 0; // unix seconds
+  std::string model;
+};
+ResponseIds new_response_ids(bool chat, const std::string& model);
+
+const char* finish_reason_text(FinishReason reason, bool tool_calls);
+
+nlohmann::json timings_json(const Timings& t);
+nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens);
+
+// logprobs.content entries for chat ({"token","logprob","bytes","top_logprobs"}).
+nlohmann::json chat_logprobs(const std::vector<TokenEvent>& tokens, const std::vector<std::string>& texts,
+                             const std::vector<std::vector<std::string>>& top_texts);
+// Legacy completions logprobs ({"tokens","token_logprobs","top_logprobs","text_offset"}).
+nlohmann::json completion_logprobs(const std::vector<TokenEvent>& tokens, const std::vector<std::string>& texts,
+                                   const std::vector<std::vector<std::string>>& top_texts, size_t text_offset);
+
+nlohmann::json tool_calls_json(const std::vector<ParsedToolCall>& calls, bool stream);
+
+nlohmann::json chat_chunk(const ResponseIds& ids, const nlohmann::json& delta, const nlohmann::json& finish_reason);
+nlohmann::json completion_chunk(const ResponseIds& ids, const std::string& text, const nlohmann::json& finish_reason);
+
+}  // namespace nextn::server

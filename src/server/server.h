@@ -1,0 +1,85 @@
+// server/server.h — the OpenAI-compatible HTTP server (cpp-httplib).
+// Routes: /v1/chat/completions, /v1/completions (streamed and not), /v1/models,
+// /health, /metrics, /tokenize, /detokenize, CORS preflight. It listens before the
+// model is loaded (503 until set_backend), checks the API key, limits body size
+// and JSON depth, and shuts down gracefully: stop accepting, let in-flight
+// streams end (cancelled after a grace period), then return from run().
+#pragma once
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "engine/engine.h"
+#include "server/backend.h"
+#include "server/metrics.h"
+#include "server/request.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace nextn::server {
+
+class Generation;
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 5413;               // 0: any free port
+  std::string api_key;           // empty: no auth
+  std::string cors_origin;       // empty: no CORS headers
+  RequestDefaults defaults;      // sampling defaults, --max-tokens
+  size_t max_body_bytes = 16u << 20;
+  int max_json_depth = 64;
+  int http_threads = 0;          // 0: derived from parallel + queue
+  double shutdown_grace_s = 10;  // in-flight generations get this long before being cancelled
+  bool log_requests = true;
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerOptions options);
+  ~HttpServer();
+
+  // Binds the socket (throws nextn::Error when it cannot); returns the port.
+  int bind();
+  // Serves until stop(); blocks. Call after bind().
+  void run();
+  // The model is loaded: requests are served from now on.
+  void set_backend(std::unique_ptr<Backend> backend);
+  Backend* backend() const { return backend_ready_ ? backend_.get() : nullptr; }
+  // Graceful stop (thread-safe, idempotent): refuse new requests, close the
+  // listening socket, cancel generations still running after the grace period.
+  void stop();
+  const ServerOptions& options() const { return options_; }
+
+ private:
+  void install_routes();
+  bool authorized(const httplib::Request& req) const;
+  void handle_generation(const httplib::Request& req, httplib::Response& res, bool chat);
+  void handle_tokenize(const httplib::Request& req, httplib::Response& res);
+  void handle_detokenize(const httplib::Request& req, httplib::Response& res);
+  void handle_models(httplib::Response& res);
+  void handle_health(httplib::Response& res);
+  void handle_metrics(httplib::Response& res);
+  MetricsInput metrics_input() const;
+  void track(const std::shared_ptr<Generation>& g, bool add);
+
+  ServerOptions options_;
+  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<Backend> backend_;
+  std::atomic<bool> backend_ready_{false};
+  std::atomic<bool> stopping_{false};
+  ServerCounters counters_;
+  double start_time_ = 0;
+
+  std::mutex active_mu_;
+  std::set<std::shared_ptr<Generation>> active_;
+  std::thread grace_thread_;
+};
+
+}  // namespace nextn::server
