@@ -18,6 +18,7 @@ done
 
 pkgs=(build-essential cmake ninja-build pkg-config
       nlohmann-json3-dev libcli11-dev libfmt-dev libhwy-dev libpcre2-dev libcpp-httplib-dev
+      libicu-dev
       libgtest-dev)
 if [[ $want_tests == 1 ]]; then
   pkgs+=(python3 python3-numpy python3-jinja2 nodejs npm curl)
