@@ -78,26 +78,48 @@ inline float Dot(const float* a, const float* b, int n) {
   return s;
 }
 
-// y = y * c + p * x over n floats.
-inline void ScaleAxpy(float* y, float c, float p, const float* x, int n) {
+// scores[t] = scale * <q, k_t> for t < count; four keys at a time share each load of q.
+inline void Scores(const float* q, const float* k, int count, int D, float scale, float* scores) {
   const DF df;
   const int lanes = static_cast<int>(hn::Lanes(df));
-  const VF vc = hn::Set(df, c), vp = hn::Set(df, p);
-  int i = 0;
-  for (; i + lanes <= n; i += lanes)
-    hn::StoreU(hn::MulAdd(hn::LoadU(df, x + i), vp, hn::Mul(hn::LoadU(df, y + i), vc)), df, y + i);
-  for (; i < n; ++i) y[i] = y[i] * c + p * x[i];
+  const int vec_end = D / lanes * lanes;
+  int t = 0;
+  for (; t + 4 <= count; t += 4) {
+    const float* k0 = k + size_t(t) * D;
+    const float* k1 = k0 + D;
+    const float* k2 = k1 + D;
+    const float* k3 = k2 + D;
+    VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+    for (int i = 0; i < vec_end; i += lanes) {
+      const VF qv = hn::LoadU(df, q + i);
+      a0 = hn::MulAdd(qv, hn::LoadU(df, k0 + i), a0);
+      a1 = hn::MulAdd(qv, hn::LoadU(df, k1 + i), a1);
+      a2 = hn::MulAdd(qv, hn::LoadU(df, k2 + i), a2);
+      a3 = hn::MulAdd(qv, hn::LoadU(df, k3 + i), a3);
+    }
+    float s0 = hn::GetLane(hn::SumOfLanes(df, a0)), s1 = hn::GetLane(hn::SumOfLanes(df, a1));
+    float s2 = hn::GetLane(hn::SumOfLanes(df, a2)), s3 = hn::GetLane(hn::SumOfLanes(df, a3));
+    for (int i = vec_end; i < D; ++i) {
+      s0 += q[i] * k0[i];
+      s1 += q[i] * k1[i];
+      s2 += q[i] * k2[i];
+      s3 += q[i] * k3[i];
+    }
+    scores[t] = s0 * scale;
+    scores[t + 1] = s1 * scale;
+    scores[t + 2] = s2 * scale;
+    scores[t + 3] = s3 * scale;
+  }
+  for (; t < count; ++t) scores[t] = Dot(q, k + size_t(t) * D, D) * scale;
 }
 
 void AttendBlock(const float* q, const float* k, const float* v, int count, int head_dim, float scale,
                  float* scores, float* m, float* l, float* acc) {
   if (count <= 0) return;
-  float block_max = -std::numeric_limits<float>::infinity();
-  for (int t = 0; t < count; ++t) {
-    const float s = Dot(q, k + static_cast<size_t>(t) * head_dim, head_dim) * scale;
-    scores[t] = s;
-    block_max = s > block_max ? s : block_max;
-  }
+  const int D = head_dim;
+  Scores(q, k, count, D, scale, scores);
+  float block_max = scores[0];
+  for (int t = 1; t < count; ++t) block_max = scores[t] > block_max ? scores[t] : block_max;
   const float m_new = block_max > *m ? block_max : *m;
   // Rescale what was accumulated under the old max (e^-inf = 0 on the first block).
   const float correction = std::exp(*m - m_new);
@@ -118,9 +140,25 @@ void AttendBlock(const float* q, const float* k, const float* v, int count, int 
   }
   *l = *l * correction + sum;
   *m = m_new;
-  // acc = acc * correction + sum_t p_t v_t, the correction folded into the first row.
-  ScaleAxpy(acc, correction, scores[0], v, head_dim);
-  for (t = 1; t < count; ++t) ScaleAxpy(acc, 1.0f, scores[t], v + static_cast<size_t>(t) * head_dim, head_dim);
+  // acc = acc * correction + sum_t p_t v_t; one slice of head_dim at a time stays in
+  // registers across all tokens (two chains to hide the FMA latency).
+  const int vec_end = D / lanes * lanes;
+  for (int i = 0; i < vec_end; i += lanes) {
+    VF a0 = hn::Mul(hn::LoadU(df, acc + i), hn::Set(df, correction));
+    VF a1 = hn::Zero(df);
+    int u = 0;
+    for (; u + 2 <= count; u += 2) {
+      a0 = hn::MulAdd(hn::Set(df, scores[u]), hn::LoadU(df, v + size_t(u) * D + i), a0);
+      a1 = hn::MulAdd(hn::Set(df, scores[u + 1]), hn::LoadU(df, v + size_t(u + 1) * D + i), a1);
+    }
+    if (u < count) a0 = hn::MulAdd(hn::Set(df, scores[u]), hn::LoadU(df, v + size_t(u) * D + i), a0);
+    hn::StoreU(hn::Add(a0, a1), df, acc + i);
+  }
+  for (int i = vec_end; i < D; ++i) {
+    float a = acc[i] * correction;
+    for (int u = 0; u < count; ++u) a += scores[u] * v[size_t(u) * D + i];
+    acc[i] = a;
+  }
 }
 
 }  // namespace HWY_NAMESPACE
