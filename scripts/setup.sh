@@ -24,9 +24,11 @@ if [[ $want_tests == 1 ]]; then
   pkgs+=(python3 python3-numpy python3-jinja2 nodejs npm curl)
 fi
 if [[ $want_train == 1 ]]; then
+  # tools/train: PyTorch (CPU), regex (\p{L} classes); the corpus: KJV, Jargon File, Devil's
+  # Dictionary, Python and Linux docs (prose); Python stdlib, libstdc++/glibc/UAPI headers (code)
   pkgs+=(python3-torch python3-numpy python3-regex libopenblas0-openmp
          bible-kjv bible-kjv-text python3.11-doc linux-doc-6.1 dict-jargon dict-devil
-         libpython3.11-stdlib)
+         libpython3.11-stdlib libstdc++-12-dev libc6-dev linux-libc-dev)
 fi
 
 missing=()
