@@ -19,5 +19,6 @@ Command add_bench_command(CLI::App& root);
 Command add_tokenize_command(CLI::App& root);
 Command add_chat_template_command(CLI::App& root);
 Command add_debug_logits_command(CLI::App& root);
+Command add_perf_command(CLI::App& root);
 
 }  // namespace nextn

@@ -44,6 +44,11 @@ void convert_row(DType dtype, const void* src, int64_t n, float* dst);
 // `nextn perf` to measure memory read bandwidth; the sum defeats dead-code removal.
 float stream_sum(const float* data, int64_t n);
 
+// Streaming read bandwidth in GB/s (1e9 bytes/s) of this machine: best of
+// `repeats` passes over a `bytes` buffer (choose it much larger than the caches),
+// split over the global ThreadPool.
+double measure_read_bandwidth_gbs(size_t bytes, int repeats);
+
 // Name of the SIMD target chosen at run time (e.g. "AVX3_SPR", "AVX2").
 const char* simd_target_name();
 

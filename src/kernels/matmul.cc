@@ -94,22 +94,31 @@ HWY_INLINE float weight_at(const uint8_t* p, int64_t c) {
 // R rows × O outputs starting at (r0, o0).
 template <DType kType, int R, int O>
 HWY_NOINLINE void tile(const Job& job, int64_t r0, int64_t o0) {
+  // The fixed-size loops below are fully unrolled so the R×O accumulators and
+  // the O weight-vector pairs live in registers.
   const DF df;
   const size_t n = hn::Lanes(df);
   VF acc[R][O];
   const uint8_t* wrow[O];
   const float* xrow[R];
+#pragma GCC unroll 16
   for (int o = 0; o < O; ++o) wrow[o] = job.w + (o0 + o) * job.w_row_bytes;
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) xrow[r] = job.x + (r0 + r) * job.x_stride;
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
+#pragma GCC unroll 16
     for (int o = 0; o < O; ++o) acc[r][o] = hn::Zero(df);
 
   for (int64_t b = 0; b < job.blocks; ++b) {
     VF w0[O], w1[O];
+#pragma GCC unroll 16
     for (int o = 0; o < O; ++o) load_block<kType>(wrow[o], b, w0[o], w1[o]);
+#pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const VF x0 = hn::LoadU(df, xrow[r] + 2 * n * b);
       const VF x1 = hn::LoadU(df, xrow[r] + 2 * n * b + n);
+#pragma GCC unroll 16
       for (int o = 0; o < O; ++o) {
         acc[r][o] = hn::MulAdd(w0[o], x0, acc[r][o]);
         acc[r][o] = hn::MulAdd(w1[o], x1, acc[r][o]);
@@ -118,9 +127,11 @@ HWY_NOINLINE void tile(const Job& job, int64_t r0, int64_t o0) {
   }
 
   const int64_t tail_begin = job.blocks * 2 * static_cast<int64_t>(n);
+#pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     const float* xo = job.x_orig + (r0 + r) * job.cols;
     float* yr = job.y + (r0 + r) * job.y_stride;
+#pragma GCC unroll 16
     for (int o = 0; o < O; ++o) {
       float sum = hn::GetLane(hn::SumOfLanes(df, acc[r][o]));
       for (int64_t c = tail_begin; c < job.cols; ++c) sum += weight_at<kType>(wrow[o], c) * xo[c];
@@ -158,16 +169,16 @@ void run_outputs(const Job& job, int64_t n_rows, int64_t o_begin, int64_t o_end)
     }
     return;
   }
-  // Rows in chunks whose activations stay in L2 while the weight tiles cycle.
-  const int64_t x_bytes = std::max<int64_t>(1, job.x_stride * 4);
-  int64_t chunk = std::max<int64_t>(kMaxRows, (512 * 1024) / x_bytes);
-  chunk = chunk / kMaxRows * kMaxRows;
-  for (int64_t rc = 0; rc < n_rows; rc += chunk) {
-    const int64_t rc_end = std::min(n_rows, rc + chunk);
-    for (int64_t o = o_begin; o < o_end; o += kMaxOuts) {
-      const int64_t oo = std::min<int64_t>(kMaxOuts, o_end - o);
-      for (int64_t r = rc; r < rc_end; r += kMaxRows) {
-        const int64_t rr = std::min<int64_t>(kMaxRows, rc_end - r);
+  // Output blocks whose weights stay in L2 while every group of rows passes over
+  // them; within a block a row group's activations stay in L1.
+  int64_t block = static_cast<int64_t>((256 * 1024) / std::max<size_t>(1, job.w_row_bytes));
+  block = std::max<int64_t>(kMaxOuts, block / kMaxOuts * kMaxOuts);
+  for (int64_t ob = o_begin; ob < o_end; ob += block) {
+    const int64_t ob_end = std::min(o_end, ob + block);
+    for (int64_t r = 0; r < n_rows; r += kMaxRows) {
+      const int64_t rr = std::min<int64_t>(kMaxRows, n_rows - r);
+      for (int64_t o = ob; o < ob_end; o += kMaxOuts) {
+        const int64_t oo = std::min<int64_t>(kMaxOuts, ob_end - o);
         table.fns[rr - 1][oo - 1](job, r, o);
       }
     }

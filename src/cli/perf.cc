@@ -1,0 +1,205 @@
+// cli/perf.cc — `nextn perf`: how fast this machine and nextn's kernels are.
+//   nextn perf [--threads T] [--bandwidth-mib M] [--repeats R]
+//              [--model DIR [--mmap] [--prefill P] [--decode-steps N] [--max-k K]] [--json]
+// Measures the streaming memory read bandwidth; with --model also decode tokens/s
+// (batch 1), prefill tokens/s over P tokens, and the cost of one forward over k
+// rows relative to one row for k = 1..K (what a speculative verify step costs),
+// plus the effective GB/s of weights streamed per decode token as a fraction of
+// the bandwidth. Every figure is the best of --repeats runs (the machine may be shared).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <vector>
+
+#include "cli/command.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+#include "util/timer.h"
+
+namespace nextn {
+
+namespace {
+
+struct PerfFlags {
+  int threads = 0;
+  int bandwidth_mib = 2048;
+  int repeats = 5;
+  std::string model;
+  bool mmap_weights = false;
+  int prefill = 512;
+  int decode_steps = 32;
+  int max_k = 8;
+  bool json = false;
+};
+
+struct ModelPerf {
+  std::string dir;
+  std::string architecture;
+  double weight_gb = 0;
+  double load_seconds = 0;
+  double prefill_seconds = 0;
+  double decode_seconds = 0;            // per token
+  std::vector<double> verify_seconds;  // index k-1: one forward over k rows
+};
+
+std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(0, std::max(1, vocab) - 1);
+  std::vector<int32_t> tokens(n);
+  for (auto& t : tokens) t = dist(rng);
+  return tokens;
+}
+
+// One forward of `tokens` appended to `kv`, logits for every row when all_logits.
+double timed_forward(Model& model, KvCache& kv, const std::vector<int32_t>& tokens, bool all_logits,
+                     ForwardResult& result) {
+  SequenceRows rows;
+  rows.kv = &kv;
+  rows.tokens = tokens;
+  if (all_logits) {
+    for (size_t i = 0; i < tokens.size(); ++i) rows.logit_rows.push_back(static_cast<int>(i));
+  } else {
+    rows.logit_rows.push_back(static_cast<int>(tokens.size()) - 1);
+  }
+  Stopwatch watch;
+  model.forward(std::span<SequenceRows>(&rows, 1), result);
+  return watch.seconds();
+}
+
+ModelPerf measure_model(const PerfFlags& f) {
+  ModelPerf perf;
+  LoadOptions options;
+  options.copy_weights = !f.mmap_weights;
+  Stopwatch load_watch;
+  auto model = Model::load(f.model, options);
+  perf.load_seconds = load_watch.seconds();
+  const ModelConfig& config = model->config();
+  perf.dir = f.model;
+  perf.architecture = config.architecture;
+  perf.weight_gb = static_cast<double>(model->weight_bytes()) / 1e9;
+
+  const int context = 64;  // decode and verify run after a short prompt
+  auto kv = model->new_kv_cache(std::max(f.prefill, context + f.decode_steps + f.max_k) + 8, KvOptions{});
+  ForwardResult result;
+  const int vocab = config.vocab_size;
+
+  // Warm-up (faults in mmap'd pages, sizes buffers).
+  timed_forward(*model, *kv, random_tokens(context, vocab, 1), false, result);
+  timed_forward(*model, *kv, random_tokens(1, vocab, 2), false, result);
+  kv->truncate(0);
+
+  // Prefill: one chunk of f.prefill tokens.
+  perf.prefill_seconds = 1e30;
+  const auto prompt = random_tokens(f.prefill, vocab, 3);
+  for (int rep = 0; rep < std::max(1, f.repeats / 2); ++rep) {
+    kv->truncate(0);
+    perf.prefill_seconds = std::min(perf.prefill_seconds, timed_forward(*model, *kv, prompt, false, result));
+  }
+
+  // Decode: f.decode_steps single-token steps after a short prompt.
+  kv->truncate(0);
+  timed_forward(*model, *kv, random_tokens(context, vocab, 4), false, result);
+  perf.decode_seconds = 1e30;
+  const auto steps = random_tokens(f.decode_steps, vocab, 5);
+  for (int rep = 0; rep < f.repeats; ++rep) {
+    kv->truncate(context);
+    double total = 0;
+    for (int32_t token : steps) total += timed_forward(*model, *kv, {token}, false, result);
+    perf.decode_seconds = std::min(perf.decode_seconds, total / std::max(1, f.decode_steps));
+  }
+
+  // Verify: one forward over k rows with logits for every row, rolled back each time.
+  for (int k = 1; k <= f.max_k; ++k) {
+    const auto rows = random_tokens(k, vocab, 100 + k);
+    double best = 1e30;
+    for (int rep = 0; rep < std::max(3, f.repeats); ++rep) {
+      kv->truncate(context);
+      best = std::min(best, timed_forward(*model, *kv, rows, true, result));
+    }
+    perf.verify_seconds.push_back(best);
+  }
+  return perf;
+}
+
+int run_perf(const PerfFlags& f) {
+  if (f.threads < 0) fail(ErrorKind::kBadInput, "--threads must be >= 0");
+  if (f.bandwidth_mib < 64) fail(ErrorKind::kBadInput, "--bandwidth-mib must be >= 64");
+  if (f.prefill < 1 || f.decode_steps < 1 || f.max_k < 1 || f.repeats < 1)
+    fail(ErrorKind::kBadInput, "--prefill, --decode-steps, --max-k and --repeats must be >= 1");
+  ThreadPool::set_global_threads(f.threads);
+  const int threads = ThreadPool::global().size();
+  const double bandwidth = measure_read_bandwidth_gbs(static_cast<size_t>(f.bandwidth_mib) << 20, f.repeats);
+
+  nlohmann::json out = {{"threads", threads},
+                        {"simd_target", simd_target_name()},
+                        {"read_bandwidth_gbs", bandwidth},
+                        {"bandwidth_buffer_mib", f.bandwidth_mib},
+                        {"repeats", f.repeats}};
+  if (!f.json) {
+    fmt::print("SIMD target        {}\n", simd_target_name());
+    fmt::print("threads            {}\n", threads);
+    fmt::print("read bandwidth     {:.1f} GB/s  (best of {}, {} MiB buffer)\n", bandwidth, f.repeats,
+               f.bandwidth_mib);
+  }
+  if (!f.model.empty()) {
+    const ModelPerf p = measure_model(f);
+    const double decode_tps = 1.0 / p.decode_seconds;
+    const double streamed = p.weight_gb / p.decode_seconds;
+    nlohmann::json verify = nlohmann::json::array();
+    for (size_t i = 0; i < p.verify_seconds.size(); ++i)
+      verify.push_back({{"k", i + 1},
+                        {"ms", p.verify_seconds[i] * 1e3},
+                        {"relative_to_k1", p.verify_seconds[i] / p.verify_seconds[0]}});
+    out["model"] = {{"dir", p.dir},
+                    {"architecture", p.architecture},
+                    {"weights", f.mmap_weights ? "mmap" : "copied"},
+                    {"weight_gb", p.weight_gb},
+                    {"load_seconds", p.load_seconds},
+                    {"decode_tokens_per_s", decode_tps},
+                    {"decode_ms_per_token", p.decode_seconds * 1e3},
+                    {"decode_weight_gbs", streamed},
+                    {"decode_fraction_of_bandwidth", streamed / bandwidth},
+                    {"prefill_tokens", f.prefill},
+                    {"prefill_tokens_per_s", f.prefill / p.prefill_seconds},
+                    {"verify", verify}};
+    if (!f.json) {
+      fmt::print("model              {} ({}, {:.3f} GB weights, {}; loaded in {:.2f} s)\n", p.dir, p.architecture,
+                 p.weight_gb, f.mmap_weights ? "mmap'd" : "copied", p.load_seconds);
+      fmt::print("decode             {:.2f} tok/s  ({:.1f} ms/token, {:.1f} GB/s of weights = {:.0f}% of bandwidth)\n",
+                 decode_tps, p.decode_seconds * 1e3, streamed, 100.0 * streamed / bandwidth);
+      fmt::print("prefill            {:.1f} tok/s  ({} tokens in {:.2f} s)\n", f.prefill / p.prefill_seconds,
+                 f.prefill, p.prefill_seconds);
+      fmt::print("\nverify cost: one forward over k rows (logits for every row)\n");
+      fmt::print("  k    ms     x k=1   ms/row\n");
+      for (size_t i = 0; i < p.verify_seconds.size(); ++i)
+        fmt::print("  {:<2} {:7.1f}  {:6.2f}  {:7.1f}\n", i + 1, p.verify_seconds[i] * 1e3,
+                   p.verify_seconds[i] / p.verify_seconds[0], p.verify_seconds[i] * 1e3 / double(i + 1));
+    }
+  }
+  if (f.json) std::printf("%s\n", out.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_perf_command(CLI::App& root) {
+  auto flags = std::make_shared<PerfFlags>();
+  CLI::App* app = root.add_subcommand("perf", "Measure memory bandwidth and model decode/prefill/verify speed");
+  app->add_option("--threads", flags->threads, "Compute threads (default: physical cores)");
+  app->add_option("--bandwidth-mib", flags->bandwidth_mib, "Buffer size for the bandwidth test (MiB)");
+  app->add_option("--repeats", flags->repeats, "Runs per measurement; the best is reported");
+  app->add_option("--model", flags->model, "Checkpoint directory to measure");
+  app->add_flag("--mmap", flags->mmap_weights, "Serve weights from the mmap instead of copying them");
+  app->add_option("--prefill", flags->prefill, "Prefill length in tokens");
+  app->add_option("--decode-steps", flags->decode_steps, "Decode steps per run");
+  app->add_option("--max-k", flags->max_k, "Largest verify batch measured");
+  app->add_flag("--json", flags->json, "Print one JSON object instead of the table");
+  return {app, [flags] { return run_perf(*flags); }};
+}
+
+}  // namespace nextn
