@@ -57,7 +57,9 @@ def main():
         checks = open(os.path.join(args.run, "checks.txt")).read()
     log_path = os.path.join(args.run, "train_log.txt")
     train_log = open(log_path).read() if os.path.exists(log_path) else ""
-    card = model_card.render(ev, sources, stats, config, args.hardware, args.command, checks, train_log)
+    acc_path = os.path.join(args.out, "training", "nextn_acceptance.md")
+    acc = open(acc_path).read() if os.path.exists(acc_path) else ""
+    card = model_card.render(ev, sources, stats, config, args.hardware, args.command, checks, train_log, acc)
     with open(os.path.join(args.out, "README.md"), "w") as f:
         f.write(card)
     total = sum(os.path.getsize(os.path.join(dp, fn)) for dp, _, fns in os.walk(args.out) for fn in fns)
