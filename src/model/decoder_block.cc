@@ -39,7 +39,7 @@ void BlockScratch::reserve(int rows, const BlockShape& sh) {
   grow(up, r * sh.intermediate);
 }
 
-void add_into(float* y, const float* x, size_t n) {
+void add_into(float* __restrict y, const float* __restrict x, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
