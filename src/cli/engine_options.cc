@@ -70,9 +70,17 @@ EngineOptions resolve_engine_options(const EngineFlags& f) {
     fail(ErrorKind::kBadInput, "number of draft tokens must be in 0..16, got {}", o.spec.num_draft_tokens);
   if (o.spec.synthetic_accept >= 0 && (o.spec.synthetic_accept > 1.0))
     fail(ErrorKind::kBadInput, "--spec-synthetic-accept must be in [0, 1]");
+  if (o.spec.synthetic_accept >= 0 && o.spec.mode == "none")
+    fail(ErrorKind::kBadInput, "--spec-synthetic-accept needs a drafter (--mtp, --draft-model, --spec-type ngram ...)");
   if (o.prefill_size < 1) fail(ErrorKind::kBadInput, "--prefill-size must be >= 1");
   if (o.ctx_size < 16) fail(ErrorKind::kBadInput, "--ctx-size must be >= 16");
   return o;
+}
+
+void check_serve_engine_flags(const EngineFlags& f) {
+  if (f.options.spec.synthetic_accept >= 0 && !f.benchmark_mode)
+    fail(ErrorKind::kBadInput,
+         "--spec-synthetic-accept makes outputs ignore the model; serve accepts it only with --benchmark-mode");
 }
 
 }  // namespace nextn

@@ -26,5 +26,8 @@ void add_engine_flags(CLI::App& app, EngineFlags& flags);
 // Turns parsed flags into EngineOptions (model default, speculative mode, KV type).
 // Throws nextn::Error for inconsistent combinations.
 EngineOptions resolve_engine_options(const EngineFlags& flags);
+// For `serve`: benchmark-only options (--spec-synthetic-accept) are refused unless
+// --benchmark-mode is given. Throws nextn::Error(kBadInput) naming the flag.
+void check_serve_engine_flags(const EngineFlags& flags);
 
 }  // namespace nextn

@@ -21,12 +21,15 @@ constexpr int kCatchUpChunk = 512;
 
 class MtpSession : public DraftSession {
  public:
-  MtpSession(MtpHead& head, int hidden, int vocab, std::unique_ptr<KvCache> kv)
-      : head_(head), hidden_(hidden), vocab_(vocab), kv_(std::move(kv)) {}
+  MtpSession(MtpHead& head, int hidden, int vocab, int max_tokens)
+      : head_(head), hidden_(hidden), vocab_(vocab) {
+    // One cache per MTP layer (a cache's length is its longest layer's), F16.
+    for (int l = 0; l < head.num_layers(); ++l) kv_.push_back(head.new_kv_cache(max_tokens, KvOptions{}));
+  }
 
   void commit(int start, std::span<const int32_t> tokens, const float* hidden) override {
     if (start != committed_) rollback(start);
-    if (kv_->length() > done_) kv_->truncate(done_);  // drafted rows
+    drop_drafted();
     pending_tokens_.insert(pending_tokens_.end(), tokens.begin(), tokens.end());
     pending_hidden_.insert(pending_hidden_.end(), hidden, hidden + tokens.size() * size_t(hidden_));
     committed_ += int(tokens.size());
@@ -34,7 +37,7 @@ class MtpSession : public DraftSession {
 
   void rollback(int n) override {
     if (n >= committed_) {
-      if (kv_->length() > done_) kv_->truncate(done_);
+      drop_drafted();
       return;
     }
     if (done_ > n) {
@@ -45,15 +48,15 @@ class MtpSession : public DraftSession {
       pending_tokens_.resize(size_t(n - done_));
       pending_hidden_.resize(size_t(n - done_) * size_t(hidden_));
     }
-    kv_->truncate(std::min(kv_->length(), done_));
-    if (kv_->length() > done_) kv_->truncate(done_);
+    drop_drafted();
     committed_ = n;
   }
 
   void propose(int32_t last, int k, Sampler& sampler, DraftProposal& out) override {
     out.clear();
     if (k <= 0 || pending_tokens_.empty()) return;
-    if (kv_->length() > done_) kv_->truncate(done_);
+    drop_drafted();
+    k = std::min(k, kv_[0]->shape().max_tokens - committed_);
     // Catch-up rows p = done_ .. committed_-1 pair with tokens x_{p+1} (the last one with `last`).
     int rows = int(pending_tokens_.size());
     std::vector<int32_t> next_tokens(pending_tokens_.begin() + 1, pending_tokens_.end());
@@ -82,17 +85,25 @@ class MtpSession : public DraftSession {
     }
   }
 
-  size_t kv_bytes() const override { return kv_->bytes_used(); }
+  size_t kv_bytes() const override {
+    size_t n = 0;
+    for (auto& kv : kv_) n += kv->bytes_used();
+    return n;
+  }
 
  private:
+  void drop_drafted() {
+    for (auto& kv : kv_)
+      if (kv->length() > done_) kv->truncate(done_);
+  }
   // Runs `layer` for logits/hidden and, with several MTP layers, the others over
-  // the same rows so every layer's KV keeps the same length.
+  // the same rows so every layer's KV covers every position.
   void run_all_layers(int layer, const float* h, std::span<const int32_t> toks, const std::vector<int>& logit_rows) {
     for (int other = 0; other < head_.num_layers(); ++other) {
       if (other == layer) continue;
-      head_.forward(other, *kv_, h, toks, {}, scratch_logits_, scratch_hidden_);
+      head_.forward(other, *kv_[size_t(other)], h, toks, {}, scratch_logits_, scratch_hidden_);
     }
-    head_.forward(layer, *kv_, h, toks, logit_rows, logits_, hidden_out_);
+    head_.forward(layer, *kv_[size_t(layer)], h, toks, logit_rows, logits_, hidden_out_);
   }
 
   int32_t choose(Sampler& sampler, DraftProposal& out) {
@@ -106,7 +117,7 @@ class MtpSession : public DraftSession {
 
   MtpHead& head_;
   int hidden_, vocab_;
-  std::unique_ptr<KvCache> kv_;
+  std::vector<std::unique_ptr<KvCache>> kv_;
   int committed_ = 0;  // target rows committed
   int done_ = 0;       // rows the head's KV holds (accepted ones; drafted rows beyond)
   std::vector<int32_t> pending_tokens_;  // tokens at positions done_..committed_-1
@@ -122,7 +133,7 @@ class MtpDrafter : public Drafter {
   const char* name() const override { return name_; }
   bool needs_hidden() const override { return true; }
   std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions&) override {
-    return std::make_unique<MtpSession>(*head_, hidden_, vocab_, head_->new_kv_cache(max_tokens + 32, KvOptions{}));
+    return std::make_unique<MtpSession>(*head_, hidden_, vocab_, max_tokens + 32);
   }
 
  private:

@@ -1,0 +1,98 @@
+// tests/engine/distribution_test.cc — lossless speculative sampling, end to end:
+// on a tiny checkpoint (small vocabulary), >= 100,000 tokens sampled at T > 0 with
+// and without MTP speculation follow the same distribution (two-sample chi-square
+// over (position, token), p > 0.01), while a deliberately broken acceptance rule
+// (rejections resampled from p instead of norm(max(0, p - q))) fails the same test.
+#include <map>
+
+#include "../spec/chi_square.h"
+#include "engine_test_util.h"
+
+namespace nextn {
+namespace {
+
+using namespace nextn::testing;
+
+constexpr int kRequests = 20000;
+constexpr int kTokens = 5;  // per request: 100,000 tokens per run
+
+std::map<std::pair<int, int32_t>, double> histogram(EngineOptions o, uint64_t seed_base, double* acceptance) {
+  o.parallel = 8;
+  o.queue_size = kRequests;
+  Engine engine(o);
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < kRequests; ++i) {
+    GenerationRequest r;
+    r.prompt = {11, 42, 7, 300, 11, 42, 9, 11, 42, 7, 300, 5};
+    r.max_tokens = kTokens;
+    r.sampling.temperature = 0.9f;
+    r.sampling.top_k = 40;
+    r.sampling.top_p = 0.95f;
+    r.sampling.min_p = 0.02f;
+    r.sampling.seed = seed_base + uint64_t(i);
+    r.sampling.has_seed = true;
+    reqs.push_back(std::move(r));
+  }
+  auto results = run_all(engine, std::move(reqs));
+  std::map<std::pair<int, int32_t>, double> h;
+  long drafted = 0, accepted = 0, tokens = 0;
+  for (auto& r : results) {
+    EXPECT_EQ(int(r.tokens.size()), kTokens);
+    for (size_t p = 0; p < r.tokens.size(); ++p) h[{int(p), r.tokens[p]}] += 1;
+    tokens += long(r.tokens.size());
+    drafted += r.timings.draft_n;
+    accepted += r.timings.draft_n_accepted;
+  }
+  EXPECT_GE(tokens, 100000);
+  if (acceptance) *acceptance = drafted ? double(accepted) / double(drafted) : 0.0;
+  return h;
+}
+
+// The target: tiny Qwen3 with a DeepSeek-layout MTP layer. Checkpoints made with
+// the same seed share every tensor of the same name, so the 2-layer draft model is
+// the target minus its last layer (q close to p but not equal: a good test of the
+// residual distribution) and the assistant is built for the same trunk.
+std::string target_model() { return deepseek_model(); }
+
+const std::map<std::pair<int, int32_t>, double>& plain_histogram() {
+  static auto h = histogram(base_options(target_model()), 1000000, nullptr);
+  return h;
+}
+
+void expect_lossless(EngineOptions o, const char* name) {
+  double acc = 0;
+  auto spec = histogram(o, 2000000, &acc);
+  auto r = homogeneity(plain_histogram(), spec);
+  EXPECT_GT(r.p_value, 0.01) << name << ": chi2 " << r.statistic << " dof " << r.dof;
+  std::printf("%s: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", name, r.statistic, r.dof, r.p_value, acc);
+}
+
+TEST(Distribution, MtpIsLossless) { expect_lossless(spec_options(target_model(), "mtp", 3), "mtp"); }
+
+TEST(Distribution, AssistantIsLossless) {
+  EngineOptions o = spec_options(target_model(), "assistant", 2);
+  o.spec.assistant_dir = assistant_model();
+  expect_lossless(o, "assistant");
+}
+
+TEST(Distribution, DraftModelIsLossless) {
+  EngineOptions o = spec_options(target_model(), "draft", 3);
+  o.spec.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
+  expect_lossless(o, "draft");
+}
+
+TEST(Distribution, NgramIsLossless) { expect_lossless(spec_options(target_model(), "ngram", 3), "ngram"); }
+
+TEST(Distribution, BrokenAcceptanceRuleIsDetected) {
+  EngineOptions o = spec_options(target_model(), "draft", 3);
+  o.spec.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
+  o.spec.broken_acceptance_for_tests = true;
+  double acc = 0;
+  auto bad = histogram(o, 2000000, &acc);
+  auto r = homogeneity(plain_histogram(), bad);
+  EXPECT_LT(r.p_value, 0.01) << "the broken rule went unnoticed: chi2 " << r.statistic << " dof " << r.dof;
+  std::printf("broken rule: chi2 %.1f dof %d p %.3g (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
+}
+
+}  // namespace
+}  // namespace nextn

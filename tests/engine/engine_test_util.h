@@ -1,0 +1,103 @@
+// tests/engine/engine_test_util.h — tiny checkpoints (made once per build by
+// tools/make_checkpoint.py) and a blocking helper that runs requests on an Engine.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+
+namespace nextn::testing {
+
+// Directory of a test checkpoint `name` made with `args` (cached under the build dir).
+inline std::string checkpoint(const std::string& name, const std::string& args) {
+  namespace fs = std::filesystem;
+  std::string dir = std::string(NEXTN_BUILD_DIR) + "/test-tmp/engine/" + name;
+  if (!fs::exists(dir + "/config.json")) {
+    fs::create_directories(dir);
+    std::string cmd = "/usr/bin/python3 " + std::string(NEXTN_SOURCE_DIR) + "/tools/make_checkpoint.py " + args +
+                      " --out " + dir + " --quiet";
+    if (std::system(cmd.c_str()) != 0) ADD_FAILURE() << "failed: " << cmd;
+  }
+  return dir;
+}
+
+inline std::string mimo_model() { return checkpoint("mimo", "--arch mimo --seed 1"); }
+inline std::string deepseek_model() { return checkpoint("qwen3_ds", "--arch qwen3 --mtp deepseek --seed 2"); }
+inline std::string mimo2_model() { return checkpoint("mimo2", "--arch mimo --mtp-layers 2 --seed 3"); }
+inline std::string qwen3_model() { return checkpoint("qwen3", "--arch qwen3 --seed 2"); }
+inline std::string qwen3_draft_model() { return checkpoint("qwen3_small", "--arch qwen3 --layers 1 --seed 7"); }
+inline std::string assistant_model() {
+  std::string target = qwen3_model();
+  return checkpoint("qwen3_assistant", "--assistant-of " + target);
+}
+
+struct RunResult {
+  std::vector<int32_t> tokens;
+  FinishReason reason = FinishReason::kNone;
+  Timings timings;
+  std::string error;
+};
+
+// Submits every request and waits for all of them.
+inline std::vector<RunResult> run_all(Engine& engine, std::vector<GenerationRequest> requests) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<RunResult> results(requests.size());
+  size_t done = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto& req = requests[i];
+    auto user_token = req.on_token;
+    req.on_token = [&, i, user_token](const TokenEvent& ev) {
+      results[i].tokens.push_back(ev.token);
+      return user_token ? user_token(ev) : true;
+    };
+    req.on_done = [&, i](FinishReason r, const Timings& t, const std::string& e) {
+      std::lock_guard lock(mu);
+      results[i].reason = r;
+      results[i].timings = t;
+      results[i].error = e;
+      ++done;
+      cv.notify_all();
+    };
+    engine.submit(std::move(req));
+  }
+  std::unique_lock lock(mu);
+  cv.wait(lock, [&] { return done == results.size(); });
+  return results;
+}
+
+inline RunResult run_one(Engine& engine, GenerationRequest request) {
+  std::vector<GenerationRequest> v;
+  v.push_back(std::move(request));
+  return run_all(engine, std::move(v))[0];
+}
+
+inline EngineOptions base_options(const std::string& model) {
+  EngineOptions o;
+  o.model_dir = model;
+  o.threads = 1;
+  o.ctx_size = 512;
+  return o;
+}
+
+inline EngineOptions spec_options(const std::string& model, const std::string& mode, int n) {
+  EngineOptions o = base_options(model);
+  o.spec.mode = mode;
+  o.spec.num_draft_tokens = n;
+  return o;
+}
+
+inline GenerationRequest greedy_request(std::vector<int32_t> prompt, int n) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = n;
+  return r;
+}
+
+}  // namespace nextn::testing
