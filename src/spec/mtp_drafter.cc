@@ -42,6 +42,7 @@ class MtpSession : public DraftSession {
     }
     if (done_ > n) {
       done_ = n;
+      last_hidden_.clear();
       pending_tokens_.clear();
       pending_hidden_.clear();
     } else {
@@ -54,8 +55,16 @@ class MtpSession : public DraftSession {
 
   void propose(int32_t last, int k, Sampler& sampler, DraftProposal& out) override {
     out.clear();
-    if (k <= 0 || pending_tokens_.empty()) return;
+    if (k <= 0) return;
     drop_drafted();
+    if (pending_tokens_.empty() && done_ > 0 && done_ == committed_ && !last_hidden_.empty()) {
+      // Proposing again without a commit in between: redo the last row.
+      done_ -= 1;
+      for (auto& kv : kv_) kv->truncate(done_);
+      pending_tokens_.push_back(last_token_);
+      pending_hidden_ = last_hidden_;
+    }
+    if (pending_tokens_.empty()) return;
     k = std::min(k, kv_[0]->shape().max_tokens - committed_);
     // Catch-up rows p = done_ .. committed_-1 pair with tokens x_{p+1} (the last one with `last`).
     int rows = int(pending_tokens_.size());
@@ -71,6 +80,8 @@ class MtpSession : public DraftSession {
       run_all_layers(0, h, toks, logit_rows);
     }
     done_ = committed_;
+    last_token_ = pending_tokens_.back();
+    last_hidden_.assign(pending_hidden_.end() - hidden_, pending_hidden_.end());
     pending_tokens_.clear();
     pending_hidden_.clear();
 
@@ -122,6 +133,8 @@ class MtpSession : public DraftSession {
   int done_ = 0;       // rows the head's KV holds (accepted ones; drafted rows beyond)
   std::vector<int32_t> pending_tokens_;  // tokens at positions done_..committed_-1
   std::vector<float> pending_hidden_;    // their target hidden states
+  int32_t last_token_ = 0;               // the token and hidden of row done_-1 (to redo it)
+  std::vector<float> last_hidden_;
   std::vector<float> logits_, hidden_out_, scratch_logits_, scratch_hidden_, g_, work_;
   std::vector<int32_t> order_;
 };
