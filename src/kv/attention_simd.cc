@@ -161,6 +161,109 @@ void AttendBlock(const float* q, const float* k, const float* v, int count, int 
   }
 }
 
+// Up to four queries against one block whose keys are stored transposed (kt[d * stride + t],
+// stride a multiple of the vector length, zero padded): no horizontal sums, and every key
+// and value load is shared by the queries. Query j sees keys [0, visible[j]).
+void AttendGroup4(const float* const* qs, int nq, const float* kt, int stride, const float* v, int count, int D,
+                  float scale, const int* visible, float* scores, float* m, float* l, float* const* accs) {
+  const DF df;
+  const int lanes = static_cast<int>(hn::Lanes(df));
+  const float* q0 = qs[0];
+  const float* q1 = qs[nq > 1 ? 1 : 0];
+  const float* q2 = qs[nq > 2 ? 2 : 0];
+  const float* q3 = qs[nq > 3 ? 3 : 0];
+  int max_visible = 0;
+  for (int j = 0; j < nq; ++j) max_visible = visible[j] > max_visible ? visible[j] : max_visible;
+  if (max_visible <= 0) return;
+  const VF vscale = hn::Set(df, scale);
+  for (int t = 0; t < max_visible; t += lanes) {
+    VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+    const float* col = kt + t;
+    for (int d = 0; d < D; ++d) {
+      const VF kv = hn::LoadU(df, col + size_t(d) * stride);
+      a0 = hn::MulAdd(hn::Set(df, q0[d]), kv, a0);
+      a1 = hn::MulAdd(hn::Set(df, q1[d]), kv, a1);
+      a2 = hn::MulAdd(hn::Set(df, q2[d]), kv, a2);
+      a3 = hn::MulAdd(hn::Set(df, q3[d]), kv, a3);
+    }
+    hn::StoreU(hn::Mul(a0, vscale), df, scores + t);
+    hn::StoreU(hn::Mul(a1, vscale), df, scores + stride + t);
+    hn::StoreU(hn::Mul(a2, vscale), df, scores + 2 * stride + t);
+    hn::StoreU(hn::Mul(a3, vscale), df, scores + 3 * stride + t);
+  }
+  // Online softmax per query; keys past a query's visible range get weight 0.
+  float correction[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  for (int j = 0; j < 4; ++j) {
+    float* s = scores + size_t(j) * stride;
+    const int vis = j < nq ? visible[j] : 0;
+    if (vis <= 0) {
+      for (int t = 0; t < max_visible; ++t) s[t] = 0.0f;
+      continue;
+    }
+    float block_max = s[0];
+    for (int t = 1; t < vis; ++t) block_max = s[t] > block_max ? s[t] : block_max;
+    const float m_new = block_max > m[j] ? block_max : m[j];
+    correction[j] = std::exp(m[j] - m_new);
+    const VF vmax = hn::Set(df, m_new);
+    VF vsum = hn::Zero(df);
+    int t = 0;
+    for (; t + lanes <= vis; t += lanes) {
+      const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, s + t), vmax));
+      hn::StoreU(e, df, s + t);
+      vsum = hn::Add(vsum, e);
+    }
+    float sum = hn::GetLane(hn::SumOfLanes(df, vsum));
+    for (; t < vis; ++t) {
+      s[t] = std::exp(s[t] - m_new);
+      sum += s[t];
+    }
+    for (t = vis; t < max_visible; ++t) s[t] = 0.0f;
+    l[j] = l[j] * correction[j] + sum;
+    m[j] = m_new;
+  }
+  // acc_j = acc_j * correction_j + sum_t p_jt v_t, one slice of head_dim at a time.
+  const float* p0 = scores;
+  const float* p1 = scores + stride;
+  const float* p2 = scores + 2 * stride;
+  const float* p3 = scores + 3 * stride;
+  const int vec_end = D / lanes * lanes;
+  for (int i = 0; i < vec_end; i += lanes) {
+    VF c0 = hn::Mul(hn::LoadU(df, accs[0] + i), hn::Set(df, correction[0]));
+    VF c1 = nq > 1 ? hn::Mul(hn::LoadU(df, accs[1] + i), hn::Set(df, correction[1])) : hn::Zero(df);
+    VF c2 = nq > 2 ? hn::Mul(hn::LoadU(df, accs[2] + i), hn::Set(df, correction[2])) : hn::Zero(df);
+    VF c3 = nq > 3 ? hn::Mul(hn::LoadU(df, accs[3] + i), hn::Set(df, correction[3])) : hn::Zero(df);
+    for (int t = 0; t < max_visible; ++t) {
+      const VF vv = hn::LoadU(df, v + size_t(t) * D + i);
+      c0 = hn::MulAdd(hn::Set(df, p0[t]), vv, c0);
+      c1 = hn::MulAdd(hn::Set(df, p1[t]), vv, c1);
+      c2 = hn::MulAdd(hn::Set(df, p2[t]), vv, c2);
+      c3 = hn::MulAdd(hn::Set(df, p3[t]), vv, c3);
+    }
+    hn::StoreU(c0, df, accs[0] + i);
+    if (nq > 1) hn::StoreU(c1, df, accs[1] + i);
+    if (nq > 2) hn::StoreU(c2, df, accs[2] + i);
+    if (nq > 3) hn::StoreU(c3, df, accs[3] + i);
+  }
+  for (int j = 0; j < nq; ++j) {
+    const float* p = scores + size_t(j) * stride;
+    for (int i = vec_end; i < D; ++i) {
+      float a = accs[j][i] * correction[j];
+      for (int t = 0; t < max_visible; ++t) a += p[t] * v[size_t(t) * D + i];
+      accs[j][i] = a;
+    }
+  }
+}
+
+size_t Lanes() { return hn::Lanes(DF()); }
+
+void AttendBlockMulti(const float* const* qs, int nq, const float* kt, int stride, const float* v, int count, int D,
+                      float scale, const int* visible, float* scores, float* m, float* l, float* const* accs) {
+  for (int j = 0; j < nq; j += 4) {
+    const int n = nq - j < 4 ? nq - j : 4;
+    AttendGroup4(qs + j, n, kt, stride, v, count, D, scale, visible + j, scores, m + j, l + j, accs + j);
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace nextn
 HWY_AFTER_NAMESPACE();
@@ -171,6 +274,8 @@ namespace nextn {
 HWY_EXPORT(KvLoadF32);
 HWY_EXPORT(KvStore);
 HWY_EXPORT(AttendBlock);
+HWY_EXPORT(AttendBlockMulti);
+HWY_EXPORT(Lanes);
 
 void kv_load_f32(DType dtype, const void* src, size_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(KvLoadF32)(dtype, src, n, dst);
@@ -180,6 +285,13 @@ void attend_block(const float* q, const float* k, const float* v, int count, int
                   float* scores, float* m, float* l, float* acc) {
   HWY_DYNAMIC_DISPATCH(AttendBlock)(q, k, v, count, head_dim, scale, scores, m, l, acc);
 }
+
+void attend_block_multi(const float* const* qs, int nq, const float* kt, int stride, const float* v, int count,
+                        int head_dim, float scale, const int* visible, float* scores, float* m, float* l,
+                        float* const* accs) {
+  HWY_DYNAMIC_DISPATCH(AttendBlockMulti)(qs, nq, kt, stride, v, count, head_dim, scale, visible, scores, m, l, accs);
+}
+size_t attention_lanes() { return HWY_DYNAMIC_DISPATCH(Lanes)(); }
 
 }  // namespace nextn
 #endif  // HWY_ONCE

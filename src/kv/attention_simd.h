@@ -22,4 +22,14 @@ void kv_store(DType dtype, const float* src, size_t n, void* dst);
 void attend_block(const float* q, const float* k, const float* v, int count, int head_dim, float scale,
                   float* scores, float* m, float* l, float* acc);
 
+// Many queries (prefill rows x GQA group) against one block at once. kt: the block's keys
+// transposed, kt[d * stride + t], zero padded to `stride` (a multiple of attention_lanes()).
+// Query j uses qs[j], m[j], l[j], accs[j] and sees keys [0, visible[j]) of the block;
+// scores: scratch of 4 * stride floats.
+void attend_block_multi(const float* const* qs, int nq, const float* kt, int stride, const float* v, int count,
+                        int head_dim, float scale, const int* visible, float* scores, float* m, float* l,
+                        float* const* accs);
+// Float lanes of the SIMD target chosen at run time.
+size_t attention_lanes();
+
 }  // namespace nextn

@@ -71,7 +71,10 @@ namespace {
 
 // Per-thread buffers of attend(); grown once, reused across calls.
 struct AttendScratch {
-  std::vector<float> k, v, scores, m, l, acc;
+  std::vector<float> k, v, kt, scores, m, l, acc;
+  std::vector<const float*> qs;
+  std::vector<float*> accs;
+  std::vector<int> visible;
 };
 thread_local AttendScratch t_scratch;
 
@@ -80,6 +83,9 @@ void grow(std::vector<float>& v, size_t n) {
 }
 
 constexpr int kRowChunk = 16;
+// From this many queries per item on (rows x GQA group), keys are transposed once per
+// block and shared by all queries (prefill); below it each query runs alone (decode).
+constexpr int kMultiQueryMin = 16;
 
 }  // namespace
 
@@ -111,6 +117,22 @@ void FullPrecisionCache::attend(int layer, int pos, int n, const float* q, float
       std::fill_n(s.l.begin(), states, 0.0f);
       std::fill_n(s.acc.begin(), size_t(states) * D, 0.0f);
       const int visible_end = pos + r1;  // keys [0, visible_end) are seen by the last row
+      const bool multi = states >= kMultiQueryMin;
+      const int lanes = static_cast<int>(attention_lanes());
+      const int stride = (kBlockTokens + lanes - 1) / lanes * lanes;
+      if (multi) {
+        grow(s.kt, size_t(stride) * D);
+        grow(s.scores, size_t(4) * stride);
+        s.qs.resize(states);
+        s.accs.resize(states);
+        s.visible.resize(states);
+        for (int r = r0; r < r1; ++r)
+          for (int j = 0; j < group; ++j) {
+            const int state = (r - r0) * group + j;
+            s.qs[state] = q + (size_t(r) * H + kvh * group + j) * D;
+            s.accs[state] = s.acc.data() + size_t(state) * D;
+          }
+      }
       for (int t0 = 0; t0 < visible_end; t0 += kBlockTokens) {
         const int count = std::min(kBlockTokens, visible_end - t0);
         const float* kf;
@@ -123,6 +145,21 @@ void FullPrecisionCache::attend(int layer, int pos, int n, const float* q, float
           kv_load_f32(dtype_, row(layer, t0, kvh, true), size_t(count) * D, s.v.data());
           kf = s.k.data();
           vf = s.v.data();
+        }
+        if (multi) {
+          float* kt = s.kt.data();
+          for (int d = 0; d < D; ++d) {
+            float* dst = kt + size_t(d) * stride;
+            for (int t = 0; t < count; ++t) dst[t] = kf[size_t(t) * D + d];
+            for (int t = count; t < stride; ++t) dst[t] = 0.0f;
+          }
+          for (int r = r0; r < r1; ++r) {
+            const int visible = std::clamp(pos + r + 1 - t0, 0, count);  // causal: row r sees keys <= pos + r
+            for (int j = 0; j < group; ++j) s.visible[(r - r0) * group + j] = visible;
+          }
+          attend_block_multi(s.qs.data(), states, kt, stride, vf, count, D, scale, s.visible.data(), s.scores.data(),
+                             s.m.data(), s.l.data(), s.accs.data());
+          continue;
         }
         for (int r = r0; r < r1; ++r) {
           const int visible = std::min(count, pos + r + 1 - t0);  // causal: row r sees keys <= pos + r

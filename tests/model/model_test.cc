@@ -122,7 +122,8 @@ TEST_P(ArchTest, TruncateAndRedecodeMatchesNeverHavingGonePast) {
     auto fresh_kv = model->new_kv_cache(64, o);
     auto full = prefill_logits(*model, *fresh_kv, kPrompt, 100);
     std::vector<float> full_tail(full.begin() + 3 * model->config().vocab_size, full.end());
-    EXPECT_LT(max_rel(tail, full_tail), 1e-5);
+    // Different batch shapes sum in a different order; F16 storage can round those apart.
+    EXPECT_LT(max_rel(tail, full_tail), type == KvType::kF32 ? 1e-5 : 1e-4);
   }
 }
 
