@@ -1,6 +1,8 @@
 // model/weights.cc — tensor binding and embedding lookup.
 #include "model/weights.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 
 #include "io/checkpoint.h"
@@ -9,9 +11,16 @@
 namespace nextn {
 
 void* WeightStore::allocate(size_t bytes) {
-  size_t rounded = (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  // Large matrices go on transparent huge pages: 512x fewer page faults while copying and
+  // fewer TLB misses while streaming them every decode step.
+  constexpr size_t kHuge = size_t(2) << 20;
+  const size_t align = bytes >= 2 * kHuge ? kHuge : 64;
+  size_t rounded = (bytes + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded == 0 ? align : rounded);
   if (!p) fail(ErrorKind::kResource, "out of memory allocating {} bytes of weights", bytes);
+#ifdef MADV_HUGEPAGE
+  if (align == kHuge) madvise(p, rounded, MADV_HUGEPAGE);  // a hint; failure is harmless
+#endif
   buffers_.emplace_back(p);
   return p;
 }
