@@ -85,10 +85,11 @@ class MtpHeadImpl : public MtpHead {
            kv.shape().max_tokens);
     for (int r : logit_rows)
       if (r < 0 || r >= n) fail(ErrorKind::kInternal, "MTP forward: logit row {} out of range (0..{})", r, n - 1);
-    logits.resize(logit_rows.size() * V);
-    hidden_out.resize(size_t(n) * H);
-    if (n == 0) return;
-
+    if (n == 0) {
+      logits.resize(logit_rows.size() * V);
+      hidden_out.clear();
+      return;
+    }
     grow(e_, n * H);
     grow(hn_, n * H);
     grow(cat_, n * 2 * H);
@@ -100,7 +101,10 @@ class MtpHeadImpl : public MtpHead {
     if (pos == 0) std::fill_n(e_.data(), H, 0.0f);  // position-0 mask (vLLM)
     const float eps = spec_.block.eps;
     rms_norm(e_.data(), w.token_norm, n, H, eps, e_.data());
+    // `hidden` is consumed here, before the outputs are resized: it may live in hidden_out.
     rms_norm(hidden, w.hidden_norm, n, H, eps, hn_.data());
+    logits.resize(logit_rows.size() * V);
+    hidden_out.resize(size_t(n) * H);
     const bool hidden_first = spec_.layout == MtpLayout::kMiMo;
     for (int r = 0; r < n; ++r) {
       float* row = cat_.data() + size_t(r) * 2 * H;

@@ -293,6 +293,27 @@ TEST(Mtp, CatchUpInPiecesEqualsOneCall) {
   }
 }
 
+// Drafting recycles the head's output as its next input: hidden may live in hidden_out.
+TEST(Mtp, RecycledHiddenMayAliasTheOutput) {
+  auto model = Model::load(checkpoint("mimo", "--arch mimo"));
+  MtpHead* head = model->mtp_head();
+  ASSERT_NE(head, nullptr);
+  const int H = model->config().hidden_size;
+  std::vector<float> h(H);
+  for (int i = 0; i < H; ++i) h[i] = std::sin(0.3f * i);
+  auto kv_a = head->new_kv_cache(16, {}), kv_b = head->new_kv_cache(16, {});
+  std::vector<float> logits_a, logits_b, out_b;
+  std::vector<float> recycled = h, separate = h;
+  for (int32_t tok : {5, 9, 200}) {
+    head->forward(0, *kv_a, recycled.data(), std::span<const int32_t>(&tok, 1), {0}, logits_a, recycled);
+    head->forward(0, *kv_b, separate.data(), std::span<const int32_t>(&tok, 1), {0}, logits_b, out_b);
+    separate = out_b;
+    EXPECT_EQ(logits_a, logits_b);
+    EXPECT_EQ(recycled, separate);
+  }
+  EXPECT_EQ(kv_a->length(), 3);
+}
+
 // Copies `src` into a new directory (weights by symlink) with config.json edited by `edit`.
 std::string edited_copy(const std::string& src, const std::string& name,
                         const std::function<void(nlohmann::json&)>& edit) {
