@@ -1,3 +1,13 @@
+// util/thread_pool.cc — the compute pool behind parallel_for.
+//
+// A job is cut into a few chunks per thread (aligned to the grain), and every
+// thread, the caller included, claims chunks from one atomic word until none is
+// left. So a thread the OS has descheduled (the machine may be shared) does not
+// stall the step: the others take its chunks. The word packs
+// (generation | chunk count | next chunk), so a late worker can never claim a
+// chunk of a job other than the one whose description it read.
+// Workers spin (yielding now and then) before sleeping, so the many short
+// kernels of a decode step launch cheaply.
 #include "util/thread_pool.h"
 
 #include <algorithm>
@@ -14,46 +24,83 @@
 
 namespace nextn {
 
+namespace {
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+constexpr uint64_t kChunkBits = 16;
+constexpr uint64_t kChunkMask = (uint64_t{1} << kChunkBits) - 1;
+constexpr size_t kChunksPerThread = 4;
+
+inline uint64_t pack(uint64_t generation, uint64_t total, uint64_t next) {
+  return (generation << (2 * kChunkBits)) | (total << kChunkBits) | next;
+}
+inline uint64_t generation_of(uint64_t s) { return s >> (2 * kChunkBits); }
+inline uint64_t total_of(uint64_t s) { return (s >> kChunkBits) & kChunkMask; }
+inline uint64_t next_of(uint64_t s) { return s & kChunkMask; }
+
+}  // namespace
+
 struct ThreadPool::Impl {
   std::vector<std::thread> workers;
   std::mutex mutex;
   std::condition_variable wake;
-  std::atomic<uint64_t> generation{0};
-  std::atomic<int> pending{0};
+  std::atomic<uint64_t> state{0};
+  std::atomic<uint32_t> done{0};
+  std::atomic<int> sleepers{0};
   std::atomic<bool> stop{false};
-  const RangeFn* job = nullptr;
-  size_t job_n = 0;
-  size_t job_grain = 1;
+  // The current job; read by workers only after they saw its generation.
+  std::atomic<const RangeFn*> job{nullptr};
+  std::atomic<size_t> job_n{0};
+  std::atomic<size_t> job_grain{1};
   int n_threads = 1;
 
-  void run_chunk(int thread) {
-    size_t units = (job_n + job_grain - 1) / job_grain;
-    size_t per = units / n_threads, extra = units % n_threads;
-    size_t begin_unit = thread * per + std::min<size_t>(thread, extra);
-    size_t end_unit = begin_unit + per + (static_cast<size_t>(thread) < extra ? 1 : 0);
-    size_t begin = std::min(job_n, begin_unit * job_grain);
-    size_t end = std::min(job_n, end_unit * job_grain);
-    if (begin < end) (*job)(begin, end, thread);
+  // Claims and runs chunks of job `generation` until none is left.
+  void work(uint64_t generation, int thread) {
+    const RangeFn* fn = job.load(std::memory_order_relaxed);
+    const size_t n = job_n.load(std::memory_order_relaxed);
+    const size_t grain = job_grain.load(std::memory_order_relaxed);
+    uint64_t s = state.load(std::memory_order_acquire);
+    while (generation_of(s) == generation && next_of(s) < total_of(s)) {
+      if (!state.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      const size_t units = (n + grain - 1) / grain, total = total_of(s), chunk = next_of(s);
+      const size_t begin = std::min(n, chunk * units / total * grain);
+      const size_t end = std::min(n, (chunk + 1) * units / total * grain);
+      if (begin < end) (*fn)(begin, end, thread);
+      done.fetch_add(1, std::memory_order_acq_rel);
+      s = state.load(std::memory_order_acquire);
+    }
   }
 
   void worker_loop(int thread) {
     uint64_t seen = 0;
     for (;;) {
-      // Spin a little: decode steps launch many short kernels back to back.
-      for (int spin = 0; spin < 20000 && generation.load(std::memory_order_acquire) == seen; ++spin) {
+      uint64_t generation = generation_of(state.load(std::memory_order_acquire));
+      for (int spin = 0; generation == seen && spin < 20000; ++spin) {
         if (stop.load(std::memory_order_relaxed)) return;
-#if defined(__x86_64__)
-        __builtin_ia32_pause();
-#endif
+        if ((spin & 255) == 255) {
+          std::this_thread::yield();
+        } else {
+          cpu_relax();
+        }
+        generation = generation_of(state.load(std::memory_order_acquire));
       }
-      if (generation.load(std::memory_order_acquire) == seen) {
+      if (generation == seen) {
         std::unique_lock<std::mutex> lock(mutex);
-        wake.wait(lock, [&] { return stop.load() || generation.load() != seen; });
+        sleepers.fetch_add(1);
+        wake.wait(lock, [&] { return stop.load() || generation_of(state.load()) != seen; });
+        sleepers.fetch_sub(1);
+        generation = generation_of(state.load(std::memory_order_acquire));
       }
       if (stop.load()) return;
-      seen = generation.load(std::memory_order_acquire);
-      run_chunk(thread);
-      pending.fetch_sub(1, std::memory_order_acq_rel);
+      seen = generation;
+      work(generation, thread);
     }
   }
 };
@@ -76,27 +123,32 @@ ThreadPool::~ThreadPool() {
 void ThreadPool::parallel_for(size_t n, const RangeFn& fn, size_t grain) {
   if (n == 0) return;
   grain = std::max<size_t>(1, grain);
-  if (n_threads_ == 1 || n <= grain) {
+  const size_t units = (n + grain - 1) / grain;
+  if (n_threads_ == 1 || units <= 1) {
     fn(0, n, 0);
     return;
   }
   // One job at a time: kernels are called from the engine thread only.
   static std::mutex submit_mutex;
   std::lock_guard<std::mutex> submit(submit_mutex);
-  impl_->job = &fn;
-  impl_->job_n = n;
-  impl_->job_grain = grain;
-  impl_->pending.store(n_threads_ - 1, std::memory_order_release);
-  {
-    std::lock_guard<std::mutex> lock(impl_->mutex);
-    impl_->generation.fetch_add(1, std::memory_order_acq_rel);
+  const size_t total = std::min<size_t>({units, kChunksPerThread * n_threads_, kChunkMask});
+  impl_->job.store(&fn, std::memory_order_relaxed);
+  impl_->job_n.store(n, std::memory_order_relaxed);
+  impl_->job_grain.store(grain, std::memory_order_relaxed);
+  impl_->done.store(0, std::memory_order_relaxed);
+  const uint64_t generation = generation_of(impl_->state.load(std::memory_order_relaxed)) + 1;
+  impl_->state.store(pack(generation, total, 0));  // seq_cst: ordered against `sleepers` below
+  if (impl_->sleepers.load() > 0) {
+    { std::lock_guard<std::mutex> lock(impl_->mutex); }
+    impl_->wake.notify_all();
   }
-  impl_->wake.notify_all();
-  impl_->run_chunk(0);
-  while (impl_->pending.load(std::memory_order_acquire) != 0) {
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
+  impl_->work(generation, 0);
+  for (int spin = 0; impl_->done.load(std::memory_order_acquire) < total; ++spin) {
+    if ((spin & 255) == 255) {
+      std::this_thread::yield();
+    } else {
+      cpu_relax();
+    }
   }
 }
 
