@@ -5,7 +5,7 @@
 
 namespace nextn::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 json ApiError::to_json() const {
   json e = {{"message", what()},

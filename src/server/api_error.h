@@ -17,7 +17,7 @@ struct ApiError : std::runtime_error {
   std::string type = "invalid_request_error";
   std::string param;  // the offending field ("" → null)
   std::string code;   // machine-readable code ("" → null)
-  nlohmann::json extra = nlohmann::json::object();  // merged into the error object
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();  // merged into the error object
 
   ApiError(int status, std::string type, std::string message, std::string param = {}, std::string code = {})
       : std::runtime_error(std::move(message)),
@@ -26,7 +26,7 @@ struct ApiError : std::runtime_error {
         param(std::move(param)),
         code(std::move(code)) {}
 
-  nlohmann::json to_json() const;
+  nlohmann::ordered_json to_json() const;
 };
 
 // 400 naming the field: "<field>: <message>".

@@ -21,6 +21,7 @@ struct ModelInfo {
   int n_ctx = 0;             // tokens per sequence
   int n_ctx_train = 0;
   int vocab_size = 0;
+  int head_dim = 0;          // KV group sizes must divide it
   int parallel = 1;
   size_t weight_bytes = 0;
   std::string kv_type;       // default KV storage type name
@@ -51,8 +52,8 @@ class Backend {
   // The text of one token, for logprobs and /tokenize with_pieces.
   virtual std::string token_text(int32_t id) const = 0;
   virtual std::unique_ptr<TextDecoder> new_decoder(const std::vector<std::string>& stops) const = 0;
-  virtual std::string apply_chat_template(const nlohmann::json& messages, const nlohmann::json& tools,
-                                          bool add_generation_prompt, const nlohmann::json& kwargs) const = 0;
+  virtual std::string apply_chat_template(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                          bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const = 0;
   virtual std::vector<int32_t> eos_tokens() const = 0;
 
   // Generation (same contract as Engine).

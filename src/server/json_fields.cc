@@ -7,7 +7,7 @@
 
 namespace nextn::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 int json_depth(const std::string& text, int limit) {
   int depth = 0, max_depth = 0;

@@ -13,7 +13,7 @@ namespace nextn::server {
 
 // Parses a request body: 400 for empty/invalid JSON (incl. invalid UTF-8), a
 // non-object top level, or nesting deeper than max_depth.
-nlohmann::json parse_body(const std::string& body, int max_depth = 64);
+nlohmann::ordered_json parse_body(const std::string& body, int max_depth = 64);
 
 // Nesting depth of the arrays/objects in `text` (strings skipped); stops early
 // once it exceeds `limit`.
@@ -21,12 +21,12 @@ int json_depth(const std::string& text, int limit);
 
 // Readers: nullopt when the field is absent or null; 400 naming `name` when the
 // value has the wrong type or lies outside [lo, hi].
-std::optional<double> opt_number(const nlohmann::json& obj, const char* name, double lo, double hi);
-std::optional<int64_t> opt_int(const nlohmann::json& obj, const char* name, int64_t lo, int64_t hi);
-std::optional<bool> opt_bool(const nlohmann::json& obj, const char* name);
-std::optional<std::string> opt_string(const nlohmann::json& obj, const char* name);
+std::optional<double> opt_number(const nlohmann::ordered_json& obj, const char* name, double lo, double hi);
+std::optional<int64_t> opt_int(const nlohmann::ordered_json& obj, const char* name, int64_t lo, int64_t hi);
+std::optional<bool> opt_bool(const nlohmann::ordered_json& obj, const char* name);
+std::optional<std::string> opt_string(const nlohmann::ordered_json& obj, const char* name);
 
 // JSON text safe for the wire: invalid UTF-8 in strings is replaced, never thrown.
-std::string dump_json(const nlohmann::json& value);
+std::string dump_json(const nlohmann::ordered_json& value);
 
 }  // namespace nextn::server

@@ -35,6 +35,6 @@ struct MetricsInput {
 };
 
 std::string render_metrics(const MetricsInput& in);
-nlohmann::json render_health(const MetricsInput& in);
+nlohmann::ordered_json render_health(const MetricsInput& in);
 
 }  // namespace nextn::server

@@ -6,7 +6,7 @@
 
 namespace nextn::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 

@@ -29,7 +29,7 @@ class OutputParser {
   // starts_in_reasoning: the prompt already opened a <think> block.
   // tools: the request's tools (null/empty: no tool-call parsing); used for
   // typing Qwen3-Coder XML parameter values.
-  OutputParser(bool starts_in_reasoning, const nlohmann::json& tools);
+  OutputParser(bool starts_in_reasoning, const nlohmann::ordered_json& tools);
 
   OutputDelta feed(const std::string& text);
   // Flushes held-back text and parses tool calls.
@@ -42,7 +42,7 @@ class OutputParser {
 
   State state_;
   bool parse_tools_;
-  nlohmann::json tools_;
+  nlohmann::ordered_json tools_;
   std::string pending_;   // undecided text
   std::string tool_text_; // everything from the first tool-call tag
   std::vector<ParsedToolCall> tool_calls_;
@@ -51,7 +51,7 @@ class OutputParser {
 // Parses tool calls out of `text` (one or more <tool_call> blocks or bare
 // <function=...> blocks). Returns false when the text holds none or is
 // malformed; `rest` receives the non-tool text between/after blocks.
-bool parse_tool_calls(const std::string& text, const nlohmann::json& tools, std::vector<ParsedToolCall>& calls,
+bool parse_tool_calls(const std::string& text, const nlohmann::ordered_json& tools, std::vector<ParsedToolCall>& calls,
                       std::string& rest);
 
 }  // namespace nextn::server

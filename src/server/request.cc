@@ -10,7 +10,7 @@
 
 namespace nextn::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 

@@ -27,10 +27,10 @@ struct ParsedRequest {
   bool chat = true;
   std::string model;
   // chat: messages with content normalized to strings (parts joined).
-  nlohmann::json messages = nlohmann::json::array();
-  nlohmann::json tools;          // null when absent or tool_choice == "none"
-  nlohmann::json tool_choice;    // as given (null when absent)
-  nlohmann::json template_kwargs = nlohmann::json::object();
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools;          // null when absent or tool_choice == "none"
+  nlohmann::ordered_json tool_choice;    // as given (null when absent)
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
   // completions: text prompt or token ids.
   std::string prompt_text;
   std::vector<int32_t> prompt_tokens;
@@ -50,7 +50,7 @@ struct ParsedRequest {
   std::optional<KvOptions> kv;
 };
 
-ParsedRequest parse_chat_request(const nlohmann::json& body, const RequestDefaults& defaults);
-ParsedRequest parse_completion_request(const nlohmann::json& body, const RequestDefaults& defaults);
+ParsedRequest parse_chat_request(const nlohmann::ordered_json& body, const RequestDefaults& defaults);
+ParsedRequest parse_completion_request(const nlohmann::ordered_json& body, const RequestDefaults& defaults);
 
 }  // namespace nextn::server

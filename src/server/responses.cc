@@ -9,7 +9,7 @@
 
 namespace nextn::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 ResponseIds new_response_ids(bool chat, const std::string& model) {
   static std::atomic<uint64_t> counter{0};

@@ -21,19 +21,19 @@ ResponseIds new_response_ids(bool chat, const std::string& model);
 
 const char* finish_reason_text(FinishReason reason, bool tool_calls);
 
-nlohmann::json timings_json(const Timings& t);
-nlohmann::json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens);
+nlohmann::ordered_json timings_json(const Timings& t);
+nlohmann::ordered_json usage_json(int prompt_tokens, int completion_tokens, int cached_tokens);
 
 // logprobs.content entries for chat ({"token","logprob","bytes","top_logprobs"}).
-nlohmann::json chat_logprobs(const std::vector<TokenEvent>& tokens, const std::vector<std::string>& texts,
+nlohmann::ordered_json chat_logprobs(const std::vector<TokenEvent>& tokens, const std::vector<std::string>& texts,
                              const std::vector<std::vector<std::string>>& top_texts);
 // Legacy completions logprobs ({"tokens","token_logprobs","top_logprobs","text_offset"}).
-nlohmann::json completion_logprobs(const std::vector<TokenEvent>& tokens, const std::vector<std::string>& texts,
+nlohmann::ordered_json completion_logprobs(const std::vector<TokenEvent>& tokens, const std::vector<std::string>& texts,
                                    const std::vector<std::vector<std::string>>& top_texts, size_t text_offset);
 
-nlohmann::json tool_calls_json(const std::vector<ParsedToolCall>& calls, bool stream);
+nlohmann::ordered_json tool_calls_json(const std::vector<ParsedToolCall>& calls, bool stream);
 
-nlohmann::json chat_chunk(const ResponseIds& ids, const nlohmann::json& delta, const nlohmann::json& finish_reason);
-nlohmann::json completion_chunk(const ResponseIds& ids, const std::string& text, const nlohmann::json& finish_reason);
+nlohmann::ordered_json chat_chunk(const ResponseIds& ids, const nlohmann::ordered_json& delta, const nlohmann::ordered_json& finish_reason);
+nlohmann::ordered_json completion_chunk(const ResponseIds& ids, const std::string& text, const nlohmann::ordered_json& finish_reason);
 
 }  // namespace nextn::server

@@ -17,7 +17,7 @@
 
 namespace nextn::server {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 // httplib::Server with a way to stop accepting without cutting streams short:
 // httplib's stop() makes every chunked response end at once, so a graceful stop
@@ -380,6 +380,13 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
     throw e;
   }
 
+  // Group-quantized KV: the group must divide head_dim (the default shrinks to fit).
+  if (pr.kv && info.head_dim > 0 && info.head_dim % pr.kv->group_size != 0) {
+    if (body.contains("kv_group_size") && !body["kv_group_size"].is_null())
+      bad_field("kv_group_size", fmt::format("must divide the model's head_dim ({})", info.head_dim));
+    while (pr.kv->group_size > 1 && info.head_dim % pr.kv->group_size != 0) pr.kv->group_size /= 2;
+  }
+
   // The prompt.
   auto ctx = std::make_shared<GenContext>();
   std::vector<int32_t> prompt;
@@ -456,9 +463,10 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
     return out;
   };
 
-  // Logs the SwiftLM-style completion line.
+  // The engine logs the SwiftLM-style "slot done ... | MTP_ACCEPTED=a/t (x%)" line;
+  // this adds the server's view (memory) at debug level.
   auto log_done = [this](const GenContext& c, const GenerationUpdate& u) {
-    if (!options_.log_requests) return;
+    if (!options_.log_requests || log_level() > LogLevel::kDebug) return;
     ProcessMemory mem = process_memory();
     std::string line = fmt::format("srv  slot done: id {} | gen_tokens={} | prompt={}t cached={}t | {:.1f} t/s | OS_RAM={:.1f}GB | MEM_DEMAND={:.1f}GB | GPU_MEM=0.0GB",
                                    c.gen->id(), u.completion_tokens, c.n_prompt, u.timings.cache_n,
@@ -467,7 +475,7 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
     if (u.timings.draft_n > 0)
       line += fmt::format(" | MTP_ACCEPTED={}/{} ({:.1f}%)", u.timings.draft_n_accepted, u.timings.draft_n,
                           100.0 * u.timings.draft_n_accepted / u.timings.draft_n);
-    log_info("{}", line);
+    log_debug("{}", line);
   };
 
   auto account = [this](const GenerationUpdate& u) {

@@ -8,7 +8,7 @@
 #include "server/output_parser.h"
 #include "server/request.h"
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 using namespace nextn;
 using namespace nextn::server;
 

@@ -1,0 +1,152 @@
+// cli/serve.cc — `nextn serve`: the OpenAI-compatible HTTP server.
+// Binds first (so /health answers 503 while the model loads), loads the engine,
+// prints one JSON ready line and a human URL line on stdout, and on SIGTERM/SIGINT
+// stops accepting, lets in-flight streams end and exits 0.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/engine_options.h"
+#include "server/backend.h"
+#include "server/server.h"
+#include "util/error.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+namespace nextn {
+
+namespace {
+
+struct ServeFlags {
+  EngineFlags engine;
+  server::ServerOptions server;
+  std::string alias;
+  double temp = 0.0, top_p = 1.0, min_p = 0.0, repeat_penalty = 1.0;
+  int top_k = 0;
+  size_t max_body_mb = 16;
+};
+
+std::string model_basename(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+int run_serve(ServeFlags& f) {
+  if (f.engine.options.spec.synthetic_accept >= 0 && !f.engine.benchmark_mode)
+    fail(ErrorKind::kBadInput,
+         "--spec-synthetic-accept changes outputs and is only allowed together with --benchmark-mode");
+  EngineOptions eo = resolve_engine_options(f.engine);
+  if (eo.parallel < 1 || eo.parallel > 256) fail(ErrorKind::kBadInput, "--parallel must be in 1..256");
+  if (f.server.defaults.max_tokens < 1) fail(ErrorKind::kBadInput, "--max-tokens must be >= 1");
+
+  server::ServerOptions so = f.server;
+  SamplingParams& s = so.defaults.sampling;
+  s.temperature = float(f.temp);
+  s.top_p = float(f.top_p);
+  s.top_k = f.top_k;
+  s.min_p = float(f.min_p);
+  s.repetition_penalty = float(f.repeat_penalty);
+  so.defaults.kv = eo.kv;
+  so.max_body_bytes = f.max_body_mb << 20;
+  if (so.http_threads == 0) so.http_threads = std::max(32, eo.parallel + eo.queue_size + 16);
+  std::string model_id = f.alias.empty() ? model_basename(eo.model_dir) : f.alias;
+
+  // Signals go to one waiting thread (blocked everywhere else); writes to a
+  // closed client must not kill the process.
+  signal(SIGPIPE, SIG_IGN);
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  server::HttpServer http(so);
+  int port = http.bind();
+  std::thread http_thread([&] { http.run(); });
+  std::atomic<bool> signalled{false};
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    signalled = true;
+    log_info("received {}: stopping (no new requests; in-flight streams finish)", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    http.stop();
+  });
+  signal_thread.detach();
+
+  std::string url = fmt::format("http://{}:{}", so.host, port);
+  log_info("nextn serve: listening on {} (loading {})", url, eo.model_dir);
+  Stopwatch load;
+  std::unique_ptr<server::Backend> backend;
+  try {
+    backend = server::make_engine_backend(eo, model_id);
+  } catch (...) {
+    http.stop();
+    http_thread.join();
+    throw;
+  }
+  const server::ModelInfo info = backend->info();
+  http.set_backend(std::move(backend));
+
+  nlohmann::json ready = {{"event", "ready"},
+                          {"url", url},
+                          {"host", so.host},
+                          {"port", port},
+                          {"model", info.id},
+                          {"model_path", info.path},
+                          {"parallel", info.parallel},
+                          {"ctx_size", info.n_ctx},
+                          {"kv_type", info.kv_type},
+                          {"speculative", info.speculative},
+                          {"num_draft_tokens", info.num_draft_tokens},
+                          {"api_key_required", !so.api_key.empty()},
+                          {"load_seconds", load.seconds()},
+                          {"pid", int(getpid())}};
+  std::printf("%s\n", ready.dump().c_str());
+  std::printf("nextn: serving %s at %s/v1 (OpenAI API; health at %s/health, metrics at %s/metrics)\n",
+              info.id.c_str(), url.c_str(), url.c_str(), url.c_str());
+  std::fflush(stdout);
+
+  http_thread.join();  // returns after stop() once every in-flight handler is done
+  if (server::Backend* b = http.backend()) b->shutdown();
+  log_info("nextn serve: stopped");
+  return 0;
+}
+
+}  // namespace
+
+Command add_serve_command(CLI::App& root) {
+  auto flags = std::make_shared<ServeFlags>();
+  ServeFlags& f = *flags;
+  CLI::App* app = root.add_subcommand("serve", "OpenAI-compatible HTTP server (chat, completions, SSE)");
+  add_engine_flags(*app, f.engine);
+  app->add_option("--host", f.server.host, "Address to listen on")->capture_default_str();
+  app->add_option("--port", f.server.port, "Port to listen on (0: any free port, reported in the ready line)")
+      ->capture_default_str();
+  app->add_option("--api-key", f.server.api_key, "Require 'Authorization: Bearer KEY' (health and metrics stay open)");
+  app->add_option("--parallel", f.engine.options.parallel, "Sequences decoded together (slots)")
+      ->capture_default_str();
+  app->add_option("--queue-size", f.engine.options.queue_size, "Requests that may wait for a slot; more get 503")
+      ->capture_default_str();
+  app->add_option("-n,--max-tokens", f.server.defaults.max_tokens, "Default max tokens per response")
+      ->capture_default_str();
+  app->add_option("--temp", f.temp, "Default temperature (requests override)")->capture_default_str();
+  app->add_option("--top-p", f.top_p, "Default top-p")->capture_default_str();
+  app->add_option("--top-k", f.top_k, "Default top-k (0: off)")->capture_default_str();
+  app->add_option("--min-p", f.min_p, "Default min-p")->capture_default_str();
+  app->add_option("--repeat-penalty", f.repeat_penalty, "Default repetition penalty")->capture_default_str();
+  app->add_option("--cors", f.server.cors_origin, "Allow browser requests from ORIGIN ('*' for any)");
+  app->add_option("--alias", f.alias, "Model name reported by /v1/models (default: the model folder name)");
+  app->add_option("--max-body-mb", f.max_body_mb, "Largest request body in MiB (413 beyond)")->capture_default_str();
+  app->add_option("--shutdown-grace", f.server.shutdown_grace_s,
+                  "Seconds in-flight generations may run after SIGTERM before they are cancelled")
+      ->capture_default_str();
+  return {app, [flags] { return run_serve(*flags); }};
+}
+
+}  // namespace nextn

@@ -1,0 +1,241 @@
+// tests/server/http_fake_test.cc — the HTTP layer against a scripted fake backend:
+// tool calls and <think> splitting through real HTTP (non-streamed and SSE), stop
+// strings cancelling generation, 503 while loading, 401 without the key.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "server/generation.h"
+#include "server/server.h"
+
+using json = nlohmann::ordered_json;
+using namespace nextn;
+using namespace nextn::server;
+
+namespace {
+
+// Bytes are tokens; the "model" replies with a fixed script, one byte per step.
+class FakeBackend : public Backend {
+ public:
+  explicit FakeBackend(std::string reply) : reply_(std::move(reply)) {
+    info_.id = "fake";
+    info_.path = "/models/fake";
+    info_.n_ctx = 256;
+    info_.vocab_size = 256;
+    info_.kv_type = "f16";
+    info_.speculative = "none";
+  }
+  ~FakeBackend() override { shutdown(); }
+
+  const ModelInfo& info() const override { return info_; }
+  std::vector<int32_t> tokenize(const std::string& text, bool, bool) const override {
+    return std::vector<int32_t>(text.begin(), text.end());
+  }
+  std::string detokenize(const std::vector<int32_t>& ids) const override { return std::string(ids.begin(), ids.end()); }
+  std::string token_text(int32_t id) const override { return std::string(1, char(id)); }
+  std::unique_ptr<TextDecoder> new_decoder(const std::vector<std::string>& stops) const override {
+    struct Dec : TextDecoder {
+      explicit Dec(const std::vector<std::string>& s) : m(s) {}
+      StopMatcher m;
+      bool hit = false;
+      std::string push(int32_t t) override {
+        if (hit) return "";
+        return m.feed(std::string(1, char(t)), hit);
+      }
+      std::string finish() override { return hit ? "" : m.flush(); }
+      bool stopped() const override { return hit; }
+    };
+    return std::make_unique<Dec>(stops);
+  }
+  std::string apply_chat_template(const json& messages, const json&, bool, const json&) const override {
+    std::string out;
+    for (const auto& m : messages) out += m["role"].get<std::string>() + ":" + m["content"].get<std::string>() + "\n";
+    return out;
+  }
+  std::vector<int32_t> eos_tokens() const override { return {}; }
+
+  uint64_t submit(GenerationRequest req) override {
+    uint64_t id = ++next_;
+    std::lock_guard<std::mutex> lock(mu_);
+    threads_.emplace_back([this, req = std::move(req)] {
+      Timings t;
+      int n = 0;
+      FinishReason reason = FinishReason::kLength;
+      for (; n < int(reply_.size()) && n < req.max_tokens; ++n) {
+        TokenEvent ev;
+        ev.token = uint8_t(reply_[size_t(n)]);
+        if (!req.on_token(ev)) {
+          reason = FinishReason::kCancelled;
+          ++n;
+          break;
+        }
+        if (n + 1 == int(reply_.size())) reason = FinishReason::kStop;
+      }
+      generated_ += n;
+      t.predicted_n = n;
+      req.on_done(reason, t, "");
+    });
+    return id;
+  }
+  void cancel(uint64_t) override {}
+  EngineStats stats() const override { return {}; }
+  void shutdown() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+  std::atomic<int> generated_{0};
+
+ private:
+  std::string reply_;
+  ModelInfo info_;
+  std::atomic<uint64_t> next_{0};
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+};
+
+struct Harness {
+  explicit Harness(const std::string& reply, ServerOptions o = {}) {
+    o.port = 0;
+    o.log_requests = false;
+    server = std::make_unique<HttpServer>(o);
+    port = server->bind();
+    thread = std::thread([this] { server->run(); });
+    auto b = std::make_unique<FakeBackend>(reply);
+    fake = b.get();
+    server->set_backend(std::move(b));
+  }
+  ~Harness() {
+    server->stop();
+    thread.join();
+  }
+  httplib::Result post(const json& body, httplib::Headers h = {}) {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(30, 0);
+    return c.Post("/v1/chat/completions", h, body.dump(), "application/json");
+  }
+  std::unique_ptr<HttpServer> server;
+  FakeBackend* fake = nullptr;
+  int port = 0;
+  std::thread thread;
+};
+
+json chat_body(json extra = json::object()) {
+  json b = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 500}};
+  for (auto& [k, v] : extra.items()) b[k] = v;
+  return b;
+}
+
+std::vector<json> sse_events(const std::string& body) {
+  std::vector<json> out;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    size_t end = body.find("\n\n", pos);
+    std::string payload = body.substr(pos + 6, end - pos - 6);
+    out.push_back(payload == "[DONE]" ? json("[DONE]") : json::parse(payload));
+    pos = end;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(HttpFake, ToolCallNonStreamed) {
+  Harness h("I will call.<tool_call>\n{\"name\": \"lookup\", \"arguments\": {\"q\": \"x\"}}\n</tool_call>");
+  json tools = {{{"type", "function"}, {"function", {{"name", "lookup"}, {"parameters", {{"type", "object"}}}}}}};
+  auto r = h.post(chat_body({{"tools", tools}}));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  const json& choice = j["choices"][0];
+  EXPECT_EQ(choice["finish_reason"], "tool_calls");
+  EXPECT_EQ(choice["message"]["content"], "I will call.");
+  ASSERT_EQ(choice["message"]["tool_calls"].size(), 1u);
+  EXPECT_EQ(choice["message"]["tool_calls"][0]["function"]["name"], "lookup");
+  EXPECT_EQ(json::parse(choice["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()),
+            json({{"q", "x"}}));
+}
+
+TEST(HttpFake, ToolCallStreamedAndReasoning) {
+  Harness h("<think>plan</think>\n\n<tool_call>\n<function=lookup>\n<parameter=q>\nx\n</parameter>\n</function>\n</tool_call>");
+  json tools = {{{"type", "function"}, {"function", {{"name", "lookup"}}}}};
+  auto r = h.post(chat_body({{"tools", tools}, {"stream", true}, {"stream_options", {{"include_usage", true}}}}));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200);
+  auto ev = sse_events(r->body);
+  ASSERT_GE(ev.size(), 4u);
+  EXPECT_EQ(ev.back(), "[DONE]");
+  std::string reasoning, content;
+  json calls;
+  std::string finish;
+  for (const auto& e : ev) {
+    if (!e.is_object() || e["choices"].empty()) continue;
+    const json& c = e["choices"][0];
+    if (c["delta"].contains("reasoning_content")) reasoning += c["delta"]["reasoning_content"].get<std::string>();
+    if (c["delta"].contains("content")) content += c["delta"]["content"].get<std::string>();
+    if (c["delta"].contains("tool_calls")) calls = c["delta"]["tool_calls"];
+    if (c["finish_reason"].is_string()) finish = c["finish_reason"];
+  }
+  EXPECT_EQ(reasoning, "plan");
+  EXPECT_EQ(content, "");
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0]["index"], 0);
+  EXPECT_EQ(calls[0]["function"]["name"], "lookup");
+  EXPECT_EQ(calls[0]["function"]["arguments"], "{\"q\":\"x\"}");
+  EXPECT_EQ(finish, "tool_calls");
+  const json& usage = ev[ev.size() - 2];
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_GT(usage["usage"]["completion_tokens"].get<int>(), 0);
+}
+
+TEST(HttpFake, StopStringCancelsGeneration) {
+  std::string reply = "abcSTOP" + std::string(200, 'z');
+  Harness h(reply);
+  auto r = h.post(chat_body({{"stop", {"STOP"}}, {"stream", true}}));
+  ASSERT_TRUE(r);
+  std::string content;
+  std::string finish;
+  for (const auto& e : sse_events(r->body)) {
+    if (!e.is_object() || e["choices"].empty()) continue;
+    const json& c = e["choices"][0];
+    if (c["delta"].contains("content")) content += c["delta"]["content"].get<std::string>();
+    if (c["finish_reason"].is_string()) finish = c["finish_reason"];
+  }
+  EXPECT_EQ(content, "abc");
+  EXPECT_EQ(finish, "stop");
+  h.fake->shutdown();
+  EXPECT_EQ(h.fake->generated_.load(), 7);  // nothing generated after the stop string completed
+}
+
+TEST(HttpFake, LoadingAndAuth) {
+  ServerOptions o;
+  o.port = 0;
+  o.api_key = "k";
+  HttpServer server(o);
+  int port = server.bind();
+  std::thread t([&] { server.run(); });
+  httplib::Client c("127.0.0.1", port);
+  auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 503);
+  auto r = c.Post("/v1/chat/completions", {{"Authorization", "Bearer k"}}, chat_body().dump(), "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  server.set_backend(std::make_unique<FakeBackend>("ok"));
+  EXPECT_EQ(c.Get("/health")->status, 200);
+  auto denied = c.Post("/v1/chat/completions", chat_body().dump(), "application/json");
+  EXPECT_EQ(denied->status, 401);
+  EXPECT_EQ(json::parse(denied->body)["error"]["type"], "authentication_error");
+  auto ok = c.Post("/v1/chat/completions", {{"Authorization", "Bearer k"}}, chat_body().dump(), "application/json");
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(json::parse(ok->body)["choices"][0]["message"]["content"], "ok");
+  auto missing = c.Get("/v1/nope", {{"Authorization", "Bearer k"}});
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_EQ(json::parse(missing->body)["error"]["code"], "unknown_route");
+  server.stop();
+  t.join();
+}
