@@ -4,7 +4,7 @@
 # the test references in tests/train/data.
 #
 #   tools/train/reproduce.sh [--device cpu|cuda] [--minutes M | --steps N] [--seed S]
-#                            [--out DIR] [--work DIR] [--resume] [--skip-setup]
+#                            [--out DIR] [--work DIR] [--resume] [--skip-setup] [-- TRAIN_ARGS...]
 #
 # Defaults: --device cuda when PyTorch sees a GPU else cpu; --minutes 7 on cuda, 75 on cpu;
 # --seed 1; --out models/nextn-tiny; --work tools/train/work (git-ignored).
@@ -15,8 +15,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-/usr/bin/python3}
 device="" minutes="" steps="" seed=1 out=models/nextn-tiny work=tools/train/work resume=0 setup=1
+extra=()
 while (( $# )); do
   case "$1" in
+    --) shift; extra=("$@"); break ;;
     --device) device=$2; shift 2 ;;
     --minutes) minutes=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
@@ -46,6 +48,8 @@ else
   train_args+=(--val-every 500 --compile no)
 fi
 
+train_args+=("${extra[@]}")
+
 echo "== corpus"
 $PY tools/train/corpus.py --work "$work"
 echo "== tokenizer + pre-tokenized data"
@@ -61,7 +65,7 @@ print((torch.cuda.get_device_name(0) if d=="cuda" else f"{os.cpu_count()} CPU co
       + f", torch {torch.__version__}, bf16 autocast")')
 echo "== export to $out"
 $PY tools/train/finalize.py --run "$run" --work "$work" --out "$out" --hardware "$hw" \
-  --command "tools/train/reproduce.sh ${train_args[*]}"
+  --command "train.py ${train_args[*]} (via tools/train/reproduce.sh)"
 if [[ $out == models/nextn-tiny ]]; then
   echo "== test references"
   $PY tools/train/make_reference.py --model "$out" --work "$work" --out tests/train/data
