@@ -19,6 +19,7 @@
 #define HWY_TARGET_INCLUDE "kernels/matmul.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "hwy/cache_control.h"
 
 #include <algorithm>
 #include <array>
@@ -43,6 +44,7 @@ constexpr int kMaxRows = 4, kMaxOuts = 4, kDecodeOuts = 8;  // 32 vector registe
 #else
 constexpr int kMaxRows = 2, kMaxOuts = 3, kDecodeOuts = 4;  // 16 vector registers
 #endif
+constexpr int64_t kPrefetchBlocks = 8;  // weight prefetch distance, in 2·N-column blocks
 constexpr int kTableOuts = kDecodeOuts > kMaxOuts ? kDecodeOuts : kMaxOuts;
 
 struct Job {
@@ -98,6 +100,7 @@ HWY_NOINLINE void tile(const Job& job, int64_t r0, int64_t o0) {
   // the O weight-vector pairs live in registers.
   const DF df;
   const size_t n = hn::Lanes(df);
+  const size_t block_bytes = 2 * n * dtype_size(kType);
   VF acc[R][O];
   const uint8_t* wrow[O];
   const float* xrow[R];
@@ -113,7 +116,10 @@ HWY_NOINLINE void tile(const Job& job, int64_t r0, int64_t o0) {
   for (int64_t b = 0; b < job.blocks; ++b) {
     VF w0[O], w1[O];
 #pragma GCC unroll 16
-    for (int o = 0; o < O; ++o) load_block<kType>(wrow[o], b, w0[o], w1[o]);
+    for (int o = 0; o < O; ++o) {
+      hwy::Prefetch(wrow[o] + (b + kPrefetchBlocks) * block_bytes);
+      load_block<kType>(wrow[o], b, w0[o], w1[o]);
+    }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const VF x0 = hn::LoadU(df, xrow[r] + 2 * n * b);
