@@ -808,7 +808,13 @@ class Parser {
 
 }  // namespace
 
-Body parse_template(const std::string& source) {
+Body parse_template(const std::string& raw_source) {
+  // Jinja2's default keep_trailing_newline=False drops one final newline.
+  std::string source = raw_source;
+  if (!source.empty() && source.back() == '\n') {
+    source.pop_back();
+    if (!source.empty() && source.back() == '\r') source.pop_back();
+  }
   Lexer lexer(source);
   Parser parser(lexer.run());
   return parser.parse_all();

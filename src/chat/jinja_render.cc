@@ -4,7 +4,10 @@
 #include <cmath>
 #include <ctime>
 
+#include <unicode/uchar.h>
+
 #include "chat/jinja.h"
+#include "tokenizer/normalizer.h"
 #include "util/error.h"
 
 namespace nextn::jinja {
@@ -50,16 +53,8 @@ std::string py_strip(const std::string& s, const Value* chars, bool left, bool r
   return out;
 }
 
-std::string ascii_lower(std::string s) {
-  for (char& c : s)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return s;
-}
-std::string ascii_upper(std::string s) {
-  for (char& c : s)
-    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
-  return s;
-}
+std::string ascii_lower(const std::string& s) { return unicode_lower(s); }  // Python str.lower()
+std::string ascii_upper(const std::string& s) { return unicode_upper(s); }  // Python str.upper()
 
 std::vector<std::string> py_split(const std::string& s, const Value* sep, int64_t maxsplit) {
   std::vector<std::string> out;
@@ -278,23 +273,8 @@ Value string_method(const std::string& s, const std::string& name) {
     });
   if (name == "lower") return m([s](Args&) { return Value(ascii_lower(s)); });
   if (name == "upper") return m([s](Args&) { return Value(ascii_upper(s)); });
-  if (name == "capitalize")
-    return m([s](Args&) {
-      std::string r = ascii_lower(s);
-      if (!r.empty()) r[0] = static_cast<char>(toupper(static_cast<unsigned char>(r[0])));
-      return Value(r);
-    });
-  if (name == "title")
-    return m([s](Args&) {
-      std::string r;
-      bool prev_cased = false;
-      for (char c : s) {
-        bool alpha = isalpha(static_cast<unsigned char>(c)) != 0;
-        r.push_back(alpha ? (prev_cased ? static_cast<char>(tolower(c)) : static_cast<char>(toupper(c))) : c);
-        prev_cased = alpha;
-      }
-      return Value(r);
-    });
+  if (name == "capitalize") return m([s](Args&) { return Value(unicode_capitalize(s)); });
+  if (name == "title") return m([s](Args&) { return Value(unicode_title(s)); });
   if (name == "find" || name == "rfind" || name == "index" || name == "count")
     return m([s, name](Args& a) {
       const Value* x = a.get(0, "sub");
@@ -371,7 +351,7 @@ Value dict_method(const Value& d, const std::string& name) {
   if (name == "items")
     return make_method(name, [d](Args&) {
       List l;
-      for (auto& [k, v] : d.dict().items) l.push_back(Value(List{Value(k), v}));
+      for (auto& [k, v] : d.dict().items) l.push_back(Value::tuple(List{Value(k), v}));
       return Value(std::move(l));
     });
   if (name == "keys")
@@ -600,6 +580,7 @@ class Renderer {
       items = std::move(kept);
     }
     int64_t len = static_cast<int64_t>(items.size());
+    bool completed_one = false;
     for (int64_t i = 0; i < len; ++i) {
       Dict loop;
       loop.set("index0", Value(i));
@@ -623,9 +604,12 @@ class Renderer {
       assign_targets(n.targets, items[i], n.line, n.col);
       Flow f = exec_body(n.body, out);
       if (f == Flow::kBreak) break;
+      if (f == Flow::kNormal) completed_one = true;
     }
     frames_.pop_back();
-    if (len == 0) return exec_body(n.else_body, out);
+    // Jinja2 quirk: the else block runs unless some iteration reached the end of the body
+    // (an iteration left with continue/break does not count).
+    if (!completed_one) return exec_body(n.else_body, out);
     return Flow::kNormal;
   }
 
@@ -808,7 +792,7 @@ class Renderer {
       case Expr::Kind::kTuple: {
         List l;
         for (auto& c : e.children) l.push_back(eval(*c));
-        return Value(std::move(l));
+        return e.kind == Expr::Kind::kTuple ? Value::tuple(std::move(l)) : Value(std::move(l));
       }
       case Expr::Kind::kDict: {
         Dict d;
@@ -953,11 +937,7 @@ class Renderer {
     if (name == "string") return Value(v.to_str());
     if (name == "upper") return Value(ascii_upper(v.to_str()));
     if (name == "lower") return Value(ascii_lower(v.to_str()));
-    if (name == "capitalize") {
-      std::string r = ascii_lower(v.to_str());
-      if (!r.empty()) r[0] = static_cast<char>(toupper(static_cast<unsigned char>(r[0])));
-      return Value(r);
-    }
+    if (name == "capitalize") return Value(unicode_capitalize(v.to_str()));
     if (name == "title") {
       std::string s = v.to_str(), r;
       bool start = true;
@@ -1015,7 +995,7 @@ class Renderer {
       if (v.is_undefined()) return Value(List{});
       if (!v.is_dict()) problem("items filter needs a mapping");
       List l;
-      for (auto& [k, x] : v.dict().items) l.push_back(Value(List{Value(k), x}));
+      for (auto& [k, x] : v.dict().items) l.push_back(Value::tuple(List{Value(k), x}));
       return Value(std::move(l));
     }
     if (name == "dictsort") {
@@ -1026,7 +1006,7 @@ class Renderer {
       bool by_value = by && by->to_str() == "value";
       bool sensitive = cs && cs->truthy();
       List l;
-      for (auto& [k, x] : v.dict().items) l.push_back(Value(List{Value(k), x}));
+      for (auto& [k, x] : v.dict().items) l.push_back(Value::tuple(List{Value(k), x}));
       std::stable_sort(l.begin(), l.end(), [&](const Value& p, const Value& q) {
         Value x = p.list()[by_value ? 1 : 0], y = q.list()[by_value ? 1 : 0];
         if (!sensitive && x.is_string() && y.is_string()) {
@@ -1168,7 +1148,18 @@ class Renderer {
       }
       return Value(out);
     }
-    if (name == "wordcount") return Value(static_cast<int64_t>(py_split(v.to_str(), nullptr, -1).size()));
+    if (name == "wordcount") {  // len(re.findall(r"\w+", s))
+      int64_t n = 0;
+      bool in_word = false;
+      for (const std::string& ch : utf8_chars(v.to_str())) {
+        UChar32 c = static_cast<UChar32>(decode_cp(ch));
+        int8_t t = u_charType(c);
+        bool w = c == '_' || u_isalpha(c) || t == U_DECIMAL_DIGIT_NUMBER || t == U_LETTER_NUMBER || t == U_OTHER_NUMBER;
+        if (w && !in_word) ++n;
+        in_word = w;
+      }
+      return Value(n);
+    }
     if (name == "pprint") return Value(v.repr());
     problem(fmt::format("no filter named '{}'", name));
   }

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <unicode/uchar.h>
+
 namespace nextn::jinja {
 
 const Value* Dict::find(const std::string& key) const {
@@ -114,18 +116,37 @@ std::string python_float_repr(double v) {
 
 namespace {
 
+// Python str.isprintable() for one code point.
+bool py_isprintable(char32_t c) {
+  if (c == ' ') return true;
+  switch (u_charType(static_cast<UChar32>(c))) {
+    case U_CONTROL_CHAR: case U_FORMAT_CHAR: case U_SURROGATE: case U_PRIVATE_USE_CHAR: case U_UNASSIGNED:
+    case U_LINE_SEPARATOR: case U_PARAGRAPH_SEPARATOR: case U_SPACE_SEPARATOR: return false;
+    default: return true;
+  }
+}
+
 std::string py_str_repr(const std::string& s) {
   bool has_single = s.find('\'') != std::string::npos, has_double = s.find('"') != std::string::npos;
   char q = has_single && !has_double ? '"' : '\'';
   std::string out(1, q);
-  for (unsigned char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == static_cast<unsigned char>(q)) out += std::string("\\") + q;
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
-    else out.push_back(static_cast<char>(c));
+  for (const std::string& ch : utf8_chars(s)) {
+    unsigned char c = ch[0];
+    char32_t cp = c;
+    if (c >= 0x80) {
+      int n = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : 1;
+      cp = c & (0x3F >> n);
+      for (size_t k = 1; k < ch.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(ch[k]) & 0x3F);
+    }
+    if (cp == '\\') out += "\\\\";
+    else if (cp == static_cast<unsigned char>(q)) out += std::string("\\") + q;
+    else if (cp == '\n') out += "\\n";
+    else if (cp == '\r') out += "\\r";
+    else if (cp == '\t') out += "\\t";
+    else if (py_isprintable(cp)) out += ch;
+    else if (cp < 0x100) out += fmt::format("\\x{:02x}", static_cast<unsigned>(cp));
+    else if (cp < 0x10000) out += fmt::format("\\u{:04x}", static_cast<unsigned>(cp));
+    else out += fmt::format("\\U{:08x}", static_cast<unsigned>(cp));
   }
   out.push_back(q);
   return out;
@@ -232,9 +253,10 @@ std::string Value::repr() const {
     case Kind::kString: return py_str_repr(*str_);
     case Kind::kCallable: return "<function " + *str_ + ">";
     case Kind::kList: {
-      std::string out = "[";
+      std::string out = tuple_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + (*list_)[i].repr();
-      return out + "]";
+      if (tuple_ && list_->size() == 1) out += ",";
+      return out + (tuple_ ? ")" : "]");
     }
     case Kind::kDict: {
       std::string out = "{";

@@ -57,6 +57,12 @@ class Value {
     return v;
   }
   static Value from_json(const nlohmann::ordered_json& j);
+  static Value tuple(List l) {
+    Value v(std::move(l));
+    v.tuple_ = true;
+    return v;
+  }
+  bool is_tuple() const { return tuple_; }
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
@@ -88,6 +94,7 @@ class Value {
 
  private:
   Kind kind_ = Kind::kUndefined;
+  bool tuple_ = false;  // a list written as a tuple: repr() uses parentheses
   int64_t int_ = 0;
   double float_ = 0;
   std::shared_ptr<std::string> str_;

@@ -5,6 +5,7 @@
 #include <unicode/bytestream.h>
 #include <unicode/unistr.h>
 #include <unicode/locid.h>
+#include <unicode/uchar.h>
 
 #include <vector>
 
@@ -62,6 +63,39 @@ std::string unicode_lower(const std::string& s) {
   u.toLower(icu::Locale::getRoot());
   std::string out;
   u.toUTF8String(out);
+  return out;
+}
+
+std::string unicode_upper(const std::string& s) {
+  icu::UnicodeString u = icu::UnicodeString::fromUTF8(s);
+  u.toUpper(icu::Locale::getRoot());
+  std::string out;
+  u.toUTF8String(out);
+  return out;
+}
+
+std::string unicode_title(const std::string& s) {
+  icu::UnicodeString u = icu::UnicodeString::fromUTF8(s), r;
+  bool prev_cased = false;
+  for (int32_t i = 0; i < u.length(); i = u.moveIndex32(i, 1)) {
+    UChar32 c = u.char32At(i);
+    bool cased = u_hasBinaryProperty(c, UCHAR_CASED);
+    r.append(cased ? (prev_cased ? u_tolower(c) : u_totitle(c)) : c);
+    prev_cased = cased;
+  }
+  std::string out;
+  r.toUTF8String(out);
+  return out;
+}
+
+std::string unicode_capitalize(const std::string& s) {
+  icu::UnicodeString u = icu::UnicodeString::fromUTF8(s), r;
+  for (int32_t i = 0; i < u.length(); i = u.moveIndex32(i, 1)) {
+    UChar32 c = u.char32At(i);
+    r.append(i == 0 ? u_totitle(c) : u_tolower(c));
+  }
+  std::string out;
+  r.toUTF8String(out);
   return out;
 }
 

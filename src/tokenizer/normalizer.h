@@ -24,5 +24,9 @@ std::string unicode_nfkc(const std::string& s);
 std::string unicode_nfd(const std::string& s);
 std::string unicode_nfkd(const std::string& s);
 std::string unicode_lower(const std::string& s);
+std::string unicode_upper(const std::string& s);
+// Python str.title() / str.capitalize() (simple per-character case mappings).
+std::string unicode_title(const std::string& s);
+std::string unicode_capitalize(const std::string& s);
 
 }  // namespace nextn

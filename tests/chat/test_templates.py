@@ -152,7 +152,12 @@ def compare(name, model_dir, source, config, cases, min_ok):
     for i, (w, g) in enumerate(zip(want, got)):
         if "text" in w and g.get("text") != w["text"]:
             failures += 1
-            print(f"FAIL {name} case {i}: text differs\n--- want\n{w['text']!r}\n--- got\n{g!r}")
+            got_text = g.get("text", "")
+            k = 0
+            while k < min(len(got_text), len(w["text"])) and got_text[k] == w["text"][k]:
+                k += 1
+            print(f"FAIL {name} case {i}: text differs at char {k}: want {w['text'][k:k + 60]!r} got {got_text[k:k + 60]!r}"
+                  + (f" (error {g['error']!r})" if "error" in g else ""))
         elif "error" in w and "error" not in g:
             failures += 1
             print(f"FAIL {name} case {i}: jinja2 raised {w['error']!r}, nextn rendered {g.get('text')!r}")
