@@ -705,6 +705,8 @@ class Parser {
         }
       } else if (is_op("(")) {
         auto call = make(Expr::Kind::kCall, at);
+        call->line = e->line;  // report calls at the callee
+        call->col = e->col;
         call->children.push_back(e);
         parse_call_args(call);
         e = call;
