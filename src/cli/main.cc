@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
       nextn::add_debug_logits_command(app),
       nextn::add_generate_command(app),
       nextn::add_bench_command(app),
+      nextn::add_tokenize_command(app),
+      nextn::add_chat_template_command(app),
       nextn::add_serve_command(app),
       nextn::add_perf_command(app),
   };
