@@ -50,6 +50,7 @@ json timings_json(const Timings& t) {
             {"predicted_per_second", round3(per_second(t.predicted_n, t.predicted_ms))}};
   if (!t.kv_type.empty()) j["kv_type"] = t.kv_type;
   if (t.draft_n > 0 || t.draft_steps > 0) {
+    if (!t.drafter.empty()) j["drafter"] = t.drafter;
     j["draft_n"] = t.draft_n;
     j["draft_n_accepted"] = t.draft_n_accepted;
     j["draft_acceptance_rate"] = t.draft_n > 0 ? round3(double(t.draft_n_accepted) / t.draft_n) : 0.0;

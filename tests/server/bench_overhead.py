@@ -74,10 +74,12 @@ def main():
     model = a.model or checkpoint()
     print(f"model {model}, {a.tokens} tokens, {a.threads} threads, median of {a.repeat}")
 
-    gen = [generate_tps(model, a.tokens, a.threads) for _ in range(a.repeat)]
     with Server("--parallel", "8", "--threads", str(a.threads), "--ctx-size", str(a.tokens + 64), model=model) as s:
         stream_once(s.url, 8)  # warm-up
-        single = [stream_once(s.url, a.tokens) for _ in range(a.repeat)]
+        gen, single = [], []
+        for _ in range(a.repeat):  # interleaved, so load drift hits both alike
+            gen.append(generate_tps(model, a.tokens, a.threads))
+            single.append(stream_once(s.url, a.tokens))
         g = statistics.median(gen)
         srv = statistics.median(r["server_tps"] for r in single)
         cli = statistics.median(r["client_tps"] for r in single)

@@ -43,7 +43,8 @@ class Server:
         self.log_path = os.path.join(TMP, f"serve-{os.getpid()}-{time.monotonic_ns()}.log")
         os.makedirs(TMP, exist_ok=True)
         self.log = open(self.log_path, "w")
-        cmd = [BIN, "serve", "--model", self.model_dir, "--port", "0", "--threads", "1", *args]
+        threads = [] if "--threads" in args else ["--threads", "1"]
+        cmd = [BIN, "serve", "--model", self.model_dir, "--port", "0", *threads, *args]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.ready = None
         deadline = time.time() + ready_timeout
