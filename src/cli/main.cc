@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
       nextn::add_chat_template_command(app),
       nextn::add_serve_command(app),
       nextn::add_perf_command(app),
+      nextn::add_kv_eval_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -114,9 +114,7 @@ void encode_row(const RowFormat& f, const float* x, uint8_t* out) {
   const int g = f.group;
   for (int gi = 0; gi < f.n_groups(); ++gi, x += g, out += f.group_bytes()) {
     switch (f.codec) {
-      case RowCodec::kF16:
-        for (int i = 0; i < g; ++i) put_f16(out + 2 * i, x[i]);
-        break;
+      case RowCodec::kF16: f32_to_f16_row(x, g, out); break;
       case RowCodec::kQ8: encode_affine(x, g, 8, out); break;
       case RowCodec::kQ4: encode_affine(x, g, 4, out); break;
       case RowCodec::kTurbo3: encode_turbo(x, g, 3, f.table, out); break;
@@ -130,9 +128,7 @@ void decode_row(const RowFormat& f, const uint8_t* in, float* x) {
   for (int gi = 0; gi < f.n_groups(); ++gi, x += g, in += f.group_bytes()) {
     const uint8_t* codes = in + f.header_bytes();
     switch (f.codec) {
-      case RowCodec::kF16:
-        for (int i = 0; i < g; ++i) x[i] = get_f16(in + 2 * i);
-        break;
+      case RowCodec::kF16: f16_to_f32_row(in, g, x); break;
       case RowCodec::kQ8:
       case RowCodec::kQ4: {
         float scale = get_f16(in), bias = get_f16(in + 2);

@@ -54,11 +54,12 @@ HWY_INLINE VF DecodeChunk(const uint8_t* HWY_RESTRICT codes, int G, int j, size_
       low = hn::And(hn::ShiftRightSame(low, 2 * (j & 3)), hn::Set(du, 3u));
       uint16_t word;
       std::memcpy(&word, codes + G / 4 + 2 * j, 2);
-      auto high = hn::And(hn::Set(du, word) >> hn::Iota(du, static_cast<uint32_t>(h)), hn::Set(du, 1u));
-      code = hn::Or(low, hn::ShiftLeft<2>(high));
+      // Bit l of the word lands on bit 2 of lane l.
+      const auto high = hn::Set(du, static_cast<uint32_t>(word) << 2) >> hn::Iota(du, static_cast<uint32_t>(h));
+      code = hn::OrAnd(low, high, hn::Set(du, 4u));
     } else {  // nibbles: Q4, Turbo4
       auto b = hn::PromoteTo(du, hn::LoadU(du8, codes + (j / 2) * 16 + h));
-      code = hn::And(hn::ShiftRightSame(b, 4 * (j & 1)), hn::Set(du, 15u));
+      code = (j & 1) ? hn::ShiftRight<4>(b) : hn::And(b, hn::Set(du, 15u));
     }
     const auto icode = hn::BitCast(di, code);
     if constexpr (C == RowCodec::kQ4) {
@@ -81,48 +82,109 @@ HWY_INLINE void LoadScales(const uint8_t* rows, size_t stride, size_t offset, in
   for (int t = 0; t < n; t += static_cast<int>(N)) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, tmp + t)), df, out + t);
 }
 
-template <RowCodec C, int NQ>
+#if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
+// Lane i of the result = sum of the lanes of v[i], for Lanes(df) vectors (a transpose-add tree).
+template <class D>
+HWY_INLINE hn::Vec<D> SumEach(D df, hn::Vec<D>* v) {
+  constexpr size_t N = hn::MaxLanes(D());
+  if constexpr (N == 1) {
+    return v[0];
+  } else {
+    for (size_t width = N; width > 1; width /= 2)
+      for (size_t i = 0; i < width / 2; ++i)
+        v[i] = hn::Add(hn::ConcatEven(df, v[2 * i + 1], v[2 * i]), hn::ConcatOdd(df, v[2 * i + 1], v[2 * i]));
+    return v[0];
+  }
+}
+#endif
+
+// Per-token dot products of NQ queries against one group of one row.
+template <RowCodec C, int G, int NQ>
+HWY_INLINE void DotGroup(const uint8_t* HWY_RESTRICT codes, int g_size, const float* HWY_RESTRICT qg, int dim,
+                         const VF table, const float* table_buf, VF& a0, VF& a1, VF& a2, VF& a3) {
+  const DF df;
+  const size_t N = hn::Lanes(df);
+  const int gs = G ? G : g_size;
+#pragma GCC unroll 8
+  for (int j = 0; j < gs / 16; ++j) {
+    for (size_t h = 0; h < 16; h += N) {
+      const VF v = DecodeChunk<C>(codes, gs, j, h, table, table_buf);
+      const size_t i = 16 * j + h;
+      a0 = hn::MulAdd(v, hn::LoadU(df, qg + i), a0);
+      if constexpr (NQ > 1) a1 = hn::MulAdd(v, hn::LoadU(df, qg + dim + i), a1);
+      if constexpr (NQ > 2) a2 = hn::MulAdd(v, hn::LoadU(df, qg + 2 * dim + i), a2);
+      if constexpr (NQ > 3) a3 = hn::MulAdd(v, hn::LoadU(df, qg + 3 * dim + i), a3);
+    }
+  }
+}
+
+template <RowCodec C, int G, int NQ>
 void ScoreBatch(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* q,
                 const float* qsum, float* scores, int ld) {
   const DF df;
-  const size_t N = hn::Lanes(df);
-  const int G = f.group, ng = f.n_groups(), dim = f.dim;
+  const int N = static_cast<int>(hn::Lanes(df));
+  const int ng = f.n_groups(), dim = f.dim, gs = G ? G : f.group;
   const size_t gb = f.group_bytes();
   const int hb = f.header_bytes();
+  constexpr bool kBias = C == RowCodec::kQ8 || C == RowCodec::kQ4;
   HWY_ALIGN float table_buf[16] = {};
   if (f.table) std::copy(f.table, f.table + (C == RowCodec::kTurbo3 ? 8 : 16), table_buf);
   const VF table = hn::LoadU(df, table_buf);
-  HWY_ALIGN float scale[kKernelTile + 16], bias[kKernelTile + 16];
-  for (int t = 0; t < n_tok; ++t) {
-    for (int k = 0; k < NQ; ++k) scores[k * ld + t] = 0.0f;
-  }
+  constexpr int kMaxGroups = kMaxRowDim / 32;
+  HWY_ALIGN float scale[kMaxGroups][kKernelTile + 16], bias[kBias ? kMaxGroups : 1][kKernelTile + 16];
   for (int g = 0; g < ng; ++g) {
-    if constexpr (C != RowCodec::kF16) LoadScales(rows, stride, g * gb, n_tok, scale);
-    if constexpr (C == RowCodec::kQ8 || C == RowCodec::kQ4) LoadScales(rows, stride, g * gb + 2, n_tok, bias);
-    const float* qg = q + g * G;
-    for (int t = 0; t < n_tok; ++t) {
-      const uint8_t* codes = rows + t * stride + g * gb + hb;
-      VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
-      for (int j = 0; j < G / 16; ++j) {
-        for (size_t h = 0; h < 16; h += N) {
-          const VF v = DecodeChunk<C>(codes, G, j, h, table, table_buf);
-          const size_t i = 16 * j + h;
-          a0 = hn::MulAdd(v, hn::LoadU(df, qg + i), a0);
-          if constexpr (NQ > 1) a1 = hn::MulAdd(v, hn::LoadU(df, qg + dim + i), a1);
-          if constexpr (NQ > 2) a2 = hn::MulAdd(v, hn::LoadU(df, qg + 2 * dim + i), a2);
-          if constexpr (NQ > 3) a3 = hn::MulAdd(v, hn::LoadU(df, qg + 3 * dim + i), a3);
+    if constexpr (C != RowCodec::kF16) LoadScales(rows, stride, g * gb, n_tok, scale[g]);
+    if constexpr (kBias) LoadScales(rows, stride, g * gb + 2, n_tok, bias[g]);
+  }
+  float* out[4] = {scores, scores + ld, scores + 2 * ld, scores + 3 * ld};
+#if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
+  constexpr size_t kN = hn::MaxLanes(DF());
+  VF part[4][kN];
+#endif
+  for (int t0 = 0; t0 < n_tok; t0 += N) {
+    const int nt = std::min(N, n_tok - t0);
+    for (int u = 0; u < nt; ++u) {
+      const int t = t0 + u;
+      const uint8_t* row = rows + t * stride;
+      VF s0 = hn::Zero(df), s1 = s0, s2 = s0, s3 = s0;
+      for (int g = 0; g < ng; ++g) {
+        VF a0 = hn::Zero(df), a1 = a0, a2 = a0, a3 = a0;
+        DotGroup<C, G, NQ>(row + g * gb + hb, gs, q + g * gs, dim, table, table_buf, a0, a1, a2, a3);
+        if constexpr (C == RowCodec::kF16) {
+          s0 = a0, s1 = a1, s2 = a2, s3 = a3;
+        } else {
+          const VF sc = hn::Set(df, scale[g][t]);
+          s0 = hn::MulAdd(sc, a0, s0);
+          if constexpr (NQ > 1) s1 = hn::MulAdd(sc, a1, s1);
+          if constexpr (NQ > 2) s2 = hn::MulAdd(sc, a2, s2);
+          if constexpr (NQ > 3) s3 = hn::MulAdd(sc, a3, s3);
         }
       }
-      const float s = C == RowCodec::kF16 ? 1.0f : scale[t];
-      float r[4] = {hn::GetLane(hn::SumOfLanes(df, a0)), 0, 0, 0};
-      if constexpr (NQ > 1) r[1] = hn::GetLane(hn::SumOfLanes(df, a1));
-      if constexpr (NQ > 2) r[2] = hn::GetLane(hn::SumOfLanes(df, a2));
-      if constexpr (NQ > 3) r[3] = hn::GetLane(hn::SumOfLanes(df, a3));
-      for (int k = 0; k < NQ; ++k) {
-        float add = s * r[k];
-        if constexpr (C == RowCodec::kQ8 || C == RowCodec::kQ4) add += bias[t] * qsum[k * ng + g];
-        scores[k * ld + t] += add;
-      }
+#if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
+      part[0][u] = s0;
+      if constexpr (NQ > 1) part[1][u] = s1;
+      if constexpr (NQ > 2) part[2][u] = s2;
+      if constexpr (NQ > 3) part[3][u] = s3;
+#else
+      const VF sv[4] = {s0, s1, s2, s3};
+      for (int k = 0; k < NQ; ++k) out[k][t] = hn::GetLane(hn::SumOfLanes(df, sv[k]));
+#endif
+    }
+#if !HWY_HAVE_SCALABLE && HWY_TARGET != HWY_SCALAR
+    for (int k = 0; k < NQ; ++k) {
+      for (int u = nt; u < N; ++u) part[k][u] = hn::Zero(df);
+      HWY_ALIGN float sums[kN];
+      hn::Store(SumEach(df, part[k]), df, sums);
+      for (int u = 0; u < nt; ++u) out[k][t0 + u] = sums[u];
+    }
+#endif
+    if constexpr (kBias) {
+      for (int k = 0; k < NQ; ++k)
+        for (int u = 0; u < nt; ++u) {
+          float add = 0;
+          for (int g = 0; g < ng; ++g) add += bias[g][t0 + u] * qsum[k * ng + g];
+          out[k][t0 + u] += add;
+        }
     }
   }
 }
@@ -180,7 +242,7 @@ void AccumBatch(const RowFormat& f, const uint8_t* rows, size_t stride, int n_to
   }
 }
 
-template <RowCodec C>
+template <RowCodec C, int G>
 void ScoreCodec(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* q,
                 const float* qsum, int nq, float* scores, int ld) {
   const int ng = f.n_groups();
@@ -189,10 +251,10 @@ void ScoreCodec(const RowFormat& f, const uint8_t* rows, size_t stride, int n_to
     const float* sk = qsum ? qsum + static_cast<size_t>(k) * ng : nullptr;
     float* out = scores + static_cast<size_t>(k) * ld;
     switch (std::min(4, nq - k)) {
-      case 1: ScoreBatch<C, 1>(f, rows, stride, n_tok, qk, sk, out, ld); break;
-      case 2: ScoreBatch<C, 2>(f, rows, stride, n_tok, qk, sk, out, ld); break;
-      case 3: ScoreBatch<C, 3>(f, rows, stride, n_tok, qk, sk, out, ld); break;
-      default: ScoreBatch<C, 4>(f, rows, stride, n_tok, qk, sk, out, ld); break;
+      case 1: ScoreBatch<C, G, 1>(f, rows, stride, n_tok, qk, sk, out, ld); break;
+      case 2: ScoreBatch<C, G, 2>(f, rows, stride, n_tok, qk, sk, out, ld); break;
+      case 3: ScoreBatch<C, G, 3>(f, rows, stride, n_tok, qk, sk, out, ld); break;
+      default: ScoreBatch<C, G, 4>(f, rows, stride, n_tok, qk, sk, out, ld); break;
     }
   }
 }
@@ -215,11 +277,15 @@ void AccumCodec(const RowFormat& f, const uint8_t* rows, size_t stride, int n_to
 void ScoreRowsImpl(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* q,
                    const float* qsum, int nq, float* scores, int ld) {
   switch (f.codec) {
-    case RowCodec::kF16: return ScoreCodec<RowCodec::kF16>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
-    case RowCodec::kQ8: return ScoreCodec<RowCodec::kQ8>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
-    case RowCodec::kQ4: return ScoreCodec<RowCodec::kQ4>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
-    case RowCodec::kTurbo3: return ScoreCodec<RowCodec::kTurbo3>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
-    case RowCodec::kTurbo4: return ScoreCodec<RowCodec::kTurbo4>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+    case RowCodec::kF16: return ScoreCodec<RowCodec::kF16, 0>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+    case RowCodec::kQ8: return ScoreCodec<RowCodec::kQ8, 0>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+    case RowCodec::kQ4: return ScoreCodec<RowCodec::kQ4, 0>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+    case RowCodec::kTurbo3:
+      if (f.group == 128) return ScoreCodec<RowCodec::kTurbo3, 128>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+      return ScoreCodec<RowCodec::kTurbo3, 64>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+    case RowCodec::kTurbo4:
+      if (f.group == 128) return ScoreCodec<RowCodec::kTurbo4, 128>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
+      return ScoreCodec<RowCodec::kTurbo4, 64>(f, rows, stride, n_tok, q, qsum, nq, scores, ld);
   }
 }
 
@@ -275,6 +341,34 @@ float MaxFloatImpl(const float* x, int n) {
   return m;
 }
 
+void F32ToF16Impl(const float* x, int n, uint8_t* out) {
+  const DF df;
+  const DH dh;
+  const int N = static_cast<int>(hn::Lanes(df));
+  auto* dst = reinterpret_cast<hwy::float16_t*>(out);
+  int i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, x + i)), dh, dst + i);
+  for (; i < n; ++i) {
+    HWY_ALIGN float one[16] = {x[i]};
+    HWY_ALIGN hwy::float16_t h[16];
+    hn::Store(hn::DemoteTo(dh, hn::Load(df, one)), dh, h);
+    dst[i] = h[0];
+  }
+}
+
+void F16ToF32Impl(const uint8_t* in, int n, float* x) {
+  const DF df;
+  const DH dh;
+  const int N = static_cast<int>(hn::Lanes(df));
+  const auto* src = reinterpret_cast<const hwy::float16_t*>(in);
+  int i = 0;
+  for (; i + N <= n; i += N) hn::StoreU(hn::PromoteTo(df, hn::LoadU(dh, src + i)), df, x + i);
+  for (; i < n; ++i) {
+    HWY_ALIGN hwy::float16_t h[16] = {src[i]};
+    x[i] = hn::GetLane(hn::PromoteTo(df, hn::Load(dh, h)));
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace nextn
 HWY_AFTER_NAMESPACE();
@@ -287,6 +381,8 @@ HWY_EXPORT(AccumulateRowsImpl);
 HWY_EXPORT(ExpShiftSumImpl);
 HWY_EXPORT(ScaleFloatsImpl);
 HWY_EXPORT(MaxFloatImpl);
+HWY_EXPORT(F32ToF16Impl);
+HWY_EXPORT(F16ToF32Impl);
 
 void score_rows(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* q,
                 const float* qsum, int nq, float* scores, int ld) {
@@ -299,6 +395,8 @@ void accumulate_rows(const RowFormat& f, const uint8_t* rows, size_t stride, int
 float exp_shift_sum(float* x, int n, float m) { return HWY_DYNAMIC_DISPATCH(ExpShiftSumImpl)(x, n, m); }
 void scale_floats(float* x, int n, float c) { HWY_DYNAMIC_DISPATCH(ScaleFloatsImpl)(x, n, c); }
 float max_float(const float* x, int n) { return HWY_DYNAMIC_DISPATCH(MaxFloatImpl)(x, n); }
+void f32_to_f16_row(const float* x, int n, uint8_t* out) { HWY_DYNAMIC_DISPATCH(F32ToF16Impl)(x, n, out); }
+void f16_to_f32_row(const uint8_t* in, int n, float* x) { HWY_DYNAMIC_DISPATCH(F16ToF32Impl)(in, n, x); }
 
 }  // namespace nextn
 #endif  // HWY_ONCE

@@ -17,10 +17,10 @@ struct TurboCodebook {
   float centroids[16] = {};   // ascending
   float boundaries[15] = {};  // ascending, size − 1 of them
 
-  // Index of the nearest centroid: how many boundaries y exceeds.
+  // Index of the nearest centroid: how many boundaries y exceeds (binary search).
   uint8_t quantize(float y) const {
     int idx = 0;
-    for (int i = 0; i < size - 1; ++i) idx += y > boundaries[i];
+    for (int step = size / 2; step >= 1; step /= 2) idx += y > boundaries[idx + step - 1] ? step : 0;
     return static_cast<uint8_t>(idx);
   }
 };

@@ -1,0 +1,254 @@
+// cli/kv_eval.cc — `nextn kv-eval`: measures the KV storage types against the
+// full-precision cache on one model.
+//
+// Quality (default): for each text, the first --ctx tokens are run through the
+// model in prefill chunks once per storage type (in lockstep with the reference
+// type, F16 by default). Per type: mean KL(reference ‖ type) of the next-token
+// distributions over all rows, perplexity of the text, top-1 agreement.
+// Speed (--speed): for each context length the cache is filled with synthetic
+// (random) keys/values for every layer, then --steps single-token decode steps
+// of the real model run on top of it; reports decode tok/s and KV bytes/token.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+#include "util/timer.h"
+
+namespace nextn {
+namespace {
+
+struct KvEvalFlags {
+  std::string model_dir;
+  std::vector<std::string> texts;
+  std::string types = "f16,q8,q4,turbo4,turbo3";
+  std::string reference = "f16";
+  int ctx = 1024;
+  int chunk = 128;
+  int group_size = 64;
+  int compress_after = 2048;
+  int keep_recent = 256;
+  int threads = 0;
+  bool speed = false;
+  std::string contexts = "512,8192,32768,100000";
+  int steps = 8;
+  std::string json_out;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+KvOptions options_for(const std::string& type, const KvEvalFlags& f) {
+  KvOptions o;
+  o.type = parse_kv_type(type);
+  o.group_size = f.group_size;
+  o.compress_after = f.compress_after;
+  o.keep_recent = f.keep_recent;
+  return o;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(ErrorKind::kNotFound, "{}: cannot open text file", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// log-softmax of a row in double.
+void log_softmax(const float* x, int n, std::vector<double>& out) {
+  out.resize(n);
+  double mx = *std::max_element(x, x + n), z = 0;
+  for (int i = 0; i < n; ++i) z += std::exp(double(x[i]) - mx);
+  const double lz = mx + std::log(z);
+  for (int i = 0; i < n; ++i) out[i] = double(x[i]) - lz;
+}
+
+struct TypeStats {
+  std::string name;
+  double kl_sum = 0, nll_sum = 0;
+  long rows = 0, scored = 0, top1_same = 0;
+  size_t bytes = 0, f16_bytes = 0;
+  int tokens = 0;
+};
+
+int run_quality(const KvEvalFlags& f, Model& model) {
+  if (f.texts.empty()) fail(ErrorKind::kBadInput, "kv-eval: give at least one --text file");
+  auto tokenizer = Tokenizer::load(model.dir());
+  const int V = model.config().vocab_size;
+  std::vector<std::string> types = split(f.types);
+  nlohmann::json report = nlohmann::json::array();
+  for (const std::string& path : f.texts) {
+    std::vector<int32_t> tokens = tokenizer->encode(read_file(path), false);
+    if (static_cast<int>(tokens.size()) > f.ctx) tokens.resize(f.ctx);
+    const int n = static_cast<int>(tokens.size());
+    if (n < 2) fail(ErrorKind::kBadInput, "{}: fewer than 2 tokens", path);
+    auto ref = model.new_kv_cache(n, options_for(f.reference, f));
+    std::vector<std::unique_ptr<KvCache>> caches;
+    std::vector<TypeStats> stats(types.size() + 1);
+    stats[0].name = f.reference;
+    for (size_t i = 0; i < types.size(); ++i) {
+      caches.push_back(model.new_kv_cache(n, options_for(types[i], f)));
+      stats[i + 1].name = types[i];
+    }
+    ForwardResult result;
+    std::vector<float> ref_logits;
+    std::vector<double> lp_ref, lp;
+    Stopwatch sw;
+    for (int start = 0; start < n; start += f.chunk) {
+      const int m = std::min(f.chunk, n - start);
+      SequenceRows rows;
+      rows.tokens = std::span<const int32_t>(tokens.data() + start, m);
+      for (int i = 0; i < m; ++i) rows.logit_rows.push_back(i);
+      for (size_t c = 0; c <= caches.size(); ++c) {
+        rows.kv = c == 0 ? ref.get() : caches[c - 1].get();
+        model.forward(std::span<SequenceRows>(&rows, 1), result);
+        if (c == 0) ref_logits = result.logits;
+        TypeStats& st = stats[c];
+        for (int i = 0; i < m; ++i) {
+          const float* row = result.logits.data() + size_t(i) * V;
+          const float* rrow = ref_logits.data() + size_t(i) * V;
+          log_softmax(row, V, lp);
+          log_softmax(rrow, V, lp_ref);
+          double kl = 0;
+          for (int v = 0; v < V; ++v) kl += std::exp(lp_ref[v]) * (lp_ref[v] - lp[v]);
+          st.kl_sum += std::max(0.0, kl);
+          st.rows++;
+          const int pos = start + i;
+          if (pos + 1 < n) {
+            st.nll_sum -= lp[tokens[pos + 1]];
+            st.scored++;
+          }
+          st.top1_same += (std::max_element(row, row + V) - row) == (std::max_element(rrow, rrow + V) - rrow);
+        }
+      }
+    }
+    for (size_t c = 0; c <= caches.size(); ++c) {
+      KvCache& kv = c == 0 ? *ref : *caches[c - 1];
+      stats[c].bytes = kv.bytes_used();
+      stats[c].f16_bytes = kv.f16_equivalent_bytes();
+      stats[c].tokens = kv.length();
+    }
+    std::printf("text %s: %d tokens, chunk %d, %.1f s\n", path.c_str(), n, f.chunk, sw.seconds());
+    std::printf("  %-8s %12s %10s %9s %14s %8s\n", "type", "mean KL", "PPL", "top1 %", "KV bytes/tok", "vs f16");
+    for (const TypeStats& st : stats) {
+      const double ppl = std::exp(st.nll_sum / std::max<long>(1, st.scored));
+      const double per_tok = double(st.bytes) / std::max(1, st.tokens);
+      const double ratio = double(st.f16_bytes) / std::max<size_t>(1, st.bytes);
+      std::printf("  %-8s %12.6f %10.4f %9.2f %14.0f %7.2fx\n", st.name.c_str(), st.kl_sum / st.rows, ppl,
+                  100.0 * st.top1_same / st.rows, per_tok, ratio);
+      report.push_back({{"text", path}, {"tokens", n}, {"type", st.name}, {"mean_kl", st.kl_sum / st.rows},
+                        {"ppl", ppl}, {"top1_agree", double(st.top1_same) / st.rows},
+                        {"kv_bytes_per_token", per_tok}, {"compression_vs_f16", ratio},
+                        {"compress_after", f.compress_after}, {"keep_recent", f.keep_recent},
+                        {"group_size", f.group_size}});
+    }
+    std::fflush(stdout);
+  }
+  if (!f.json_out.empty()) std::ofstream(f.json_out) << report.dump(2) << "\n";
+  return 0;
+}
+
+int run_speed(const KvEvalFlags& f, Model& model) {
+  std::vector<std::string> types = split(f.types);
+  nlohmann::json report = nlohmann::json::array();
+  std::printf("%-8s %8s %12s %14s %8s %10s\n", "type", "context", "decode tok/s", "KV bytes/tok", "vs f16", "fill s");
+  for (const std::string& c : split(f.contexts)) {
+    const int ctx = std::stoi(c);
+    for (const std::string& type : types) {
+      auto kv = model.new_kv_cache(ctx + f.steps + 1, options_for(type, f));
+      const KvShape& s = kv->shape();
+      // Synthetic history: unit-variance random keys/values, written through append().
+      const int piece = 1024;
+      const size_t width = size_t(s.n_kv_heads) * s.head_dim;
+      std::mt19937 rng(7);
+      std::normal_distribution<float> nd;
+      std::vector<float> k(piece * width), v(piece * width);
+      for (float& x : k) x = nd(rng);
+      for (float& x : v) x = nd(rng);
+      Stopwatch fill;
+      for (int layer = 0; layer < s.n_layers; ++layer)
+        for (int p = 0; p < ctx; p += piece) {
+          const int m = std::min(piece, ctx - p);
+          // Rotate the data a little per piece so blocks differ.
+          std::rotate(k.begin(), k.begin() + 1 + (p / piece) % 7, k.end());
+          kv->append(layer, p, m, k.data(), v.data());
+        }
+      const double fill_s = fill.seconds();
+      ForwardResult result;
+      int32_t token = 1;
+      // One warm-up step, then timed steps.
+      double seconds = 0;
+      for (int step = 0; step <= f.steps; ++step) {
+        SequenceRows rows;
+        rows.kv = kv.get();
+        rows.tokens = std::span<const int32_t>(&token, 1);
+        rows.logit_rows = {0};
+        Stopwatch sw;
+        model.forward(std::span<SequenceRows>(&rows, 1), result);
+        if (step > 0) seconds += sw.seconds();
+        token = static_cast<int32_t>(std::max_element(result.logits.begin(), result.logits.end()) - result.logits.begin());
+      }
+      const double tps = f.steps / seconds;
+      const double per_tok = double(kv->bytes_used()) / kv->length();
+      const double ratio = double(kv->f16_equivalent_bytes()) / kv->bytes_used();
+      std::printf("%-8s %8d %12.2f %14.0f %7.2fx %10.1f\n", type.c_str(), ctx, tps, per_tok, ratio, fill_s);
+      std::fflush(stdout);
+      report.push_back({{"type", type}, {"context", ctx}, {"decode_tok_s", tps}, {"kv_bytes_per_token", per_tok},
+                        {"compression_vs_f16", ratio}, {"steps", f.steps}, {"fill", "synthetic"},
+                        {"threads", ThreadPool::global().size()}});
+    }
+  }
+  if (!f.json_out.empty()) std::ofstream(f.json_out) << report.dump(2) << "\n";
+  return 0;
+}
+
+int run_kv_eval(const KvEvalFlags& f) {
+  if (f.threads > 0) ThreadPool::set_global_threads(f.threads);
+  if (f.chunk < 1) fail(ErrorKind::kBadInput, "--chunk must be >= 1");
+  if (f.steps < 1) fail(ErrorKind::kBadInput, "--steps must be >= 1");
+  std::unique_ptr<Model> model = Model::load(f.model_dir);
+  return f.speed ? run_speed(f, *model) : run_quality(f, *model);
+}
+
+}  // namespace
+
+Command add_kv_eval_command(CLI::App& root) {
+  auto flags = std::make_shared<KvEvalFlags>();
+  CLI::App* app = root.add_subcommand("kv-eval", "Measure KV storage types: KL/perplexity vs F16, or decode speed");
+  app->add_option("-m,--model", flags->model_dir, "Hugging Face checkpoint directory")->required();
+  app->add_option("--text", flags->texts, "Text file(s) to evaluate on (quality mode)");
+  app->add_option("--types", flags->types, "Comma-separated storage types to compare")->capture_default_str();
+  app->add_option("--reference", flags->reference, "Reference storage type")->capture_default_str();
+  app->add_option("-c,--ctx", flags->ctx, "Tokens of each text to evaluate")->capture_default_str();
+  app->add_option("--chunk", flags->chunk, "Prefill chunk size")->capture_default_str();
+  app->add_option("--kv-group-size", flags->group_size, "Group size of q8/q4")->capture_default_str();
+  app->add_option("--turbo-after", flags->compress_after, "TurboQuant: compress past this many tokens")->capture_default_str();
+  app->add_option("--turbo-keep-recent", flags->keep_recent, "TurboQuant: recent tokens kept in F16")->capture_default_str();
+  app->add_option("-t,--threads", flags->threads, "Compute threads (default: physical cores)");
+  app->add_flag("--speed", flags->speed, "Decode speed at --contexts with a synthetic KV history");
+  app->add_option("--contexts", flags->contexts, "Context lengths for --speed")->capture_default_str();
+  app->add_option("--steps", flags->steps, "Timed decode steps per measurement")->capture_default_str();
+  app->add_option("--json", flags->json_out, "Also write the results as JSON");
+  return Command{app, [flags] { return run_kv_eval(*flags); }};
+}
+
+}  // namespace nextn
