@@ -20,6 +20,8 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("--spec-type", f.spec_type, "Drafter without a model: ngram (prompt lookup)");
   app.add_option("--spec-synthetic-accept", o.spec.synthetic_accept,
                  "Accept each draft with this probability regardless of the target (benchmarking only)");
+  app.add_option("--draft-vocab", o.spec.draft_vocab,
+                 "MTP drafts only among the first N token ids (0: all; default: 32768 for vocabularies > 65536)");
   app.add_flag("--benchmark-mode", f.benchmark_mode, "Allow benchmark-only options such as --spec-synthetic-accept");
   app.add_flag("--turbo-kv", f.turbo_kv, "TurboQuant KV-cache compression (3-bit, after --turbo-after tokens)");
   app.add_option("--kv-type", f.kv_type, "KV storage: f32, f16, bf16, q8, q4, turbo3, turbo4")->capture_default_str();

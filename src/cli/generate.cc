@@ -32,6 +32,7 @@ struct GenerateFlags {
   bool ids = false;
   bool ignore_eos = false;
   bool quiet = false;
+  bool verbose = false;
 };
 
 std::vector<int32_t> parse_ids(const std::string& text) {
@@ -56,6 +57,7 @@ int run_generate(GenerateFlags& f) {
   if (f.prompt_tokens.empty() == f.prompt.empty())
     fail(ErrorKind::kBadInput, "give exactly one of --prompt-tokens or --prompt");
   if (f.n < 0) fail(ErrorKind::kBadInput, "-n must be >= 0");
+  if (!f.verbose) set_log_level(LogLevel::kWarn);
   EngineOptions options = resolve_engine_options(f.engine);
   options.parallel = 1;
   if (options.spec.synthetic_accept >= 0 && !f.engine.benchmark_mode)
@@ -138,7 +140,8 @@ int run_generate(GenerateFlags& f) {
   if (!t.drafter.empty() && t.draft_n > 0) {
     std::vector<uint64_t> drafted(t.drafted_per_pos.begin(), t.drafted_per_pos.end());
     std::vector<uint64_t> accepted(t.accepted_per_pos.begin(), t.accepted_per_pos.end());
-    std::printf("acceptance per position: %s\n", format_acceptance_per_pos(drafted, accepted).c_str());
+    std::printf("acceptance per position: %s | drafting %.0f of %.0f ms\n",
+                format_acceptance_per_pos(drafted, accepted).c_str(), t.draft_ms, t.predicted_ms);
   }
   std::fflush(stdout);
   return 0;
@@ -165,6 +168,7 @@ Command add_generate_command(CLI::App& root) {
   app->add_flag("--ids", f->ids, "Print token ids instead of text");
   app->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at end-of-sequence tokens");
   app->add_flag("-q,--quiet", f->quiet, "Do not echo the prompt text");
+  app->add_flag("-v,--verbose", f->verbose, "Log engine events (load, per-request line) to stderr");
   return {app, [f]() { return run_generate(*f); }};
 }
 

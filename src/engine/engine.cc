@@ -481,6 +481,7 @@ void Engine::Impl::process(Slot& slot, size_t& logit_off, size_t& hidden_off) {
     stats.spec_drafted_per_pos = spec_totals.drafted_per_pos;
   }
   if (adaptive && a.draft_limit > 0) adaptive->record(k, out.accepted, a.draft_seconds);
+  a.timings.draft_ms += a.draft_seconds * 1e3;
   logit_off += size_t(a.rows);
   if (want_hidden) hidden_off += size_t(a.rows);
 

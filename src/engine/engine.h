@@ -55,6 +55,7 @@ struct Timings {
   int draft_n = 0;            // drafted tokens
   int draft_n_accepted = 0;
   int draft_steps = 0;        // speculative steps (drafts proposed)
+  double draft_ms = 0;        // time spent drafting (inside predicted_ms)
   std::vector<int> drafted_per_pos;   // drafts made at position k (0-based)
   std::vector<int> accepted_per_pos;  // drafts accepted at position k
   std::string kv_type;

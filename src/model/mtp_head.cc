@@ -71,6 +71,8 @@ class MtpHeadImpl : public MtpHead {
     return make_kv_cache(shape, options);
   }
 
+  WeightMatrix output_head(int layer) const override { return layers_.at(size_t(layer)).head; }
+
   void forward(int layer, KvCache& kv, const float* hidden, std::span<const int32_t> tokens,
                const std::vector<int>& logit_rows, std::vector<float>& logits,
                std::vector<float>& hidden_out) override {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernels.h"
 #include "kv/kv_cache.h"
 #include "model/config.h"
 
@@ -28,6 +29,10 @@ class MtpHead {
   virtual MtpLayout layout() const = 0;
   // One attention layer per MTP layer.
   virtual std::unique_ptr<KvCache> new_kv_cache(int max_tokens, const KvOptions& options) const = 0;
+
+  // The output projection of layer `layer` ([vocab, hidden]; the target lm_head or
+  // shared_head.head). Drafters use a prefix of its rows for a reduced draft vocabulary.
+  virtual WeightMatrix output_head(int layer) const = 0;
 
   // Runs MTP layer `layer` over n = tokens.size() rows. hidden: [n, hidden_size].
   // logits: [logit_rows.size(), vocab]; hidden_out: [n, hidden_size], the state

@@ -10,7 +10,7 @@ std::unique_ptr<Drafter> make_assistant_drafter(Model& target, const Speculative
   if (options.assistant_dir.empty()) fail(ErrorKind::kBadInput, "--mtp-assistant-model: no directory given");
   std::unique_ptr<MtpHead> head = MtpHead::load_assistant(options.assistant_dir, target);
   MtpHead* raw = head.get();
-  return make_mtp_head_drafter("assistant", raw, std::move(head), target.config());
+  return make_mtp_head_drafter("assistant", raw, std::move(head), target.config(), options.draft_vocab);
 }
 
 }  // namespace nextn

@@ -9,7 +9,10 @@
 #include "spec/mtp_drafter.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+
+#include "kernels/kernels.h"
 
 #include "model/model.h"
 #include "util/error.h"
@@ -21,8 +24,8 @@ constexpr int kCatchUpChunk = 512;
 
 class MtpSession : public DraftSession {
  public:
-  MtpSession(MtpHead& head, int hidden, int vocab, int max_tokens)
-      : head_(head), hidden_(hidden), vocab_(vocab) {
+  MtpSession(MtpHead& head, int hidden, int vocab, int draft_vocab, int max_tokens)
+      : head_(head), hidden_(hidden), vocab_(vocab), draft_vocab_(draft_vocab) {
     // One cache per MTP layer (a cache's length is its longest layer's), F16.
     for (int l = 0; l < head.num_layers(); ++l) kv_.push_back(head.new_kv_cache(max_tokens, KvOptions{}));
   }
@@ -114,7 +117,16 @@ class MtpSession : public DraftSession {
       if (other == layer) continue;
       head_.forward(other, *kv_[size_t(other)], h, toks, {}, scratch_logits_, scratch_hidden_);
     }
-    head_.forward(layer, *kv_[size_t(layer)], h, toks, logit_rows, logits_, hidden_out_);
+    if (draft_vocab_ >= vocab_) {
+      head_.forward(layer, *kv_[size_t(layer)], h, toks, logit_rows, logits_, hidden_out_);
+      return;
+    }
+    // Reduced draft vocabulary: the first draft_vocab_ rows of the output projection.
+    head_.forward(layer, *kv_[size_t(layer)], h, toks, {}, logits_, hidden_out_);
+    WeightMatrix w = head_.output_head(layer);
+    w.rows = draft_vocab_;
+    logits_.assign(size_t(vocab_), -INFINITY);
+    for (int r : logit_rows) matmul(w, hidden_out_.data() + size_t(r) * size_t(hidden_), 1, logits_.data());
   }
 
   int32_t choose(Sampler& sampler, DraftProposal& out) {
@@ -127,7 +139,7 @@ class MtpSession : public DraftSession {
   }
 
   MtpHead& head_;
-  int hidden_, vocab_;
+  int hidden_, vocab_, draft_vocab_;
   std::vector<std::unique_ptr<KvCache>> kv_;
   int committed_ = 0;  // target rows committed
   int done_ = 0;       // rows the head's KV holds (accepted ones; drafted rows beyond)
@@ -141,33 +153,37 @@ class MtpSession : public DraftSession {
 
 class MtpDrafter : public Drafter {
  public:
-  MtpDrafter(const char* name, MtpHead* head, std::unique_ptr<MtpHead> owned, const ModelConfig& config)
-      : name_(name), head_(head), owned_(std::move(owned)), hidden_(config.hidden_size), vocab_(config.vocab_size) {}
+  MtpDrafter(const char* name, MtpHead* head, std::unique_ptr<MtpHead> owned, const ModelConfig& config,
+             int draft_vocab)
+      : name_(name), head_(head), owned_(std::move(owned)), hidden_(config.hidden_size), vocab_(config.vocab_size),
+        draft_vocab_(draft_vocab) {}
   const char* name() const override { return name_; }
   bool needs_hidden() const override { return true; }
   std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions&) override {
-    return std::make_unique<MtpSession>(*head_, hidden_, vocab_, max_tokens + 32);
+    return std::make_unique<MtpSession>(*head_, hidden_, vocab_, draft_vocab_, max_tokens + 32);
   }
 
  private:
   const char* name_;
   MtpHead* head_;
   std::unique_ptr<MtpHead> owned_;
-  int hidden_, vocab_;
+  int hidden_, vocab_, draft_vocab_;
 };
 }  // namespace
 
 std::unique_ptr<Drafter> make_mtp_head_drafter(const char* name, MtpHead* head, std::unique_ptr<MtpHead> owned,
-                                               const ModelConfig& target_config) {
-  return std::make_unique<MtpDrafter>(name, head, std::move(owned), target_config);
+                                               const ModelConfig& target_config, int draft_vocab) {
+  int vocab = target_config.vocab_size;
+  int dv = draft_vocab < 0 ? (vocab > 65536 ? 32768 : vocab) : draft_vocab == 0 ? vocab : std::min(draft_vocab, vocab);
+  return std::make_unique<MtpDrafter>(name, head, std::move(owned), target_config, dv);
 }
 
-std::unique_ptr<Drafter> make_mtp_drafter(Model& target, const SpeculativeOptions&) {
+std::unique_ptr<Drafter> make_mtp_drafter(Model& target, const SpeculativeOptions& options) {
   MtpHead* head = target.mtp_head();
   if (!head)
     fail(ErrorKind::kBadInput, "--mtp: checkpoint {} has no MTP layers (num_nextn_predict_layers is 0 or absent)",
          target.dir());
-  return make_mtp_head_drafter("mtp", head, nullptr, target.config());
+  return make_mtp_head_drafter("mtp", head, nullptr, target.config(), options.draft_vocab);
 }
 
 }  // namespace nextn

@@ -10,6 +10,6 @@ namespace nextn {
 
 // `owned` keeps an assistant head alive; `head` may point into the target.
 std::unique_ptr<Drafter> make_mtp_head_drafter(const char* name, MtpHead* head, std::unique_ptr<MtpHead> owned,
-                                               const ModelConfig& target_config);
+                                               const ModelConfig& target_config, int draft_vocab);
 
 }  // namespace nextn

@@ -12,6 +12,11 @@ struct SpeculativeOptions {
   std::string assistant_dir;        // --mtp-assistant-model
   std::string draft_model_dir;      // --draft-model
   double synthetic_accept = -1.0;   // --spec-synthetic-accept (benchmark mode only); <0 off
+  // --draft-vocab: MTP heads draft only among the first N token ids (BPE ids are
+  // roughly in frequency order), cutting the head's output projection. Lossless
+  // (q is simply zero elsewhere). -1: auto (32768 when the vocabulary exceeds
+  // 65536, else all); 0: the full vocabulary.
+  int draft_vocab = -1;
   // Tests only: on rejection resample from p instead of norm(max(0, p - q)) — a
   // deliberately wrong rule the distribution test must detect. Never set otherwise.
   bool broken_acceptance_for_tests = false;

@@ -20,6 +20,7 @@ struct Case {
   std::string model;
   std::string mode;
   std::string extra;  // assistant / draft model dir
+  int draft_vocab = -1;
 };
 
 std::vector<int32_t> plain_tokens(const std::string& model, const std::vector<int32_t>& prompt, SamplingParams sp,
@@ -42,6 +43,7 @@ void check_equal(const Case& c, int n, double* acceptance = nullptr, SamplingPar
   EngineOptions o = spec_options(c.model, c.mode, n);
   if (c.mode == "assistant") o.spec.assistant_dir = c.extra;
   if (c.mode == "draft") o.spec.draft_model_dir = c.extra;
+  o.spec.draft_vocab = c.draft_vocab;
   Engine engine(o);
   int drafted = 0, accepted = 0;
   for (const auto& prompt : {kPrompt, kPrompt2}) {
@@ -64,6 +66,11 @@ TEST(GreedyEquality, MtpMiMo) {
 
 TEST(GreedyEquality, MtpDeepSeekLayout) {
   for (int n = 1; n <= 4; ++n) check_equal({"mtp-deepseek", deepseek_model(), "mtp", ""}, n);
+}
+
+TEST(GreedyEquality, MtpReducedDraftVocabulary) {
+  // Drafts only among the first 200 ids: still exact.
+  for (int n = 1; n <= 3; ++n) check_equal({"mtp-dv200", mimo_model(), "mtp", "", 200}, n);
 }
 
 TEST(GreedyEquality, MtpTwoLayersRecursive) {
