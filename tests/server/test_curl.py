@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serverlib import Server, check  # noqa: E402
+from serverlib import BIN, Server, check, checkpoint  # noqa: E402
 
 
 def curl(url, *args, data=None):
@@ -57,6 +57,11 @@ def error_check(status, body, want_status, param=None):
 
 
 def main():
+    # Benchmark-only synthetic acceptance is refused without --benchmark-mode.
+    r = subprocess.run([BIN, "serve", "--model", checkpoint(), "--port", "0", "--spec-synthetic-accept", "0.5"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and "--benchmark-mode" in r.stderr, (r.returncode, r.stderr))
+
     with Server("--ctx-size", "256", "--parallel", "2", "--max-body-mb", "1") as s:
         u = s.url
         check(s.ready["event"] == "ready" and s.ready["port"] == s.port, s.ready)
