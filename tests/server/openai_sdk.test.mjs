@@ -63,7 +63,8 @@ async function expectError(promise, Cls, status) {
     assert.ok(e instanceof Cls, `expected ${Cls.name}, got ${e?.constructor?.name}: ${e?.message}`);
     assert.ok(e instanceof APIError);
     assert.equal(e.status, status);
-    assert.equal(typeof e.error?.message ?? e.message, "string");
+    assert.equal(typeof e.message, "string");
+    assert.equal(typeof e.error?.message, "string", "the OpenAI error object reaches the SDK");
     return e;
   }
   assert.fail(`expected ${Cls.name}`);
