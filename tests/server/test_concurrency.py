@@ -12,7 +12,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serverlib import Server, check, stream_text  # noqa: E402
+from serverlib import Server, check, checkpoint, stream_text  # noqa: E402
 
 PROMPTS = ["The quick brown fox", "Once upon a time", "def main():", "SELECT * FROM",
            "In the beginning", "Dear Sir,", "1, 2, 3,", "Hello"]
@@ -78,6 +78,26 @@ def main():
         check(not errors, errors)
         for i in range(8):
             check(results[i] == serial[i], f"client {i}: parallel {results[i]!r} != serial {serial[i]!r}")
+
+    # With MTP drafting: 4 parallel streams equal the non-speculative greedy outputs,
+    # and the timings carry the draft statistics.
+    mimo = checkpoint("server-mimo", "--arch", "mimo")
+    with Server("--parallel", "4", model=mimo) as s:
+        plain = [stream_text(s.stream("/v1/chat/completions", body(i))) for i in range(4)]
+    with Server("--parallel", "4", "--mtp", "--num-mtp-tokens", "2", model=mimo) as s:
+        spec = [None] * 4
+        threads = [threading.Thread(target=lambda i=i: spec.__setitem__(i, s.stream("/v1/chat/completions", body(i))))
+                   for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i in range(4):
+            check(stream_text(spec[i]) == plain[i], f"MTP client {i}: {stream_text(spec[i])!r} != {plain[i]!r}")
+            timings = [e["timings"] for e in spec[i] if isinstance(e, dict) and "timings" in e][0]
+            check(timings.get("draft_n", 0) > 0 and len(timings["draft_acceptance_per_pos"]) == 2, timings)
+        _, metrics = s.get("/metrics")
+        check('nextn:spec_decode_num_accepted_tokens_per_pos_total{position="1"}' in metrics, metrics)
 
     # A long-running request (tens of thousands of tokens) keeps the single slot busy
     # for far longer than the checks below take, whatever the machine's speed.
