@@ -1,6 +1,7 @@
 // cli/generate.cc — `nextn generate`: one request through an Engine.
 //   nextn generate [--model DIR] (--prompt-tokens 1,2,3 | --prompt TEXT) -n N
 //       [--temp T --top-k K --top-p P --min-p M --seed S ...] [engine flags: --mtp ...]
+//   (or --chat TEXT: one user turn through the model's chat template)
 // Prints the generated text as it is produced (ids with --prompt-tokens or --ids),
 // then the timing line `prompt: N tokens, X tok/s | decode: M tokens, Y tok/s |
 // draft acceptance a/t (x%)` and, when drafting, the acceptance per draft position.
@@ -9,6 +10,9 @@
 #include <mutex>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "chat/chat_template.h"
 #include "cli/command.h"
 #include "cli/engine_options.h"
 #include "engine/engine.h"
@@ -26,6 +30,7 @@ struct GenerateFlags {
   EngineFlags engine;
   std::string prompt_tokens;
   std::string prompt;
+  std::string chat;
   int n = 64;
   SamplingParams sampling;
   bool seed_given = false;
@@ -54,8 +59,8 @@ std::vector<int32_t> parse_ids(const std::string& text) {
 }
 
 int run_generate(GenerateFlags& f) {
-  if (f.prompt_tokens.empty() == f.prompt.empty())
-    fail(ErrorKind::kBadInput, "give exactly one of --prompt-tokens or --prompt");
+  if (int(!f.prompt_tokens.empty()) + int(!f.prompt.empty()) + int(!f.chat.empty()) != 1)
+    fail(ErrorKind::kBadInput, "give exactly one of --prompt-tokens, --prompt or --chat");
   if (f.n < 0) fail(ErrorKind::kBadInput, "-n must be >= 0");
   if (!f.verbose) set_log_level(LogLevel::kWarn);
   EngineOptions options = resolve_engine_options(f.engine);
@@ -67,8 +72,20 @@ int run_generate(GenerateFlags& f) {
   std::unique_ptr<Tokenizer> tokenizer;
   GenerationRequest req;
   bool print_ids = f.ids || !f.prompt_tokens.empty();
-  if (!f.prompt.empty() || !print_ids) tokenizer = Tokenizer::load(options.model_dir);
-  req.prompt = f.prompt_tokens.empty() ? tokenizer->encode(f.prompt, true) : parse_ids(f.prompt_tokens);
+  if (f.prompt_tokens.empty() || !print_ids) tokenizer = Tokenizer::load(options.model_dir);
+  std::vector<int32_t> extra_stops;
+  if (!f.chat.empty()) {
+    // One user turn through the model's chat template, ready for the assistant's reply.
+    ChatTemplate chat = ChatTemplate::from_model_dir(options.model_dir);
+    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+    messages.push_back({{"role", "user"}, {"content", f.chat}});
+    std::string text = chat.render(messages, nlohmann::ordered_json(), true, nlohmann::ordered_json::object());
+    req.prompt = tokenizer->encode(text, false);
+    for (const char* end : {"<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<end_of_turn>"})
+      if (auto id = tokenizer->token_id(end)) extra_stops.push_back(*id);
+  } else {
+    req.prompt = f.prompt_tokens.empty() ? tokenizer->encode(f.prompt, true) : parse_ids(f.prompt_tokens);
+  }
 
   Engine engine(options);
   const ModelConfig& config = engine.model().config();
@@ -78,6 +95,7 @@ int run_generate(GenerateFlags& f) {
   if (!f.ignore_eos) {
     req.stop_tokens = config.eos_token_ids;
     if (tokenizer && tokenizer->eos_id()) req.stop_tokens.push_back(*tokenizer->eos_id());
+    req.stop_tokens.insert(req.stop_tokens.end(), extra_stops.begin(), extra_stops.end());
   }
 
   std::unique_ptr<StreamDecoder> decoder;
@@ -155,6 +173,7 @@ Command add_generate_command(CLI::App& root) {
   add_engine_flags(*app, f->engine);
   app->add_option("--prompt-tokens", f->prompt_tokens, "Prompt as comma-separated token ids (prints ids)");
   app->add_option("-p,--prompt", f->prompt, "Prompt text (tokenized with the model's tokenizer.json)");
+  app->add_option("--chat", f->chat, "A user message, rendered with the model's chat template");
   app->add_option("-n,--n-predict", f->n, "Tokens to generate")->capture_default_str();
   app->add_option("--temp,--temperature", f->sampling.temperature, "Temperature (0: greedy)")->capture_default_str();
   app->add_option("--top-k", f->sampling.top_k, "Top-k (0: off)")->capture_default_str();
