@@ -4,32 +4,79 @@
 #include <fmt/format.h>
 
 #include <queue>
+#include <thread>
 
 #include "tokenizer/utf8.h"
 #include "util/error.h"
 
 namespace nextn {
 
-Bpe::Bpe(std::unordered_map<std::string, int32_t> vocab,
-         const std::vector<std::pair<std::string, std::string>>& merges, BpeConfig config)
-    : vocab_(std::move(vocab)), config_(std::move(config)) {
-  merges_.reserve(merges.size() * 2);
-  for (size_t rank = 0; rank < merges.size(); ++rank) {
-    const auto& [a, b] = merges[rank];
-    auto ia = vocab_.find(a), ib = vocab_.find(b);
-    std::string merged = a + (b.compare(0, config_.continuing_subword_prefix.size(), config_.continuing_subword_prefix) == 0
-                                  ? b.substr(config_.continuing_subword_prefix.size())
-                                  : b);
-    auto im = vocab_.find(merged);
-    if (ia == vocab_.end() || ib == vocab_.end() || im == vocab_.end())
-      fail(ErrorKind::kBadInput, "tokenizer.json: merge {} '{} {}' uses a token missing from model.vocab", rank, a, b);
-    merges_.emplace(pair_key(ia->second, ib->second), Merge{static_cast<int32_t>(rank), im->second});
+void MergeTable::reserve(size_t n) {
+  size_t cap = 16;
+  while (cap < n * 2) cap <<= 1;
+  slots_.assign(cap, Slot{});
+  mask_ = cap - 1;
+}
+
+void MergeTable::insert(uint64_t key, Merge m) {
+  size_t i = mix(key) & mask_;
+  while (slots_[i].key != kEmpty) {
+    if (slots_[i].key == key) return;
+    i = (i + 1) & mask_;
   }
+  slots_[i] = Slot{key, m};
+}
+
+Bpe::Bpe(VocabMap vocab, const std::vector<std::pair<std::string, std::string>>& merges, BpeConfig config)
+    : vocab_(std::move(vocab)), config_(std::move(config)) {
+  // Resolve merge strings to ids (hash lookups dominate loading: split over two threads).
+  struct Resolved {
+    uint64_t key;
+    int32_t id;
+  };
+  std::vector<Resolved> resolved(merges.size());
+  std::vector<size_t> bad(2, SIZE_MAX);
+  auto work = [&](size_t part, size_t begin, size_t end) {
+    std::string merged;
+    const std::string& prefix = config_.continuing_subword_prefix;
+    for (size_t rank = begin; rank < end; ++rank) {
+      const auto& [a, b] = merges[rank];
+      auto ia = vocab_.find(a), ib = vocab_.find(b);
+      merged.assign(a);
+      if (!prefix.empty() && b.compare(0, prefix.size(), prefix) == 0) merged.append(b, prefix.size());
+      else merged.append(b);
+      auto im = vocab_.find(merged);
+      if (ia == vocab_.end() || ib == vocab_.end() || im == vocab_.end()) {
+        bad[part] = std::min(bad[part], rank);
+        continue;
+      }
+      resolved[rank] = {pair_key(ia->second, ib->second), im->second};
+    }
+  };
+  size_t half = merges.size() / 2;
+  if (merges.size() > 20000) {
+    std::thread helper(work, 1, half, merges.size());
+    work(0, 0, half);
+    helper.join();
+  } else {
+    work(0, 0, merges.size());
+  }
+  size_t first_bad = std::min(bad[0], bad[1]);
+  if (first_bad != SIZE_MAX)
+    fail(ErrorKind::kBadInput, "tokenizer.json: merge {} '{} {}' uses a token missing from model.vocab", first_bad,
+         merges[first_bad].first, merges[first_bad].second);
+  merges_.reserve(merges.size());
+  for (size_t rank = 0; rank < resolved.size(); ++rank)
+    merges_.insert(resolved[rank].key, MergeTable::Merge{static_cast<int32_t>(rank), resolved[rank].id});
+
+  bmp_ids_.assign(0x10000, -1);
   for (auto& [text, id] : vocab_) {
     size_t i = 0;
     if (text.empty()) continue;
     char32_t c = utf8::next(text, i);
-    if (i == text.size()) char_ids_[c] = id;
+    if (i != text.size()) continue;
+    if (c < 0x10000) bmp_ids_[c] = id;
+    else char_ids_[c] = id;
   }
   for (int b = 0; b < 256; ++b) {
     auto it = vocab_.find(fmt::format("<0x{:02X}>", b));
@@ -42,7 +89,7 @@ Bpe::Bpe(std::unordered_map<std::string, int32_t> vocab,
 }
 
 std::optional<int32_t> Bpe::token_id(std::string_view token) const {
-  auto it = vocab_.find(std::string(token));
+  auto it = vocab_.find(token);
   if (it == vocab_.end()) return std::nullopt;
   return it->second;
 }
@@ -50,7 +97,7 @@ std::optional<int32_t> Bpe::token_id(std::string_view token) const {
 void Bpe::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
   if (config_.ignore_merges) {
-    auto it = vocab_.find(std::string(word));
+    auto it = vocab_.find(word);
     if (it != vocab_.end()) {
       out.push_back(it->second);
       return;
@@ -59,7 +106,7 @@ void Bpe::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   bool cacheable = word.size() <= 256;
   if (cacheable) {
     std::lock_guard lock(cache_mutex_);
-    auto it = cache_.find(std::string(word));
+    auto it = cache_.find(word);
     if (it != cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
@@ -86,8 +133,12 @@ void Bpe::merge_word(std::string_view word, std::vector<int32_t>& out) const {
     char32_t c = utf8::next(word, i);
     std::optional<int32_t> id;
     if (plain) {
-      auto it = char_ids_.find(c);
-      if (it != char_ids_.end()) id = it->second;
+      if (c < 0x10000) {
+        if (bmp_ids_[c] >= 0) id = bmp_ids_[c];
+      } else {
+        auto it = char_ids_.find(c);
+        if (it != char_ids_.end()) id = it->second;
+      }
     } else {
       std::string s = start > 0 ? config_.continuing_subword_prefix : std::string();
       s.append(word.substr(start, i - start));
@@ -125,10 +176,10 @@ void Bpe::merge_word(std::string_view word, std::vector<int32_t>& out) const {
       int32_t best_rank = INT32_MAX, best_id = -1;
       size_t best_pos = 0;
       for (size_t p = 0; p + 1 < sym.size(); ++p) {
-        auto it = merges_.find(pair_key(sym[p], sym[p + 1]));
-        if (it != merges_.end() && it->second.rank < best_rank) {
-          best_rank = it->second.rank;
-          best_id = it->second.id;
+        const MergeTable::Merge* m = merges_.find(pair_key(sym[p], sym[p + 1]));
+        if (m && m->rank < best_rank) {
+          best_rank = m->rank;
+          best_id = m->id;
           best_pos = p;
         }
       }
@@ -154,8 +205,8 @@ void Bpe::merge_word(std::string_view word, std::vector<int32_t>& out) const {
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
   auto push = [&](int32_t p) {
     if (p < 0 || next[p] < 0) return;
-    auto it = merges_.find(pair_key(sym[p], sym[next[p]]));
-    if (it != merges_.end()) heap.push({it->second.rank, p, sym[p], sym[next[p]], it->second.id});
+    const MergeTable::Merge* m = merges_.find(pair_key(sym[p], sym[next[p]]));
+    if (m) heap.push({m->rank, p, sym[p], sym[next[p]], m->id});
   };
   for (size_t p = 0; p + 1 < n; ++p) push(static_cast<int32_t>(p));
   while (!heap.empty()) {

@@ -42,7 +42,7 @@ nlohmann::json parse_json(std::string_view text, const std::string& where) {
 struct RawTokenizerJson {
   nlohmann::json root = nlohmann::json::object();   // everything except model.vocab/merges
   nlohmann::json model = nlohmann::json::object();  // model keys except vocab/merges
-  std::unordered_map<std::string, int32_t> vocab;
+  VocabMap vocab;
   std::vector<std::pair<std::string, std::string>> merges;
   bool vocab_is_object = false;
 };
@@ -66,6 +66,7 @@ RawTokenizerJson scan_tokenizer_json(const std::string& text, const std::string&
       s.expect(':');
       if (mkey == "vocab" && s.peek() == '{') {
         raw.vocab_is_object = true;
+        raw.vocab.reserve(text.size() / 64 + 1024);
         s.expect('{');
         if (!s.consume('}')) {
           do {
@@ -76,6 +77,7 @@ RawTokenizerJson scan_tokenizer_json(const std::string& text, const std::string&
           s.expect('}');
         }
       } else if (mkey == "merges" && s.peek() == '[') {
+        raw.merges.reserve(text.size() / 40 + 1024);
         s.expect('[');
         if (!s.consume(']')) {
           do {

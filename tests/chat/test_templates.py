@@ -24,6 +24,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 SRC = os.environ.get("NEXTN_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BIN = os.environ.get("NEXTN_BIN", os.path.join(SRC, "build", "nextn"))
 TMP = os.environ.get("NEXTN_TEST_TMP", tempfile.gettempdir())
+os.makedirs(TMP, exist_ok=True)
 MODELS = ["qwen3", "llama3", "deepseek_v3", "gemma3"]
 
 
