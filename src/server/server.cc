@@ -274,6 +274,8 @@ void HttpServer::install_routes() {
   s.Post("/completions", completions);
   s.Post("/tokenize", guarded([this](const httplib::Request& q, httplib::Response& r) { handle_tokenize(q, r); }));
   s.Post("/detokenize", guarded([this](const httplib::Request& q, httplib::Response& r) { handle_detokenize(q, r); }));
+  s.Post("/apply-template",
+         guarded([this](const httplib::Request& q, httplib::Response& r) { handle_apply_template(q, r); }));
 }
 
 MetricsInput HttpServer::metrics_input() const {
@@ -364,6 +366,23 @@ void HttpServer::handle_detokenize(const httplib::Request& req, httplib::Respons
     ids.push_back(int32_t(v.get<int64_t>()));
   }
   send_json(res, 200, {{"content", b->detokenize(ids)}});
+}
+
+// The prompt text a chat request renders to (llama-server's /apply-template).
+void HttpServer::handle_apply_template(const httplib::Request& req, httplib::Response& res) {
+  Backend* b = backend();
+  if (!b) throw unavailable("Loading model");
+  json body = parse_body(req.body, options_.max_json_depth);
+  ParsedRequest pr = parse_chat_request(body, options_.defaults);
+  bool add_generation_prompt = opt_bool(body, "add_generation_prompt").value_or(true);
+  std::string prompt;
+  try {
+    prompt = b->apply_chat_template(pr.messages, pr.tools, add_generation_prompt, pr.template_kwargs);
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_request_error", std::string("chat template: ") + e.what(), "messages",
+                   "template_error");
+  }
+  send_json(res, 200, {{"prompt", prompt}});
 }
 
 void HttpServer::handle_generation(const httplib::Request& req, httplib::Response& res, bool chat) {

@@ -1,6 +1,6 @@
 // server/server.h — the OpenAI-compatible HTTP server (cpp-httplib).
 // Routes: /v1/chat/completions, /v1/completions (streamed and not), /v1/models,
-// /health, /metrics, /tokenize, /detokenize, CORS preflight. It listens before the
+// /health, /metrics, /tokenize, /detokenize, /apply-template, CORS preflight. It listens before the
 // model is loaded (503 until set_backend), checks the API key, limits body size
 // and JSON depth, and shuts down gracefully: stop accepting, let in-flight
 // streams end (cancelled after a grace period), then return from run().
@@ -63,6 +63,7 @@ class HttpServer {
   void handle_generation(const httplib::Request& req, httplib::Response& res, bool chat);
   void handle_tokenize(const httplib::Request& req, httplib::Response& res);
   void handle_detokenize(const httplib::Request& req, httplib::Response& res);
+  void handle_apply_template(const httplib::Request& req, httplib::Response& res);
   void handle_models(httplib::Response& res);
   void handle_health(httplib::Response& res);
   void handle_metrics(httplib::Response& res);
