@@ -76,13 +76,11 @@ void encode_turbo(const float* y, int block, int bits, const float* table, uint8
     put_f16(out, 0.0f);
     return;
   }
-  float inv = 1.0f / norm;
-  double cnorm2 = 0;
+  uint8_t idx[kMaxRowDim];
+  const double cnorm2 = turbo_quantize(y, block, 1.0f / norm, cb.boundaries, cb.centroids, cb.size, idx);
   for (int i = 0; i < block; ++i) {
-    int c = cb.quantize(y[i] * inv);
-    cnorm2 += double(table[c]) * table[c];
-    if (bits == 4) set_nibble(codes, i, c);
-    else set_code3(codes, block, i, c);
+    if (bits == 4) set_nibble(codes, i, idx[i]);
+    else set_code3(codes, block, i, idx[i]);
   }
   // Norm correction: the decoded block has exactly the original norm.
   put_f16(out, static_cast<float>(norm / std::sqrt(cnorm2)));

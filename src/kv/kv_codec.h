@@ -57,6 +57,10 @@ float exp_shift_sum(float* x, int n, float m);
 void scale_floats(float* x, int n, float c);
 // Largest of x[0..n).
 float max_float(const float* x, int n);
+// codes[i] = index of the nearest of `levels` sorted centroids to y[i]·inv_norm
+// (count of boundaries below it); returns Σ centroid². SIMD.
+double turbo_quantize(const float* y, int n, float inv_norm, const float* boundaries, const float* centroids,
+                      int levels, uint8_t* codes);
 // n floats ⇄ n little-endian f16 (round to nearest even), SIMD.
 void f32_to_f16_row(const float* x, int n, uint8_t* out);
 void f16_to_f32_row(const uint8_t* in, int n, float* x);

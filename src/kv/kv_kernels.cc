@@ -341,6 +341,36 @@ float MaxFloatImpl(const float* x, int n) {
   return m;
 }
 
+double TurboQuantizeImpl(const float* y, int n, float inv_norm, const float* boundaries, const float* centroids,
+                         int levels, uint8_t* codes) {
+  const DF df;
+  const DI di;
+  const int N = static_cast<int>(hn::Lanes(df));
+  const VF vinv = hn::Set(df, inv_norm);
+  VF csum = hn::Zero(df);
+  HWY_ALIGN int32_t idx[16];
+  int i = 0;
+  for (; i + N <= n; i += N) {
+    const VF v = hn::Mul(hn::LoadU(df, y + i), vinv);
+    auto count = hn::Zero(di);
+    for (int b = 0; b + 1 < levels; ++b)  // count of boundaries below v: mask lanes are −1
+      count = hn::Sub(count, hn::BitCast(di, hn::VecFromMask(df, hn::Gt(v, hn::Set(df, boundaries[b])))));
+    const VF c = hn::GatherIndex(df, centroids, count);
+    csum = hn::MulAdd(c, c, csum);
+    hn::Store(count, di, idx);
+    for (int l = 0; l < N; ++l) codes[i + l] = static_cast<uint8_t>(idx[l]);
+  }
+  double total = hn::GetLane(hn::SumOfLanes(df, csum));
+  for (; i < n; ++i) {
+    const float v = y[i] * inv_norm;
+    int c = 0;
+    for (int b = 0; b + 1 < levels; ++b) c += v > boundaries[b];
+    codes[i] = static_cast<uint8_t>(c);
+    total += double(centroids[c]) * centroids[c];
+  }
+  return total;
+}
+
 void F32ToF16Impl(const float* x, int n, uint8_t* out) {
   const DF df;
   const DH dh;
@@ -382,6 +412,7 @@ HWY_EXPORT(ExpShiftSumImpl);
 HWY_EXPORT(ScaleFloatsImpl);
 HWY_EXPORT(MaxFloatImpl);
 HWY_EXPORT(F32ToF16Impl);
+HWY_EXPORT(TurboQuantizeImpl);
 HWY_EXPORT(F16ToF32Impl);
 
 void score_rows(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* q,
@@ -395,6 +426,10 @@ void accumulate_rows(const RowFormat& f, const uint8_t* rows, size_t stride, int
 float exp_shift_sum(float* x, int n, float m) { return HWY_DYNAMIC_DISPATCH(ExpShiftSumImpl)(x, n, m); }
 void scale_floats(float* x, int n, float c) { HWY_DYNAMIC_DISPATCH(ScaleFloatsImpl)(x, n, c); }
 float max_float(const float* x, int n) { return HWY_DYNAMIC_DISPATCH(MaxFloatImpl)(x, n); }
+double turbo_quantize(const float* y, int n, float inv_norm, const float* boundaries, const float* centroids,
+                      int levels, uint8_t* codes) {
+  return HWY_DYNAMIC_DISPATCH(TurboQuantizeImpl)(y, n, inv_norm, boundaries, centroids, levels, codes);
+}
 void f32_to_f16_row(const float* x, int n, uint8_t* out) { HWY_DYNAMIC_DISPATCH(F32ToF16Impl)(x, n, out); }
 void f16_to_f32_row(const uint8_t* in, int n, float* x) { HWY_DYNAMIC_DISPATCH(F16ToF32Impl)(in, n, x); }
 
