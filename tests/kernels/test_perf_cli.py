@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""tests/kernels/test_perf_cli.py — `nextn perf` runs and reports well-formed figures.
+
+No timing asserts: checks the JSON fields exist, are positive and consistent
+(k rows measured for k = 1..max_k, relative cost of k = 1 is exactly 1, decode
+GB/s = weight GB × tok/s), and that bad flags exit with code 2.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BIN = os.environ["NEXTN_BIN"]
+SRC = os.environ["NEXTN_SOURCE_DIR"]
+TMP = os.environ.get("NEXTN_TEST_TMP", tempfile.gettempdir())
+
+
+def run(args):
+    return subprocess.run([BIN, "perf", *args], capture_output=True, text=True, timeout=600)
+
+
+def main():
+    os.makedirs(TMP, exist_ok=True)
+    # Bandwidth only.
+    r = run(["--threads", "2", "--bandwidth-mib", "64", "--repeats", "1", "--json"])
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["threads"] == 2 and out["read_bandwidth_gbs"] > 0 and out["simd_target"], out
+    assert "model" not in out
+
+    # With a tiny generated checkpoint.
+    model = os.path.join(TMP, "perf-tiny-qwen3")
+    subprocess.run([sys.executable, os.path.join(SRC, "tools/make_checkpoint.py"), "--arch", "qwen3",
+                    "--preset", "tiny", "--dtype", "bf16", "--out", model, "--quiet"], check=True)
+    for extra in ([], ["--mmap"]):
+        r = run(["--threads", "2", "--bandwidth-mib", "64", "--repeats", "1", "--model", model,
+                 "--prefill", "16", "--decode-steps", "2", "--max-k", "5", "--json", *extra])
+        assert r.returncode == 0, r.stderr
+        m = json.loads(r.stdout)["model"]
+        assert m["weights"] == ("mmap" if extra else "copied"), m
+        assert m["architecture"] == "Qwen3ForCausalLM", m
+        assert m["decode_tokens_per_s"] > 0 and m["prefill_tokens_per_s"] > 0 and m["weight_gb"] > 0, m
+        assert abs(m["decode_weight_gbs"] - m["weight_gb"] * m["decode_tokens_per_s"]) < 1e-6 * m["decode_weight_gbs"] + 1e-9
+        assert [v["k"] for v in m["verify"]] == [1, 2, 3, 4, 5], m["verify"]
+        assert m["verify"][0]["relative_to_k1"] == 1.0
+        assert all(v["ms"] > 0 for v in m["verify"])
+
+    # The table form names every section.
+    r = run(["--bandwidth-mib", "64", "--repeats", "1", "--model", model, "--prefill", "8",
+             "--decode-steps", "1", "--max-k", "2"])
+    assert r.returncode == 0, r.stderr
+    for word in ("read bandwidth", "decode", "prefill", "verify cost"):
+        assert word in r.stdout, r.stdout
+
+    # Bad input: exit code 2 with a message.
+    for bad in (["--max-k", "0"], ["--bandwidth-mib", "1"], ["--model", os.path.join(TMP, "no-such-model")]):
+        r = run(["--repeats", "1", "--bandwidth-mib", "64", *bad] if "--bandwidth-mib" not in bad else ["--repeats", "1", *bad])
+        assert r.returncode == 2, (bad, r.returncode, r.stderr)
+        assert r.stderr.strip(), bad
+    print("perf cli: ok")
+
+
+if __name__ == "__main__":
+    main()
