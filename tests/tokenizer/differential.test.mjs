@@ -54,11 +54,9 @@ for (const name of MODELS) {
     const sample = lines.filter((l) => l.src.startsWith("edge:special")).slice(0, 20);
     const file = path.join(TMP, `tokenizer-${name}.special.jsonl`);
     fs.writeFileSync(file, sample.map((l) => JSON.stringify(l)).join("\n") + "\n");
-    const ours = readJsonl(path.join(TMP, `tokenizer-${name}.special.out.jsonl`) && (() => {
-      const o = path.join(TMP, `tokenizer-${name}.special.out.jsonl`);
-      fs.writeFileSync(o, runNextn(["tokenize", "--model", modelDir(name), "--batch", file]));
-      return o;
-    })());
+    const outFile = path.join(TMP, `tokenizer-${name}.special.out.jsonl`);
+    fs.writeFileSync(outFile, runNextn(["tokenize", "--model", modelDir(name), "--batch", file]));
+    const ours = readJsonl(outFile);
     for (let i = 0; i < sample.length; ++i) {
       let want = ref.encode(lineText(sample[i]), { add_special_tokens: true });
       // transformers.js ignores tokenizer_config.json's add_bos_token; transformers' fast
