@@ -90,7 +90,8 @@ StreamResult Client::stream_chat(const nlohmann::json& messages, int max_tokens,
     return r;
   }
   if (res->status != 200) {
-    r.error = "HTTP " + std::to_string(res->status) + " " + res->body.substr(0, 300);
+    // The error body went through the content receiver.
+    r.error = "HTTP " + std::to_string(res->status) + " " + (buffer + res->body).substr(0, 300);
     return r;
   }
   r.ok = done && r.error.empty();
