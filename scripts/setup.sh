@@ -21,7 +21,10 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libicu-dev
       libgtest-dev)
 if [[ $want_tests == 1 ]]; then
-  pkgs+=(python3 python3-numpy python3-jinja2 nodejs npm curl)
+  pkgs+=(python3 python3-numpy python3-jinja2 curl)
+  # Node.js may come from Debian (nodejs + npm) or from a vendor package that
+  # bundles npm: only install Debian's when the commands are missing.
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then pkgs+=(nodejs npm); fi
 fi
 if [[ $want_train == 1 ]]; then
   # tools/train: PyTorch (CPU), regex (\p{L} classes); the corpus: KJV, Jargon File, Devil's
