@@ -79,7 +79,13 @@ int AdaptiveDepth::choose(const VerifyCostModel& costs) {
     }
   }
   ++steps_;
-  if (steps_ % kProbeEvery == 0 && best < max_k_) return best + 1;  // keep the next position measured
+  // Probes keep the neighbours measured: alternately one deeper (its acceptance) and
+  // one shallower (its verify cost; k = 0 measures the plain decode row).
+  if (steps_ % kProbeEvery == 0) {
+    bool deeper = (steps_ / kProbeEvery) % 2 == 1;
+    if (deeper && best < max_k_) return best + 1;
+    if (!deeper && best > 0) return best - 1;
+  }
   return best;
 }
 
