@@ -220,13 +220,29 @@ void AccumBatch(const RowFormat& f, const uint8_t* rows, size_t stride, int n_to
         if constexpr (NQ > 1) a1 = hn::LoadU(df, acc + dim + i);
         if constexpr (NQ > 2) a2 = hn::LoadU(df, acc + 2 * dim + i);
         if constexpr (NQ > 3) a3 = hn::LoadU(df, acc + 3 * dim + i);
-        for (int t = 0; t < n_tok; ++t) {
+        // Second accumulators for odd tokens: halves the FMA dependency chain.
+        VF b0 = hn::Zero(df), b1 = b0, b2 = b0, b3 = b0;
+        int t = 0;
+        for (; t + 1 < n_tok; t += 2) {
+          const VF v = DecodeChunk<C>(base + t * stride, G, j, h, table, table_buf);
+          const VF u = DecodeChunk<C>(base + (t + 1) * stride, G, j, h, table, table_buf);
+          a0 = hn::MulAdd(hn::Set(df, w[0][t]), v, a0);
+          b0 = hn::MulAdd(hn::Set(df, w[0][t + 1]), u, b0);
+          if constexpr (NQ > 1) a1 = hn::MulAdd(hn::Set(df, w[1][t]), v, a1), b1 = hn::MulAdd(hn::Set(df, w[1][t + 1]), u, b1);
+          if constexpr (NQ > 2) a2 = hn::MulAdd(hn::Set(df, w[2][t]), v, a2), b2 = hn::MulAdd(hn::Set(df, w[2][t + 1]), u, b2);
+          if constexpr (NQ > 3) a3 = hn::MulAdd(hn::Set(df, w[3][t]), v, a3), b3 = hn::MulAdd(hn::Set(df, w[3][t + 1]), u, b3);
+        }
+        if (t < n_tok) {
           const VF v = DecodeChunk<C>(base + t * stride, G, j, h, table, table_buf);
           a0 = hn::MulAdd(hn::Set(df, w[0][t]), v, a0);
           if constexpr (NQ > 1) a1 = hn::MulAdd(hn::Set(df, w[1][t]), v, a1);
           if constexpr (NQ > 2) a2 = hn::MulAdd(hn::Set(df, w[2][t]), v, a2);
           if constexpr (NQ > 3) a3 = hn::MulAdd(hn::Set(df, w[3][t]), v, a3);
         }
+        a0 = hn::Add(a0, b0);
+        if constexpr (NQ > 1) a1 = hn::Add(a1, b1);
+        if constexpr (NQ > 2) a2 = hn::Add(a2, b2);
+        if constexpr (NQ > 3) a3 = hn::Add(a3, b3);
         if constexpr (C == RowCodec::kQ8 || C == RowCodec::kQ4) {
           a0 = hn::Add(a0, hn::Set(df, bsum[0]));
           if constexpr (NQ > 1) a1 = hn::Add(a1, hn::Set(df, bsum[1]));
