@@ -35,14 +35,15 @@ int get_nibble(const uint8_t* codes, int i) {
 void set_code3(uint8_t* codes, int block, int i, int code) {
   int j = i / 16, l = i % 16;
   codes[(j / 4) * 16 + l] |= static_cast<uint8_t>((code & 3) << (2 * (j % 4)));
-  uint8_t* high = codes + block / 4 + 2 * j;
-  if (code & 4) high[l / 8] |= static_cast<uint8_t>(1u << (l % 8));
+  if (!(code & 4)) return;
+  if (block == 128) codes[32 + l] |= static_cast<uint8_t>(1u << j);  // byte l, bit j
+  else codes[block / 4 + 2 * j + l / 8] |= static_cast<uint8_t>(1u << (l % 8));  // u16 word j, bit l
 }
 int get_code3(const uint8_t* codes, int block, int i) {
   int j = i / 16, l = i % 16;
   int low = (codes[(j / 4) * 16 + l] >> (2 * (j % 4))) & 3;
-  const uint8_t* high = codes + block / 4 + 2 * j;
-  return low | (((high[l / 8] >> (l % 8)) & 1) << 2);
+  const int high = block == 128 ? (codes[32 + l] >> j) & 1 : (codes[block / 4 + 2 * j + l / 8] >> (l % 8)) & 1;
+  return low | (high << 2);
 }
 
 void encode_affine(const float* x, int g, int bits, uint8_t* out) {

@@ -12,7 +12,8 @@
 //   Turbo4  per block: f16 scale, then nibbles as Q4. x_rot ≈ scale·c[code].
 //   Turbo3  per block: f16 scale, B/4 bytes low plane (per 64 coordinates 16
 //           bytes, byte l holds bits 0-1 of codes l, l+16, l+32, l+48 at bit
-//           2k), B/8 bytes high plane (u16 word j, bit l = bit 2 of code 16j+l).
+//           2k), B/8 bytes high plane (B = 128: byte l, bit j = bit 2 of code
+//           16j+l; B = 64: u16 word j, bit l = bit 2 of code 16j+l).
 // Turbo rows hold values in the rotated domain (see hadamard.h); the caller
 // rotates before encoding and rotates queries/outputs.
 #pragma once

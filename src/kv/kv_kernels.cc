@@ -52,11 +52,17 @@ HWY_INLINE VF DecodeChunk(const uint8_t* HWY_RESTRICT codes, int G, int j, size_
     if constexpr (C == RowCodec::kTurbo3) {
       auto low = hn::PromoteTo(du, hn::LoadU(du8, codes + (j / 4) * 16 + h));
       low = hn::And(hn::ShiftRightSame(low, 2 * (j & 3)), hn::Set(du, 3u));
-      uint16_t word;
-      std::memcpy(&word, codes + G / 4 + 2 * j, 2);
-      // Bit l of the word lands on bit 2 of lane l.
-      const auto high = hn::Set(du, static_cast<uint32_t>(word) << 2) >> hn::Iota(du, static_cast<uint32_t>(h));
-      code = hn::OrAnd(low, high, hn::Set(du, 4u));
+      if (G == 128) {  // high plane: byte l, bit j = bit 2 of code 16j + l
+        const auto hb = hn::PromoteTo(du, hn::LoadU(du8, codes + 32 + h));
+        const auto high = j >= 2 ? hn::ShiftRightSame(hb, j - 2) : hn::ShiftLeftSame(hb, 2 - j);
+        code = hn::OrAnd(low, high, hn::Set(du, 4u));
+      } else {  // high plane: u16 word j, bit l
+        uint16_t word;
+        std::memcpy(&word, codes + G / 4 + 2 * j, 2);
+        // Bit l of the word lands on bit 2 of lane l.
+        const auto high = hn::Set(du, static_cast<uint32_t>(word) << 2) >> hn::Iota(du, static_cast<uint32_t>(h));
+        code = hn::OrAnd(low, high, hn::Set(du, 4u));
+      }
     } else {  // nibbles: Q4, Turbo4
       auto b = hn::PromoteTo(du, hn::LoadU(du8, codes + (j / 2) * 16 + h));
       code = (j & 1) ? hn::ShiftRight<4>(b) : hn::And(b, hn::Set(du, 15u));
