@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "kernels/kernels.h"
 #include "util/thread_pool.h"
 
 namespace nextn::bench {
@@ -37,6 +38,9 @@ MachineInfo describe_machine(int threads) {
   char date[64];
   std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&t));
   m.date_utc = date;
+  if (threads > 0) ThreadPool::set_global_threads(threads);
+  m.read_bandwidth_gbs = measure_read_bandwidth_gbs(size_t(1) << 30, 3);
+  m.simd_target = simd_target_name();
   return m;
 }
 

@@ -1,7 +1,8 @@
 // util/thread_pool.h — the engine's compute threads.
 // One global pool sized by --threads (default: physical cores). parallel_for
-// splits [0, n) into contiguous chunks, one per thread, and blocks until all
-// are done; the calling thread takes part. Workers spin briefly before sleeping
+// splits [0, n) into grain-aligned chunks that every thread (the caller too)
+// claims from a shared counter, so fn may run several times on one thread; it
+// blocks until all chunks are done. A descheduled thread never stalls a step. Workers spin briefly before sleeping
 // so back-to-back kernel launches in a decode step stay cheap.
 #pragma once
 #include <cstddef>
