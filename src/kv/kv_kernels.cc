@@ -195,12 +195,12 @@ void ScoreBatch(const RowFormat& f, const uint8_t* rows, size_t stride, int n_to
   }
 }
 
-template <RowCodec C, int NQ>
+template <RowCodec C, int kG, int NQ>
 void AccumBatch(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* p, int ld,
                 float* acc) {
   const DF df;
   const size_t N = hn::Lanes(df);
-  const int G = f.group, ng = f.n_groups(), dim = f.dim;
+  const int G = kG ? kG : f.group, ng = f.n_groups(), dim = f.dim;
   const size_t gb = f.group_bytes();
   const int hb = f.header_bytes();
   HWY_ALIGN float table_buf[16] = {};
@@ -219,6 +219,7 @@ void AccumBatch(const RowFormat& f, const uint8_t* rows, size_t stride, int n_to
       }
     }
     const uint8_t* base = rows + g * gb + hb;
+#pragma GCC unroll 8
     for (int j = 0; j < G / 16; ++j) {
       for (size_t h = 0; h < 16; h += N) {
         const size_t i = g * G + 16 * j + h;
@@ -281,17 +282,17 @@ void ScoreCodec(const RowFormat& f, const uint8_t* rows, size_t stride, int n_to
   }
 }
 
-template <RowCodec C>
+template <RowCodec C, int G>
 void AccumCodec(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* p, int ld,
                 int nq, float* acc) {
   for (int k = 0; k < nq; k += 4) {
     const float* pk = p + static_cast<size_t>(k) * ld;
     float* ak = acc + static_cast<size_t>(k) * f.dim;
     switch (std::min(4, nq - k)) {
-      case 1: AccumBatch<C, 1>(f, rows, stride, n_tok, pk, ld, ak); break;
-      case 2: AccumBatch<C, 2>(f, rows, stride, n_tok, pk, ld, ak); break;
-      case 3: AccumBatch<C, 3>(f, rows, stride, n_tok, pk, ld, ak); break;
-      default: AccumBatch<C, 4>(f, rows, stride, n_tok, pk, ld, ak); break;
+      case 1: AccumBatch<C, G, 1>(f, rows, stride, n_tok, pk, ld, ak); break;
+      case 2: AccumBatch<C, G, 2>(f, rows, stride, n_tok, pk, ld, ak); break;
+      case 3: AccumBatch<C, G, 3>(f, rows, stride, n_tok, pk, ld, ak); break;
+      default: AccumBatch<C, G, 4>(f, rows, stride, n_tok, pk, ld, ak); break;
     }
   }
 }
@@ -314,11 +315,15 @@ void ScoreRowsImpl(const RowFormat& f, const uint8_t* rows, size_t stride, int n
 void AccumulateRowsImpl(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* p,
                         int ld, int nq, float* acc) {
   switch (f.codec) {
-    case RowCodec::kF16: return AccumCodec<RowCodec::kF16>(f, rows, stride, n_tok, p, ld, nq, acc);
-    case RowCodec::kQ8: return AccumCodec<RowCodec::kQ8>(f, rows, stride, n_tok, p, ld, nq, acc);
-    case RowCodec::kQ4: return AccumCodec<RowCodec::kQ4>(f, rows, stride, n_tok, p, ld, nq, acc);
-    case RowCodec::kTurbo3: return AccumCodec<RowCodec::kTurbo3>(f, rows, stride, n_tok, p, ld, nq, acc);
-    case RowCodec::kTurbo4: return AccumCodec<RowCodec::kTurbo4>(f, rows, stride, n_tok, p, ld, nq, acc);
+    case RowCodec::kF16: return AccumCodec<RowCodec::kF16, 0>(f, rows, stride, n_tok, p, ld, nq, acc);
+    case RowCodec::kQ8: return AccumCodec<RowCodec::kQ8, 0>(f, rows, stride, n_tok, p, ld, nq, acc);
+    case RowCodec::kQ4: return AccumCodec<RowCodec::kQ4, 0>(f, rows, stride, n_tok, p, ld, nq, acc);
+    case RowCodec::kTurbo3:
+      if (f.group == 128) return AccumCodec<RowCodec::kTurbo3, 128>(f, rows, stride, n_tok, p, ld, nq, acc);
+      return AccumCodec<RowCodec::kTurbo3, 64>(f, rows, stride, n_tok, p, ld, nq, acc);
+    case RowCodec::kTurbo4:
+      if (f.group == 128) return AccumCodec<RowCodec::kTurbo4, 128>(f, rows, stride, n_tok, p, ld, nq, acc);
+      return AccumCodec<RowCodec::kTurbo4, 64>(f, rows, stride, n_tok, p, ld, nq, acc);
   }
 }
 
