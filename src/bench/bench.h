@@ -31,7 +31,7 @@ struct BenchOptions {
   int threads = 0;
   std::vector<std::string> server_flags;  // appended to every configuration
   std::string out_md, out_json, out_svg;
-  std::string server_log = "bench_server.log";
+  std::string server_log;  // default: nextn_bench_server.log in the temp directory
   std::string command_line;  // recorded in the reports
   double health_timeout_s = 600;
   double request_timeout_s = 1800;

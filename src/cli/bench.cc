@@ -1,6 +1,7 @@
 // cli/bench.cc — `nextn bench`: benchmark configurations of `nextn serve` (or any
 // OpenAI-compatible server with --url) across prompt kinds and context lengths.
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "bench/bench.h"
@@ -65,7 +66,7 @@ Command add_bench_command(CLI::App& root) {
   app->add_option("--out", f->o.out_md, "Markdown report");
   app->add_option("--json", f->o.out_json, "JSON file with every raw measurement");
   app->add_option("--svg", f->o.out_svg, "SVG bar chart");
-  app->add_option("--server-log", f->o.server_log, "Server log file (rewritten per configuration)")->capture_default_str();
+  app->add_option("--server-log", f->o.server_log, "Server log file, rewritten per configuration (default: $TMPDIR/nextn_bench_server.log)");
   app->add_option("--health-timeout", f->o.health_timeout_s, "Seconds to wait for /health")->capture_default_str();
   app->add_flag("!--no-progress", f->o.progress, "No progress display");
   app->add_option("--request-timeout", f->o.request_timeout_s, "Seconds per request")->capture_default_str();
@@ -76,6 +77,8 @@ Command add_bench_command(CLI::App& root) {
             o.configs = bench::parse_configs(f->configs, o.num_mtp_tokens);
             std::istringstream extra(f->server_args);
             for (std::string w; extra >> w;) o.server_flags.push_back(w);
+            if (o.server_log.empty())
+              o.server_log = (std::filesystem::temp_directory_path() / "nextn_bench_server.log").string();
             if (o.repeat < 1) fail(ErrorKind::kBadInput, "--repeat must be >= 1");
             if (o.max_tokens < 2) fail(ErrorKind::kBadInput, "--max-tokens must be >= 2");
             if (o.model_dir.empty() && o.url.empty()) {

@@ -38,9 +38,7 @@ std::string model_basename(std::string path) {
 }
 
 int run_serve(ServeFlags& f) {
-  if (f.engine.options.spec.synthetic_accept >= 0 && !f.engine.benchmark_mode)
-    fail(ErrorKind::kBadInput,
-         "--spec-synthetic-accept changes outputs and is only allowed together with --benchmark-mode");
+  check_serve_engine_flags(f.engine);
   EngineOptions eo = resolve_engine_options(f.engine);
   if (eo.parallel < 1 || eo.parallel > 256) fail(ErrorKind::kBadInput, "--parallel must be in 1..256");
   if (f.server.defaults.max_tokens < 1) fail(ErrorKind::kBadInput, "--max-tokens must be >= 1");
