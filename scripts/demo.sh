@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh nextn
-exec "${BUILD_DIR:-build}"/nextn generate --mtp --prompt "${1:-Once upon a time}" -n "${2:-96}"
+exec "${BUILD_DIR:-build}"/nextn generate --mtp --prompt "${1:-And God said unto Moses,}" -n "${2:-96}"
