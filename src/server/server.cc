@@ -523,6 +523,17 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
     if (u.finish == FinishReason::kError) throw internal_error("generation failed: " + u.error);
     json usage = usage_json(ctx->n_prompt, u.completion_tokens, u.timings.cache_n);
     json timings = timings_json(u.timings);
+    // The non-streamed response object of either endpoint around its one choice.
+    auto completion_body = [&](const char* object, const json& choice) {
+      return json{{"id", ctx->ids.id},
+                  {"object", object},
+                  {"created", ctx->ids.created},
+                  {"model", ctx->ids.model},
+                  {"system_fingerprint", "nextn-" NEXTN_VERSION},
+                  {"choices", json::array({choice})},
+                  {"usage", usage},
+                  {"timings", timings}};
+    };
     if (chat) {
       OutputDelta d1 = ctx->parser->feed(raw);
       OutputDelta d2 = ctx->parser->finish();
@@ -538,30 +549,14 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
                      {"message", message},
                      {"logprobs", ctx->logprobs ? chat_logprobs(ctx->tokens, ctx->token_texts, ctx->top_texts) : json(nullptr)},
                      {"finish_reason", finish_reason_text(u.finish, !calls.empty())}};
-      send_json(res, 200,
-                {{"id", ctx->ids.id},
-                 {"object", "chat.completion"},
-                 {"created", ctx->ids.created},
-                 {"model", ctx->ids.model},
-                 {"system_fingerprint", "nextn-" NEXTN_VERSION},
-                 {"choices", json::array({choice})},
-                 {"usage", usage},
-                 {"timings", timings}});
+      send_json(res, 200, completion_body("chat.completion", choice));
     } else {
       json choice = {{"index", 0},
                      {"text", ctx->echo + raw},
                      {"logprobs", ctx->logprobs ? completion_logprobs(ctx->tokens, ctx->token_texts, ctx->top_texts, ctx->text_offset)
                                                 : json(nullptr)},
                      {"finish_reason", finish_reason_text(u.finish, false)}};
-      send_json(res, 200,
-                {{"id", ctx->ids.id},
-                 {"object", "text_completion"},
-                 {"created", ctx->ids.created},
-                 {"model", ctx->ids.model},
-                 {"system_fingerprint", "nextn-" NEXTN_VERSION},
-                 {"choices", json::array({choice})},
-                 {"usage", usage},
-                 {"timings", timings}});
+      send_json(res, 200, completion_body("text_completion", choice));
     }
     return;
   }
