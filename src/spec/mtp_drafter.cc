@@ -21,6 +21,8 @@ namespace nextn {
 
 namespace {
 constexpr int kCatchUpChunk = 512;
+// Commits longer than this (prompt chunks) are caught up at commit time.
+constexpr int kEagerCatchUpMin = 16;
 
 class MtpSession : public DraftSession {
  public:
@@ -36,6 +38,10 @@ class MtpSession : public DraftSession {
     pending_tokens_.insert(pending_tokens_.end(), tokens.begin(), tokens.end());
     pending_hidden_.insert(pending_hidden_.end(), hidden, hidden + tokens.size() * size_t(hidden_));
     committed_ += int(tokens.size());
+    // A long commit (a prompt chunk) is caught up here, all but its last row (whose
+    // next token is not known yet), so the first propose() after a prompt runs one row
+    // instead of the whole prompt through the head.
+    if (int(pending_tokens_.size()) > kEagerCatchUpMin) catch_up(int(pending_tokens_.size()) - 1, 0, false);
   }
 
   void rollback(int n) override {
@@ -69,24 +75,7 @@ class MtpSession : public DraftSession {
     }
     if (pending_tokens_.empty()) return;
     k = std::min(k, kv_[0]->shape().max_tokens - committed_);
-    // Catch-up rows p = done_ .. committed_-1 pair with tokens x_{p+1} (the last one with `last`).
-    int rows = int(pending_tokens_.size());
-    std::vector<int32_t> next_tokens(pending_tokens_.begin() + 1, pending_tokens_.end());
-    next_tokens.push_back(last);
-    for (int begin = 0; begin < rows; begin += kCatchUpChunk) {
-      int n = std::min(kCatchUpChunk, rows - begin);
-      bool final_chunk = begin + n == rows;
-      std::span<const int32_t> toks(next_tokens.data() + begin, size_t(n));
-      const float* h = pending_hidden_.data() + size_t(begin) * size_t(hidden_);
-      std::vector<int> logit_rows;
-      if (final_chunk) logit_rows.push_back(n - 1);
-      run_all_layers(0, h, toks, logit_rows);
-    }
-    done_ = committed_;
-    last_token_ = pending_tokens_.back();
-    last_hidden_.assign(pending_hidden_.end() - hidden_, pending_hidden_.end());
-    pending_tokens_.clear();
-    pending_hidden_.clear();
+    catch_up(int(pending_tokens_.size()), last, true);
 
     // The catch-up's last row gives draft 1; then recurse one row per draft.
     g_.assign(hidden_out_.end() - hidden_, hidden_out_.end());
@@ -106,6 +95,30 @@ class MtpSession : public DraftSession {
   }
 
  private:
+  // Runs the head over the first `rows` pending rows p = done_.. (row p pairs with token
+  // x_{p+1}: the next pending token, or `next` for the last pending row), in chunks;
+  // with `logits`, the last row's logits are computed. Those rows leave the pending list.
+  void catch_up(int rows, int32_t next, bool logits) {
+    if (rows <= 0) return;
+    const size_t r = size_t(rows);
+    std::vector<int32_t> next_tokens(pending_tokens_.begin() + 1, pending_tokens_.begin() + std::ptrdiff_t(r));
+    next_tokens.push_back(r < pending_tokens_.size() ? pending_tokens_[r] : next);
+    for (int begin = 0; begin < rows; begin += kCatchUpChunk) {
+      int n = std::min(kCatchUpChunk, rows - begin);
+      std::span<const int32_t> toks(next_tokens.data() + begin, size_t(n));
+      const float* h = pending_hidden_.data() + size_t(begin) * size_t(hidden_);
+      std::vector<int> logit_rows;
+      if (logits && begin + n == rows) logit_rows.push_back(n - 1);
+      run_all_layers(0, h, toks, logit_rows);
+    }
+    done_ += rows;
+    last_token_ = pending_tokens_[r - 1];
+    last_hidden_.assign(pending_hidden_.begin() + std::ptrdiff_t((r - 1) * size_t(hidden_)),
+                        pending_hidden_.begin() + std::ptrdiff_t(r * size_t(hidden_)));
+    pending_tokens_.erase(pending_tokens_.begin(), pending_tokens_.begin() + std::ptrdiff_t(r));
+    pending_hidden_.erase(pending_hidden_.begin(), pending_hidden_.begin() + std::ptrdiff_t(r * size_t(hidden_)));
+  }
+
   void drop_drafted() {
     for (auto& kv : kv_)
       if (kv->length() > done_) kv->truncate(done_);
