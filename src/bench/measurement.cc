@@ -43,15 +43,23 @@ void fill_from_stream(Measurement& m, const StreamResult& r) {
     m.kv_bytes = json_number(t, "kv_bytes", json_number(t, "kv_bytes_used"));
     m.synthetic_accept = json_number(t, "synthetic_accept", -1);
     if (t.contains("kv_type") && t["kv_type"].is_string()) m.kv_type = t["kv_type"];
-    if (t.contains("drafted_per_pos") && t.contains("accepted_per_pos") && t["drafted_per_pos"].is_array() &&
-        t["accepted_per_pos"].is_array()) {
-      const auto& d = t["drafted_per_pos"];
-      const auto& a = t["accepted_per_pos"];
+    // nextn: draft_drafted_per_pos / draft_accepted_per_pos (counts per draft position).
+    if (t.contains("draft_drafted_per_pos") && t.contains("draft_accepted_per_pos") &&
+        t["draft_drafted_per_pos"].is_array() && t["draft_accepted_per_pos"].is_array()) {
+      const auto& d = t["draft_drafted_per_pos"];
+      const auto& a = t["draft_accepted_per_pos"];
       for (size_t k = 0; k < std::min(d.size(), a.size()); ++k) {
         double drafted = d[k].is_number() ? d[k].get<double>() : 0;
         m.accept_per_pos.push_back(drafted > 0 && a[k].is_number() ? a[k].get<double>() / drafted : 0);
       }
     }
+  }
+  // Text that arrives in one burst (a detokenizer holding back incomplete UTF-8,
+  // a server that buffers) leaves no time after the first chunk to divide by: use
+  // the server's own decode rate then, and say so.
+  if (m.content_chunks < 2 && m.server_predicted_per_second > 0) {
+    m.tps = m.server_predicted_per_second;
+    m.tps_from_server = true;
   }
   if (m.prefill_tps == 0 && m.ttft_s > 0) m.prefill_tps = (m.prompt_tokens - m.cache_tokens) / m.ttft_s;
 }
@@ -67,6 +75,7 @@ nlohmann::json Measurement::to_json() const {
           {"ttft_s", ttft_s},
           {"total_s", total_s},
           {"tps", tps},
+          {"tps_from_server_timings", tps_from_server},
           {"prefill_tps", prefill_tps},
           {"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},

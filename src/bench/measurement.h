@@ -17,6 +17,7 @@ struct Measurement {
   std::string error;
   double ttft_s = 0, total_s = 0;
   double tps = 0;          // (completion_tokens - 1) / (total - ttft)
+  bool tps_from_server = false;  // content came in one burst: the server's predicted_per_second
   double prefill_tps = 0;  // prompt tokens / TTFT (server prompt_per_second when given)
   int prompt_tokens = 0, completion_tokens = 0, content_chunks = 0, cache_tokens = 0;
   double rss_mb = 0, peak_rss_mb = 0;

@@ -85,8 +85,11 @@ class BenchTest(unittest.TestCase):
             self.assertGreater(m["ttft_s"], 0)
             self.assertLessEqual(m["ttft_s"], m["total_s"])
             # TPS is computed from the real token count, not from SSE chunks.
-            expect = (m["completion_tokens"] - 1) / (m["total_s"] - m["ttft_s"])
-            self.assertAlmostEqual(m["tps"], expect, delta=1e-6 * max(1, expect))
+            if m["tps_from_server_timings"]:
+                self.assertEqual(m["tps"], m["server_predicted_per_second"])
+            else:
+                expect = (m["completion_tokens"] - 1) / (m["total_s"] - m["ttft_s"])
+                self.assertAlmostEqual(m["tps"], expect, delta=1e-6 * max(1, expect))
             # Prompts are sized to the context (template overhead aside); "apple "
             # is mtp_bench's fixed word count, whatever the tokenizer makes of it.
             if m["prompt"] != "apple":
@@ -98,6 +101,8 @@ class BenchTest(unittest.TestCase):
                 self.assertGreater(m["draft_n"], 0, m)
                 self.assertLessEqual(m["draft_n_accepted"], m["draft_n"])
                 self.assertGreaterEqual(m["mean_accepted_length"], 1.0)
+                self.assertEqual(len(m["accept_per_pos"]), 2)  # --num-mtp-tokens 2
+                self.assertTrue(all(0 <= a <= 1 for a in m["accept_per_pos"]), m)
             else:
                 self.assertEqual(m["draft_n"], 0)
         self.assertEqual(len(report["summary"]), 8)
