@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kv/hadamard.h"
+#include "util/thread_pool.h"
 
 namespace nextn {
 
@@ -29,6 +30,35 @@ void ensure(std::vector<float>& v, size_t n) {
 }  // namespace
 
 int attention_rows_per_job(int group) { return std::max(1, 64 / std::max(1, group)); }
+
+void attend_all_kv_heads(int n_heads, int n_kv_heads, int head_dim, int pos, int n, const float* q, float* out,
+                         float scale, const RandomizedHadamard* rotation, int rot_dim, const HeadSegmentsFn& segments) {
+  const int g = n_heads / n_kv_heads;
+  const int rows_per_job = attention_rows_per_job(g);
+  const int row_jobs = (n + rows_per_job - 1) / rows_per_job;
+  parallel_for(static_cast<size_t>(n_kv_heads) * row_jobs, [&](size_t begin, size_t end, int) {
+    for (size_t item = begin; item < end; ++item) {
+      const int h = static_cast<int>(item % n_kv_heads), rj = static_cast<int>(item / n_kv_heads);
+      AttnSegment segs[kMaxAttnSegments];
+      AttnHeadJob job;
+      job.segments = segs;
+      job.n_segments = segments(h, segs);
+      job.head_dim = head_dim;
+      job.rot_dim = rot_dim;
+      job.rotation = rotation;
+      job.scale = scale;
+      job.q = q;
+      job.out = out;
+      job.q_stride = static_cast<size_t>(n_heads) * head_dim;
+      job.pos = pos;
+      job.row_begin = rj * rows_per_job;
+      job.row_end = std::min(n, job.row_begin + rows_per_job);
+      job.head_begin = h * g;
+      job.n_heads = g;
+      attend_kv_head(job);
+    }
+  });
+}
 
 void attend_kv_head(const AttnHeadJob& job) {
   const int D = job.head_dim, Dp = std::max(job.rot_dim, D), g = job.n_heads;

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "kv/kv_codec.h"
 
@@ -45,5 +46,16 @@ void attend_kv_head(const AttnHeadJob& job);
 
 // Rows per job for a KV head shared by `group` query heads (keeps ≤ ~64 queries per job).
 int attention_rows_per_job(int group);
+
+// Fills `segs` (room for kMaxAttnSegments) with KV head `kv_head`'s stored rows in
+// position order; returns how many segments it wrote.
+constexpr int kMaxAttnSegments = 3;
+using HeadSegmentsFn = std::function<int(int kv_head, AttnSegment* segs)>;
+
+// Causal attention of the n query rows at positions [pos, pos + n) over every KV
+// head: one attend_kv_head job per (KV head, block of rows) on the global thread
+// pool. q/out are [n, n_heads * head_dim]; rotation/rot_dim serve rotated segments.
+void attend_all_kv_heads(int n_heads, int n_kv_heads, int head_dim, int pos, int n, const float* q, float* out,
+                         float scale, const RandomizedHadamard* rotation, int rot_dim, const HeadSegmentsFn& segments);
 
 }  // namespace nextn

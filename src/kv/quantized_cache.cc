@@ -65,38 +65,20 @@ void QuantizedCache::append(int layer, int pos, int n, const float* k, const flo
 }
 
 void QuantizedCache::attend(int layer, int pos, int n, const float* q, float* out, float scale) const {
-  const int H = shape_.n_kv_heads, D = shape_.head_dim, g = shape_.n_heads / H;
+  const int H = shape_.n_kv_heads, D = shape_.head_dim;
   const int len = lengths_[layer];
   if (pos + n > len)
     fail(ErrorKind::kInternal, "{} KV cache: attend rows up to {} but layer {} holds {} tokens", kv_type_name(type_),
          pos + n, layer, len);
-  const int rows_per_job = attention_rows_per_job(g);
-  const int row_jobs = (n + rows_per_job - 1) / rows_per_job;
-  parallel_for(static_cast<size_t>(H) * row_jobs, [&](size_t begin, size_t end, int) {
-    for (size_t item = begin; item < end; ++item) {
-      const int h = static_cast<int>(item % H), rj = static_cast<int>(item / H);
-      AttnSegment seg;
-      seg.format = format_;
-      seg.k = row(layer, false, h, 0);
-      seg.v = row(layer, true, h, 0);
-      seg.stride = format_.row_bytes();
-      seg.first = 0;
-      seg.count = len;
-      AttnHeadJob job;
-      job.segments = &seg;
-      job.n_segments = 1;
-      job.head_dim = D;
-      job.scale = scale;
-      job.q = q;
-      job.out = out;
-      job.q_stride = static_cast<size_t>(shape_.n_heads) * D;
-      job.pos = pos;
-      job.row_begin = rj * rows_per_job;
-      job.row_end = std::min(n, job.row_begin + rows_per_job);
-      job.head_begin = h * g;
-      job.n_heads = g;
-      attend_kv_head(job);
-    }
+  attend_all_kv_heads(shape_.n_heads, H, D, pos, n, q, out, scale, nullptr, 0, [&](int h, AttnSegment* segs) {
+    AttnSegment& seg = segs[0];
+    seg.format = format_;
+    seg.k = row(layer, false, h, 0);
+    seg.v = row(layer, true, h, 0);
+    seg.stride = format_.row_bytes();
+    seg.first = 0;
+    seg.count = len;
+    return 1;
   });
 }
 

@@ -130,59 +130,38 @@ void TurboCache::append(int layer, int pos, int n, const float* k, const float* 
 
 void TurboCache::attend(int layer, int pos, int n, const float* q, float* out, float scale) const {
   const Layer& L = layers_[layer];
-  const int H = shape_.n_kv_heads, D = shape_.head_dim, g = shape_.n_heads / H;
+  const int H = shape_.n_kv_heads, D = shape_.head_dim;
   if (pos + n > L.length)
     fail(ErrorKind::kInternal, "{} KV cache: attend rows up to {} but layer {} holds {} tokens", kv_type_name(type_),
          pos + n, layer, L.length);
   if (!(scale > 0)) scale = 1.0f / std::sqrt(static_cast<float>(D));
-  const int rows_per_job = attention_rows_per_job(g);
-  const int row_jobs = (n + rows_per_job - 1) / rows_per_job;
   const int hot_begin = L.compressed, hot_count = L.length - L.compressed;
-  parallel_for(static_cast<size_t>(H) * row_jobs, [&](size_t begin, size_t end, int) {
-    for (size_t item = begin; item < end; ++item) {
-      const int h = static_cast<int>(item % H), rj = static_cast<int>(item / H);
-      AttnSegment segs[3];
-      int n_segs = 0;
-      if (L.compressed > 0) {
-        AttnSegment& s = segs[n_segs++];
-        s.format = packed_;
-        s.k = packed_row(layer, false, h, 0);
-        s.v = packed_row(layer, true, h, 0);
-        s.stride = packed_.row_bytes();
-        s.first = 0;
-        s.count = L.compressed;
-        s.rotated = true;
-      }
-      // The window may wrap around the ring: at most two contiguous pieces.
-      for (int done = 0; done < hot_count;) {
-        const int t = hot_begin + done;
-        const int run = std::min(hot_count - done, ring_ - t % ring_);
-        AttnSegment& s = segs[n_segs++];
-        s.format = hot_;
-        s.k = hot_row(layer, false, h, t);
-        s.v = hot_row(layer, true, h, t);
-        s.stride = hot_.row_bytes();
-        s.first = t;
-        s.count = run;
-        done += run;
-      }
-      AttnHeadJob job;
-      job.segments = segs;
-      job.n_segments = n_segs;
-      job.head_dim = D;
-      job.rot_dim = padded_dim_;
-      job.rotation = &rotation_;
-      job.scale = scale;
-      job.q = q;
-      job.out = out;
-      job.q_stride = static_cast<size_t>(shape_.n_heads) * D;
-      job.pos = pos;
-      job.row_begin = rj * rows_per_job;
-      job.row_end = std::min(n, job.row_begin + rows_per_job);
-      job.head_begin = h * g;
-      job.n_heads = g;
-      attend_kv_head(job);
+  attend_all_kv_heads(shape_.n_heads, H, D, pos, n, q, out, scale, &rotation_, padded_dim_, [&](int h, AttnSegment* segs) {
+    int n_segs = 0;
+    if (L.compressed > 0) {
+      AttnSegment& s = segs[n_segs++];
+      s.format = packed_;
+      s.k = packed_row(layer, false, h, 0);
+      s.v = packed_row(layer, true, h, 0);
+      s.stride = packed_.row_bytes();
+      s.first = 0;
+      s.count = L.compressed;
+      s.rotated = true;
     }
+    // The window may wrap around the ring: at most two contiguous pieces.
+    for (int done = 0; done < hot_count;) {
+      const int t = hot_begin + done;
+      const int run = std::min(hot_count - done, ring_ - t % ring_);
+      AttnSegment& s = segs[n_segs++];
+      s.format = hot_;
+      s.k = hot_row(layer, false, h, t);
+      s.v = hot_row(layer, true, h, t);
+      s.stride = hot_.row_bytes();
+      s.first = t;
+      s.count = run;
+      done += run;
+    }
+    return n_segs;
   });
 }
 
