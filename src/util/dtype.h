@@ -26,7 +26,11 @@ inline uint16_t f32_to_bf16(float f) {  // round to nearest even
   bits += 0x7fff + ((bits >> 16) & 1);
   return static_cast<uint16_t>(bits >> 16);
 }
-inline float f16_to_f32(uint16_t h) { return static_cast<float>(*reinterpret_cast<const _Float16*>(&h)); }
+inline float f16_to_f32(uint16_t h) {
+  _Float16 f;
+  std::memcpy(&f, &h, 2);
+  return static_cast<float>(f);
+}
 inline uint16_t f32_to_f16(float f) {
   _Float16 h = static_cast<_Float16>(f);
   uint16_t bits;
