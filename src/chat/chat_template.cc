@@ -8,18 +8,11 @@
 
 #include "chat/jinja.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace nextn {
 
 namespace {
-
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) fail(ErrorKind::kNotFound, "{}: cannot open file", p.string());
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::string token_text(const nlohmann::ordered_json& entry) {
   if (entry.is_string()) return entry.get<std::string>();
@@ -44,7 +37,7 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
   if (fs::exists(config_path)) {
     try {
-      config = nlohmann::ordered_json::parse(read_text(config_path));
+      config = nlohmann::ordered_json::parse(read_file(config_path.string()));
     } catch (const nlohmann::json::exception& e) {
       fail(ErrorKind::kBadInput, "{}: invalid JSON: {}", config_path.string(), e.what());
     }
@@ -65,7 +58,7 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
     }
   }
   fs::path jinja_path = fs::path(dir) / "chat_template.jinja";
-  if (source.empty() && fs::exists(jinja_path)) source = read_text(jinja_path);
+  if (source.empty() && fs::exists(jinja_path)) source = read_file(jinja_path.string());
   if (source.empty())
     fail(ErrorKind::kNotFound, "{}: no chat_template in tokenizer_config.json and no chat_template.jinja", dir);
   return ChatTemplate(source, tool_source, specials);

@@ -13,18 +13,15 @@
 #include "chat/chat_template.h"
 #include "cli/command.h"
 #include "util/error.h"
+#include "util/file.h"
 
 namespace nextn {
 
 namespace {
 
 nlohmann::ordered_json read_json_file(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) fail(ErrorKind::kNotFound, "{}: cannot open file", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
   try {
-    return nlohmann::ordered_json::parse(ss.str());
+    return nlohmann::ordered_json::parse(read_file(path));
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorKind::kBadInput, "{}: invalid JSON: {}", path, e.what());
   }

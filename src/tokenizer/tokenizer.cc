@@ -13,23 +13,13 @@
 #include "tokenizer/json_scan.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/pre_tokenizer.h"
+#include "util/file.h"
 #include "tokenizer/utf8.h"
 #include "util/error.h"
 
 namespace nextn {
 
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) fail(ErrorKind::kNotFound, "{}: cannot open file", path);
-  std::string data;
-  f.seekg(0, std::ios::end);
-  data.resize(static_cast<size_t>(f.tellg()));
-  f.seekg(0);
-  f.read(data.data(), static_cast<std::streamsize>(data.size()));
-  return data;
-}
 
 nlohmann::json parse_json(std::string_view text, const std::string& where) {
   try {
