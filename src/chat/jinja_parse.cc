@@ -2,6 +2,7 @@
 // "-"/"+" modifiers, comments, raw blocks) and recursive-descent parser with Jinja2's
 // operator precedence.
 #include <algorithm>
+#include <charconv>
 
 #include "chat/jinja_ast.h"
 #include "util/error.h"
@@ -178,7 +179,9 @@ class Lexer {
       char e = src_[p++];
       auto hex = [&](int n) {
         if (p + n > src_.size()) error_at(p, "bad escape");
-        char32_t v = static_cast<char32_t>(std::stoul(src_.substr(p, n), nullptr, 16));
+        uint32_t v = 0;
+        auto [end, ec] = std::from_chars(src_.data() + p, src_.data() + p + n, v, 16);
+        if (ec != std::errc() || end != src_.data() + p + n || v > 0x10FFFF) error_at(p, "bad escape");
         p += n;
         return v;
       };
@@ -249,6 +252,12 @@ class Lexer {
   bool last_raw_strip_ = false, last_raw_trim_ = true;
 };
 
+// How deeply a template may nest. Every recursive descent (sub-expression, nested
+// block) and every link of a left-leaning chain (a + b + c, x.y.z, x|f|g) adds a level,
+// so no parsed tree is taller than this and walking it (rendering, freeing) stays far
+// from the stack's end. Real chat templates nest below 40.
+constexpr int kMaxNesting = 256;
+
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : t_(std::move(tokens)) {}
@@ -261,6 +270,18 @@ class Parser {
   }
 
  private:
+  // Levels held by one parsing function; released when it returns.
+  struct Nest {
+    Parser& p;
+    int levels = 0;
+    explicit Nest(Parser& parser) : p(parser) {}
+    void add(const Token& at) {
+      ++levels;
+      if (++p.depth_ > kMaxNesting) p.error(at, fmt::format("template nests deeper than {} levels", kMaxNesting));
+    }
+    ~Nest() { p.depth_ -= levels; }
+  };
+
   const Token& peek(size_t k = 0) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
   const Token& next() { return t_[std::min(i_++, t_.size() - 1)]; }
   [[noreturn]] void error(const Token& tok, const std::string& what) const {
@@ -275,6 +296,13 @@ class Parser {
   void expect_block_end() {
     if (peek().type != Token::Type::kBlockEnd) error(peek(), "expected end of statement block");
     ++i_;
+  }
+  int64_t int_literal(const Token& tok) const {
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(tok.text.data(), tok.text.data() + tok.text.size(), v);
+    if (ec != std::errc() || end != tok.text.data() + tok.text.size())
+      error(tok, fmt::format("integer literal {} does not fit in 64 bits", tok.text));
+    return v;
   }
   std::string expect_name() {
     if (peek().type != Token::Type::kName) error(peek(), "expected a name");
@@ -322,6 +350,8 @@ class Parser {
 
   NodePtr parse_statement() {
     const Token& tok = peek();
+    Nest nest(*this);
+    nest.add(tok);
     std::string kw = expect_name();
     auto n = std::make_shared<Node>();
     n->line = tok.line;
@@ -487,6 +517,8 @@ class Parser {
 
   ExprPtr parse_or_cond(bool allow_cond) {
     const Token& at = peek();
+    Nest nest(*this);
+    nest.add(at);
     ExprPtr e = parse_or();
     if (allow_cond && is_name("if")) {
       ++i_;
@@ -513,16 +545,20 @@ class Parser {
 
   ExprPtr parse_or() {
     ExprPtr e = parse_and();
+    Nest nest(*this);
     while (is_name("or")) {
       const Token& at = next();
+      nest.add(at);
       e = binary("or", e, parse_and(), at);
     }
     return e;
   }
   ExprPtr parse_and() {
     ExprPtr e = parse_not();
+    Nest nest(*this);
     while (is_name("and")) {
       const Token& at = next();
+      nest.add(at);
       e = binary("and", e, parse_not(), at);
     }
     return e;
@@ -530,6 +566,8 @@ class Parser {
   ExprPtr parse_not() {
     if (is_name("not")) {
       const Token& at = next();
+      Nest nest(*this);
+      nest.add(at);
       auto e = make(Expr::Kind::kUnary, at);
       e->name = "not";
       e->children.push_back(parse_not());
@@ -539,6 +577,7 @@ class Parser {
   }
   ExprPtr parse_compare() {
     ExprPtr e = parse_math1();
+    Nest nest(*this);
     while (true) {
       const Token& at = peek();
       std::string op;
@@ -555,37 +594,46 @@ class Parser {
       } else {
         return e;
       }
+      nest.add(at);
       e = binary(op, e, parse_math1(), at);
     }
   }
   ExprPtr parse_math1() {
     ExprPtr e = parse_concat();
+    Nest nest(*this);
     while (is_op("+") || is_op("-")) {
       const Token& at = next();
+      nest.add(at);
       e = binary(at.text, e, parse_concat(), at);
     }
     return e;
   }
   ExprPtr parse_concat() {
     ExprPtr e = parse_math2();
+    Nest nest(*this);
     while (is_op("~")) {
       const Token& at = next();
+      nest.add(at);
       e = binary("~", e, parse_math2(), at);
     }
     return e;
   }
   ExprPtr parse_math2() {
     ExprPtr e = parse_pow();
+    Nest nest(*this);
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
       const Token& at = next();
+      nest.add(at);
       e = binary(at.text, e, parse_pow(), at);
     }
     return e;
   }
   ExprPtr parse_pow() {
     ExprPtr e = parse_unary(true);
+    Nest nest(*this);
     while (is_op("**")) {
       const Token& at = next();
+      nest.add(at);
       e = binary("**", e, parse_unary(true), at);
     }
     return e;
@@ -593,6 +641,8 @@ class Parser {
   ExprPtr parse_unary(bool with_filter) {
     if (is_op("-") || is_op("+")) {
       const Token& at = next();
+      Nest nest(*this);
+      nest.add(at);
       auto e = make(Expr::Kind::kUnary, at);
       e->name = at.text;
       e->children.push_back(parse_unary(false));
@@ -621,7 +671,9 @@ class Parser {
   // Filters and tests after an operand (operand may be null for {% filter %} blocks).
   ExprPtr parse_filter_tail(ExprPtr e) {
     bool first_bare = e == nullptr;
+    Nest nest(*this);
     while (true) {
+      nest.add(peek());
       if (is_op("|") || first_bare) {
         if (!first_bare) ++i_;
         first_bare = false;
@@ -665,15 +717,17 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr e) {
+    Nest nest(*this);
     while (true) {
       const Token& at = peek();
+      nest.add(at);
       if (is_op(".")) {
         ++i_;
         auto a = make(Expr::Kind::kAttr, at);
         if (peek().type == Token::Type::kInt) {
           a->kind = Expr::Kind::kIndex;
           auto lit = make(Expr::Kind::kLiteral, peek());
-          lit->value = Value(static_cast<int64_t>(std::stoll(next().text)));
+          lit->value = Value(int_literal(next()));
           a->children = {e, lit};
         } else {
           a->name = expect_name();
@@ -741,13 +795,13 @@ class Parser {
       case Token::Type::kInt: {
         ++i_;
         auto e = make(Expr::Kind::kLiteral, tok);
-        e->value = Value(static_cast<int64_t>(std::stoll(tok.text)));
+        e->value = Value(int_literal(tok));
         return e;
       }
       case Token::Type::kFloat: {
         ++i_;
         auto e = make(Expr::Kind::kLiteral, tok);
-        e->value = Value(std::stod(tok.text));
+        e->value = Value(std::strtod(tok.text.c_str(), nullptr));  // out of range -> inf, as Python
         return e;
       }
       case Token::Type::kOp: {
@@ -805,6 +859,7 @@ class Parser {
   }
 
   std::vector<Token> t_;
+  int depth_ = 0;  // levels held by the parsing functions now running (see Nest)
   size_t i_ = 0;
 };
 

@@ -1,6 +1,8 @@
 // chat/jinja_render.cc — the Jinja evaluator: scopes, statements, operators, Python
 // str/dict/list methods, filters, tests and the globals transformers provides.
 #include <algorithm>
+#include <charconv>
+#include <chrono>
 #include <cmath>
 #include <ctime>
 
@@ -335,7 +337,8 @@ Value string_method(const std::string& s, const std::string& name) {
         const Value* v = nullptr;
         if (field.empty()) v = auto_index < a.positional.size() ? &a.positional[auto_index++] : nullptr;
         else if (isdigit(static_cast<unsigned char>(field[0]))) {
-          size_t k = std::stoul(field);
+          size_t k = SIZE_MAX;
+          std::from_chars(field.data(), field.data() + field.size(), k);
           v = k < a.positional.size() ? &a.positional[k] : nullptr;
         } else v = a.kw(field);
         if (!v) problem("format(): missing argument");
@@ -411,7 +414,8 @@ enum class Flow { kNormal, kBreak, kContinue };
 
 class Renderer {
  public:
-  explicit Renderer(const std::map<std::string, Value>& variables) {
+  Renderer(const std::map<std::string, Value>& variables, const RenderLimits& limits)
+      : limits_(limits), start_(std::chrono::steady_clock::now()) {
     frames_.emplace_back();
     install_globals();
     frames_.emplace_back();
@@ -425,6 +429,45 @@ class Renderer {
 
  private:
   std::vector<Frame> frames_;
+  const RenderLimits& limits_;
+  std::chrono::steady_clock::time_point start_;
+  int64_t steps_ = 0;
+  int depth_ = 0;
+
+  // One unit of work (a statement, an expression, a copied item). The clock and the
+  // cancel flag are read every 1024 units: cheap, and still within milliseconds.
+  void charge(int64_t units = 1) {
+    steps_ += units;
+    if (steps_ > limits_.max_steps)
+      problem(fmt::format("render limit: more than {} evaluation steps (max_steps)", limits_.max_steps));
+    if ((steps_ & 1023) < units || units > 1023) {
+      if (limits_.cancel && limits_.cancel->load(std::memory_order_relaxed)) problem("render cancelled (shutdown)");
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      if (elapsed > limits_.max_seconds)
+        problem(fmt::format("render limit: took longer than {} s (max_seconds)", limits_.max_seconds));
+    }
+  }
+  void check_size(size_t bytes) const {
+    if (bytes > limits_.max_output_bytes)
+      problem(fmt::format("render limit: a string or the output would exceed {} bytes (max_output_bytes)",
+                          limits_.max_output_bytes));
+  }
+  const Value& bounded(const Value& v) const {
+    if (v.is_string()) check_size(v.str().size());
+    return v;
+  }
+  // Entered by every nested block, macro call and sub-expression: deep recursion ends
+  // with an error long before the thread's stack runs out.
+  struct Nested {
+    Renderer& r;
+    explicit Nested(Renderer& renderer) : r(renderer) {
+      if (++r.depth_ > r.limits_.max_depth) {
+        --r.depth_;
+        problem(fmt::format("render limit: nesting deeper than {} (max_depth; a recursive macro?)", r.limits_.max_depth));
+      }
+    }
+    ~Nested() { --r.depth_; }
+  };
 
   [[noreturn]] void error_at(int line, int col, const std::string& msg) const {
     fail(ErrorKind::kBadInput, "chat template: line {}, column {}: {}", line, col, msg);
@@ -433,7 +476,7 @@ class Renderer {
   void install_globals() {
     auto& g = frames_.back().vars;
     g["range"] = Value::function(
-        [](Args& a) {
+        [this](Args& a) {
           int64_t start = 0, stop = 0, step = 1;
           if (a.positional.size() == 1) stop = a.positional[0].as_int();
           else if (a.positional.size() >= 2) {
@@ -444,8 +487,9 @@ class Renderer {
           if (step == 0) problem("range() arg 3 must not be zero");
           List l;
           for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+            charge();
             l.push_back(Value(i));
-            if (l.size() > 10000000) problem("range too large");
+            if (step > 0 ? i > INT64_MAX - step : i < INT64_MIN - step) break;
           }
           return Value(std::move(l));
         },
@@ -498,6 +542,7 @@ class Renderer {
   void assign(const std::string& name, Value v) { frames_.back().vars[name] = std::move(v); }
 
   Flow exec_body(const Body& body, std::string& out) {
+    Nested nested(*this);
     for (auto& n : body) {
       Flow f = exec_node(*n, out);
       if (f != Flow::kNormal) return f;
@@ -521,10 +566,26 @@ class Renderer {
     for (size_t i = 0; i < targets.size(); ++i) assign(targets[i], items[i]);
   }
 
+  void emit(std::string& out, const std::string& text, const Node& n) {
+    if (out.size() + text.size() > limits_.max_output_bytes) {
+      try {
+        check_size(out.size() + text.size());
+      } catch (const RuntimeProblem& p) {
+        error_at(n.line, n.col, p.message);
+      }
+    }
+    out += text;
+  }
+
   Flow exec_node(const Node& n, std::string& out) {
+    try {
+      charge();
+    } catch (const RuntimeProblem& p) {
+      error_at(n.line, n.col, p.message);
+    }
     switch (n.kind) {
-      case Node::Kind::kText: out += n.text; return Flow::kNormal;
-      case Node::Kind::kOutput: out += eval(*n.expr).to_str(); return Flow::kNormal;
+      case Node::Kind::kText: emit(out, n.text, n); return Flow::kNormal;
+      case Node::Kind::kOutput: emit(out, eval(*n.expr).to_str(), n); return Flow::kNormal;
       case Node::Kind::kIf:
         for (auto& [cond, body] : n.branches)
           if (eval(*cond).truthy()) return exec_body(body, out);
@@ -554,7 +615,7 @@ class Renderer {
       case Node::Kind::kFilterBlock: {
         std::string captured;
         exec_body(n.body, captured);
-        out += apply_filter(*n.expr, Value(captured)).to_str();
+        emit(out, apply_filter(*n.expr, Value(captured)).to_str(), n);
         return Flow::kNormal;
       }
       case Node::Kind::kPlain: return exec_body(n.body, out);
@@ -704,7 +765,11 @@ class Renderer {
 
   Value eval(const Expr& e) {
     try {
-      return eval_inner(e);
+      Nested nested(*this);
+      charge();
+      Value v = eval_inner(e);
+      bounded(v);
+      return v;
     } catch (const RuntimeProblem& p) {
       error_at(e.line, e.col, p.message);
     }
@@ -712,8 +777,12 @@ class Renderer {
 
   Value arith(const std::string& op, const Value& a, const Value& b) {
     if (op == "+") {
-      if (a.is_string() && b.is_string()) return Value(a.str() + b.str());
+      if (a.is_string() && b.is_string()) {
+        check_size(a.str().size() + b.str().size());
+        return Value(a.str() + b.str());
+      }
       if (a.is_list() && b.is_list()) {
+        charge(static_cast<int64_t>(a.list().size() + b.list().size()));
         List l = a.list();
         l.insert(l.end(), b.list().begin(), b.list().end());
         return Value(std::move(l));
@@ -721,12 +790,17 @@ class Renderer {
     }
     if (op == "*") {
       if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) {
-        int64_t n = b.as_int();
+        int64_t n = std::max<int64_t>(b.as_int(), 0);
         if (a.is_string()) {
+          if (!a.str().empty() && n > 0) check_size(n > INT64_MAX / static_cast<int64_t>(a.str().size())
+                                                      ? SIZE_MAX : static_cast<size_t>(n) * a.str().size());
           std::string s;
+          s.reserve(static_cast<size_t>(n) * a.str().size());
           for (int64_t i = 0; i < n; ++i) s += a.str();
           return Value(s);
         }
+        int64_t len = static_cast<int64_t>(a.list().size());
+        if (len > 0 && n > 0) charge(n > limits_.max_steps / len ? limits_.max_steps + 1 : n * len);
         List l;
         for (int64_t i = 0; i < n; ++i) l.insert(l.end(), a.list().begin(), a.list().end());
         return Value(std::move(l));
@@ -742,21 +816,32 @@ class Renderer {
       return Value(a.as_float() / b.as_float());
     }
     if (ints) {
-      int64_t x = a.as_int(), y = b.as_int();
-      if (op == "+") return Value(x + y);
-      if (op == "-") return Value(x - y);
-      if (op == "*") return Value(x * y);
+      int64_t x = a.as_int(), y = b.as_int(), r = 0;
+      // Python integers never overflow; ours are 64-bit, so overflow is an error rather
+      // than a silently wrapped (and undefined) result.
+      if (op == "+" || op == "-" || op == "*") {
+        bool overflow = op == "+"   ? __builtin_add_overflow(x, y, &r)
+                        : op == "-" ? __builtin_sub_overflow(x, y, &r)
+                                    : __builtin_mul_overflow(x, y, &r);
+        if (overflow) problem(fmt::format("integer overflow in {}", op));
+        return Value(r);
+      }
       if (op == "//" || op == "%") {
         if (y == 0) problem("integer division or modulo by zero");
-        int64_t q = x / y, r = x % y;
+        if (x == INT64_MIN && y == -1) problem("integer overflow in " + op);
+        int64_t q = x / y;
+        r = x % y;
         if (r != 0 && ((r < 0) != (y < 0))) { --q; r += y; }
         return Value(op == "//" ? q : r);
       }
       if (op == "**") {
         if (y < 0) return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
-        int64_t r = 1;
-        for (int64_t i = 0; i < y; ++i) r *= x;
-        return Value(r);
+        int64_t result = 1, base = x;
+        for (int64_t e = y; e > 0; e >>= 1) {  // square and multiply: at most 63 rounds
+          if ((e & 1) && __builtin_mul_overflow(result, base, &result)) problem("integer overflow in **");
+          if (e > 1 && __builtin_mul_overflow(base, base, &base)) problem("integer overflow in **");
+        }
+        return Value(result);
       }
     }
     double x = a.as_float(), y = b.as_float();
@@ -843,6 +928,7 @@ class Renderer {
         if (e.name == "not") return Value(!eval(*e.children[0]).truthy());
         Value v = eval(*e.children[0]);
         if (!v.is_number()) problem(fmt::format("bad operand type for unary {}: '{}'", e.name, v.type_name()));
+        if (e.name == "-" && !v.is_float() && v.as_int() == INT64_MIN) problem("integer overflow in unary -");
         if (e.name == "-") return v.is_float() ? Value(-v.as_float()) : Value(-v.as_int());
         return v.is_float() ? Value(v.as_float()) : Value(v.as_int());
       }
@@ -858,7 +944,11 @@ class Renderer {
         }
         Value a = eval(*e.children[0]);
         Value b = eval(*e.children[1]);
-        if (op == "~") return Value(a.to_str() + b.to_str());
+        if (op == "~") {
+          std::string sa = a.to_str(), sb = b.to_str();
+          check_size(sa.size() + sb.size());
+          return Value(sa + sb);
+        }
         if (op == "==") return Value(a == b);
         if (op == "!=") return Value(!(a == b));
         if (op == "<") return Value(compare_values(a, b) < 0);
@@ -1093,6 +1183,7 @@ class Renderer {
         return Value(0.0);
       }
     }
+    if (name == "abs" && v.is_int() && v.as_int() == INT64_MIN) problem("integer overflow in abs");
     if (name == "abs") return v.is_float() ? Value(std::fabs(v.as_float())) : Value(static_cast<int64_t>(std::llabs(v.as_int())));
     if (name == "round") {
       int64_t prec = int_arg(a, 0, "precision", 0);
@@ -1174,7 +1265,8 @@ class Renderer {
         const Value* x = cur.dict().find(part);
         cur = x ? *x : Value();
       } else if (cur.is_list() && !part.empty() && isdigit(static_cast<unsigned char>(part[0]))) {
-        size_t i = std::stoul(part);
+        size_t i = SIZE_MAX;
+        std::from_chars(part.data(), part.data() + part.size(), i);
         cur = i < cur.list().size() ? cur.list()[i] : Value();
       } else {
         cur = Value();
@@ -1198,10 +1290,14 @@ class Renderer {
 
 Template::Template(const std::string& source) : body_(parse_template(source)) {}
 
-std::string Template::render(const std::map<std::string, Value>& variables) const {
-  Renderer r(variables);
+std::string Template::render(const std::map<std::string, Value>& variables, const RenderLimits& limits) const {
+  Renderer r(variables, limits);
   std::string out;
-  r.exec(body_, out);
+  try {
+    r.exec(body_, out);
+  } catch (const RuntimeProblem& p) {  // a limit reached outside any expression
+    fail(ErrorKind::kBadInput, "chat template: {}", p.message);
+  }
   return out;
 }
 

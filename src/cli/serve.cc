@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "cli/engine_options.h"
+#include "cli/template_limits.h"
 #include "server/backend.h"
 #include "server/server.h"
 #include "util/error.h"
@@ -144,6 +145,7 @@ Command add_serve_command(CLI::App& root) {
   app->add_option("--shutdown-grace", f.server.shutdown_grace_s,
                   "Seconds in-flight generations may run after SIGTERM before they are cancelled")
       ->capture_default_str();
+  add_template_limit_flags(*app, f.server.template_limits);
   return {app, [flags] { return run_serve(*flags); }};
 }
 

@@ -168,6 +168,12 @@ void HttpServer::track(const std::shared_ptr<Generation>& g, bool add) {
   else active_.erase(g);
 }
 
+jinja::RenderLimits HttpServer::render_limits() const {
+  jinja::RenderLimits limits = options_.template_limits;
+  limits.cancel = &stopping_;  // a render in progress must not hold up a shutdown
+  return limits;
+}
+
 bool HttpServer::authorized(const httplib::Request& req) const {
   if (options_.api_key.empty()) return true;
   std::string auth = req.get_header_value("Authorization");
@@ -377,7 +383,7 @@ void HttpServer::handle_apply_template(const httplib::Request& req, httplib::Res
   bool add_generation_prompt = opt_bool(body, "add_generation_prompt").value_or(true);
   std::string prompt;
   try {
-    prompt = b->apply_chat_template(pr.messages, pr.tools, add_generation_prompt, pr.template_kwargs);
+    prompt = b->apply_chat_template(pr.messages, pr.tools, add_generation_prompt, pr.template_kwargs, render_limits());
   } catch (const Error& e) {
     throw ApiError(400, "invalid_request_error", std::string("chat template: ") + e.what(), "messages",
                    "template_error");
@@ -413,7 +419,7 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
   if (chat) {
     std::string rendered;
     try {
-      rendered = b->apply_chat_template(pr.messages, pr.tools, true, pr.template_kwargs);
+      rendered = b->apply_chat_template(pr.messages, pr.tools, true, pr.template_kwargs, render_limits());
     } catch (const Error& e) {
       throw ApiError(400, "invalid_request_error", std::string("chat template: ") + e.what(), "messages",
                      "template_error");
