@@ -14,24 +14,22 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/process_memory.h"
 #include "util/timer.h"
 
 namespace nextn::bench {
 
-MemorySample read_process_memory(pid_t pid) {
+MemorySample sample_memory(pid_t pid) {
+  ProcessMemory m = read_process_memory(pid);
   MemorySample s;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) s.rss_mb = std::stod(line.substr(6)) / 1024.0;
-    if (line.rfind("VmHWM:", 0) == 0) s.peak_rss_mb = std::stod(line.substr(6)) / 1024.0;
-  }
+  s.rss_mb = double(m.rss) / (1024.0 * 1024.0);
+  s.peak_rss_mb = double(m.peak_rss) / (1024.0 * 1024.0);
   return s;
 }
 
 void MemorySampler::sample() {
   std::lock_guard<std::mutex> lock(mutex_);
-  MemorySample s = read_process_memory(pid_);
+  MemorySample s = sample_memory(pid_);
   if (s.rss_mb <= 0) return;
   last_rss_ = s.rss_mb;
   if (s.rss_mb > max_rss_) max_rss_ = s.rss_mb;

@@ -17,8 +17,8 @@ struct MemorySample {
   double peak_rss_mb = 0;  // VmHWM (kernel-tracked peak)
 };
 
-// Reads /proc/PID/status; zeros when the process is gone.
-MemorySample read_process_memory(pid_t pid);
+// The memory of process pid in MiB (util/process_memory.h); zeros when it is gone.
+MemorySample sample_memory(pid_t pid);
 
 // Samples a process's memory every 0.5 s in a background thread, keeping the peak.
 class MemorySampler {

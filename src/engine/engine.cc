@@ -38,6 +38,23 @@ const char* finish_reason_name(FinishReason reason) {
   return "none";
 }
 
+PromptProblem find_prompt_problem(std::span<const int32_t> prompt, int n_ctx, int vocab_size) {
+  PromptProblem p;
+  if (prompt.empty()) {
+    p.kind = PromptProblem::Kind::kEmpty;
+    return p;
+  }
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= vocab_size) {
+      p.kind = PromptProblem::Kind::kBadToken;
+      p.index = i;
+      p.token = prompt[i];
+      return p;
+    }
+  if (int64_t(prompt.size()) >= n_ctx) p.kind = PromptProblem::Kind::kTooLong;
+  return p;
+}
+
 namespace {
 
 bool same_kv_options(const KvOptions& a, const KvOptions& b) {
@@ -139,13 +156,16 @@ const EngineOptions& Engine::options() const { return impl_->opt; }
 
 uint64_t Engine::submit(GenerationRequest request) {
   Impl& s = *impl_;
-  if (request.prompt.empty()) fail(ErrorKind::kBadInput, "prompt: empty (at least one token is needed)");
-  if (int(request.prompt.size()) >= s.opt.ctx_size)
-    fail(ErrorKind::kBadInput, "prompt: {} tokens do not fit the context of {} tokens", request.prompt.size(),
-         s.opt.ctx_size);
   int vocab = s.model->config().vocab_size;
-  for (int32_t t : request.prompt)
-    if (t < 0 || t >= vocab) fail(ErrorKind::kBadInput, "prompt: token id {} outside the vocabulary (0..{})", t, vocab - 1);
+  switch (PromptProblem p = find_prompt_problem(request.prompt, s.opt.ctx_size, vocab); p.kind) {
+    case PromptProblem::Kind::kNone: break;
+    case PromptProblem::Kind::kEmpty: fail(ErrorKind::kBadInput, "prompt: empty (at least one token is needed)");
+    case PromptProblem::Kind::kBadToken:
+      fail(ErrorKind::kBadInput, "prompt: token id {} outside the vocabulary (0..{})", p.token, vocab - 1);
+    case PromptProblem::Kind::kTooLong:
+      fail(ErrorKind::kBadInput, "prompt: {} tokens do not fit the context of {} tokens", request.prompt.size(),
+           s.opt.ctx_size);
+  }
   if (request.max_tokens < 0) fail(ErrorKind::kBadInput, "max_tokens: must be >= 0, got {}", request.max_tokens);
   std::lock_guard lock(s.mu);
   if (s.stopping) fail(ErrorKind::kResource, "engine is shutting down");
@@ -501,7 +521,7 @@ bool Engine::Impl::emit(Slot& slot, int32_t token, const float* logits_row) {
       return false;
     }
   a.generated += 1;
-  bool keep_going = true;
+  TokenReply reply = true;
   if (a.req.on_token) {
     TokenEvent ev;
     ev.token = token;
@@ -510,10 +530,10 @@ bool Engine::Impl::emit(Slot& slot, int32_t token, const float* logits_row) {
       ev.logprob = lp.logprob;
       for (auto& [t, l] : lp.top) ev.top.push_back({t, l});
     }
-    keep_going = a.req.on_token(ev);
+    reply = a.req.on_token(ev);
   }
-  if (!keep_going) {
-    finish(slot, FinishReason::kCancelled);
+  if (!reply) {
+    finish(slot, reply.finish());
     return false;
   }
   if (a.generated >= a.req.max_tokens || slot.kv->length() + 1 >= opt.ctx_size) {

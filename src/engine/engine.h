@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,24 @@ struct TokenEvent {
   std::vector<TokenLogprob> top;        // top_logprobs alternatives when requested
 };
 
+// What an on_token callback answers. `true` goes on; `false` ends the generation as
+// cancelled (the client went away); TokenReply::stop() ends it as finished with `stop`
+// (the caller's detokenizer found a stop string).
+class TokenReply {
+ public:
+  TokenReply(bool keep_going) : finish_(keep_going ? FinishReason::kNone : FinishReason::kCancelled) {}
+  static TokenReply stop() {
+    TokenReply r(false);
+    r.finish_ = FinishReason::kStop;
+    return r;
+  }
+  explicit operator bool() const { return finish_ == FinishReason::kNone; }
+  FinishReason finish() const { return finish_; }  // kNone while generation goes on
+
+ private:
+  FinishReason finish_;
+};
+
 struct Timings {
   int prompt_n = 0;           // prompt tokens processed (excluding cache hits)
   int cache_n = 0;            // prompt tokens reused from the prefix cache
@@ -77,8 +96,8 @@ struct GenerationRequest {
   int num_draft_tokens = -1;         // -1: engine default; 0: off
   std::optional<KvOptions> kv;       // per-request kv_bits / kv_group_size
   // Called for every emitted token, in order (stop tokens end generation and are
-  // not emitted). Return false to cancel.
-  std::function<bool(const TokenEvent&)> on_token;
+  // not emitted). Return false to cancel, TokenReply::stop() to finish with `stop`.
+  std::function<TokenReply(const TokenEvent&)> on_token;
   // Called once at the end (also after cancellation or error).
   std::function<void(FinishReason, const Timings&, const std::string& error)> on_done;
 };
@@ -92,6 +111,19 @@ struct EngineStats {
   std::vector<uint64_t> spec_drafted_per_pos;
   size_t kv_bytes_used = 0, kv_bytes_f16_equivalent = 0;
 };
+
+// Why a prompt cannot be generated from: the one definition of a valid prompt
+// (Engine::submit refuses these; the server checks first to name the request field).
+struct PromptProblem {
+  enum class Kind { kNone, kEmpty, kBadToken, kTooLong };
+  Kind kind = Kind::kNone;
+  size_t index = 0;   // kBadToken: position of the first id outside the vocabulary
+  int32_t token = 0;  // kBadToken: that id
+  explicit operator bool() const { return kind != Kind::kNone; }
+};
+// A prompt must hold at least one token, only ids in [0, vocab_size), and leave room
+// for at least one generated token in a context of n_ctx tokens.
+PromptProblem find_prompt_problem(std::span<const int32_t> prompt, int n_ctx, int vocab_size);
 
 class Engine {
  public:

@@ -231,8 +231,9 @@ void parse_common(const json& body, const RequestDefaults& d, ParsedRequest& r) 
   if (bits) {
     KvOptions kv = d.kv;
     kv.type = *bits == 8 ? KvType::kQ8 : KvType::kQ4;
-    kv.group_size = group ? int(*group) : 64;
+    kv.group_size = group ? int(*group) : KvOptions{}.group_size;
     r.kv = kv;
+    r.kv_group_size_given = group.has_value();
   }
 }
 

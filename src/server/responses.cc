@@ -147,4 +147,47 @@ json completion_chunk(const ResponseIds& ids, const std::string& text, const jso
           {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}})}};
 }
 
+// The response object of either endpoint around its choices (the usage chunk of a
+// stream has none).
+static json response_object(const ResponseIds& ids, const char* object, json choices, const json& usage,
+                            const json& timings) {
+  return json{{"id", ids.id},
+              {"object", object},
+              {"created", ids.created},
+              {"model", ids.model},
+              {"system_fingerprint", "nextn-" NEXTN_VERSION},
+              {"choices", std::move(choices)},
+              {"usage", usage},
+              {"timings", timings}};
+}
+
+json chat_completion_body(const ResponseIds& ids, OutputParser& parser, const std::string& raw, const json& logprobs,
+                          FinishReason finish, const json& usage, const json& timings) {
+  OutputDelta d1 = parser.feed(raw);
+  OutputDelta d2 = parser.finish();
+  std::string content = d1.content + d2.content;
+  std::string reasoning = d1.reasoning + d2.reasoning;
+  const auto& calls = parser.tool_calls();
+  json message = {{"role", "assistant"}};
+  bool blank = content.find_first_not_of(" \n\r\t") == std::string::npos;
+  message["content"] = (!calls.empty() && blank) ? json(nullptr) : json(content);
+  if (!reasoning.empty()) message["reasoning_content"] = reasoning;
+  if (!calls.empty()) message["tool_calls"] = tool_calls_json(calls, false);
+  json choice = {{"index", 0},
+                 {"message", message},
+                 {"logprobs", logprobs},
+                 {"finish_reason", finish_reason_text(finish, !calls.empty())}};
+  return response_object(ids, "chat.completion", json::array({choice}), usage, timings);
+}
+
+json text_completion_body(const ResponseIds& ids, const std::string& text, const json& logprobs, FinishReason finish,
+                          const json& usage, const json& timings) {
+  json choice = {{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason_text(finish, false)}};
+  return response_object(ids, "text_completion", json::array({choice}), usage, timings);
+}
+
+json usage_chunk(const ResponseIds& ids, bool chat, const json& usage, const json& timings) {
+  return response_object(ids, chat ? "chat.completion.chunk" : "text_completion", json::array(), usage, timings);
+}
+
 }  // namespace nextn::server

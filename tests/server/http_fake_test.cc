@@ -68,8 +68,8 @@ class FakeBackend : public Backend {
       for (; n < int(reply_.size()) && n < req.max_tokens; ++n) {
         TokenEvent ev;
         ev.token = uint8_t(reply_[size_t(n)]);
-        if (!req.on_token(ev)) {
-          reason = FinishReason::kCancelled;
+        if (TokenReply reply = req.on_token(ev); !reply) {
+          reason = reply.finish();  // cancelled, or stop (a stop string)
           ++n;
           break;
         }
