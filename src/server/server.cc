@@ -12,6 +12,7 @@
 #include "server/api_error.h"
 #include "server/generation.h"
 #include "server/generation_job.h"
+#include "server/http_connection.h"
 #include "server/json_fields.h"
 #include "server/output_parser.h"
 #include "server/responses.h"
@@ -24,18 +25,6 @@
 namespace nextn::server {
 
 using json = nlohmann::ordered_json;
-
-// httplib::Server with a way to stop accepting without cutting streams short:
-// httplib's stop() makes every chunked response end at once, so a graceful stop
-// shuts the listening socket down instead; the accept loop then ends and
-// listen() returns once the in-flight handlers are done.
-class HttplibServer : public httplib::Server {
- public:
-  void stop_accepting() {
-    auto sock = svr_sock_.load();
-    if (sock != INVALID_SOCKET) ::shutdown(sock, SHUT_RDWR);
-  }
-};
 
 namespace {
 
@@ -396,7 +385,13 @@ void HttpServer::whole_answer(httplib::Response& res, const std::shared_ptr<Gene
   std::vector<std::string> token_texts;
   std::vector<std::vector<std::string>> top_texts;
   for (;;) {
-    if (!gen->wait(u, 1.0)) continue;
+    bool got = gen->wait(u, 0.25);
+    if (!u.done && client_disconnected()) {  // nobody to answer: free the slot
+      counters_.cancelled++;
+      log_info("srv  client disconnected: id {} | cancelling", gen->id());
+      gen->cancel();
+    }
+    if (!got) continue;
     raw += u.text;
     if (plan.logprobs) {
       tokens.insert(tokens.end(), u.tokens.begin(), u.tokens.end());
