@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "kv/attention_simd.h"
+#include "kv/f16_store.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nextn {
@@ -59,7 +60,12 @@ void KvStore(DType dtype, const float* src, size_t n, void* dst) {
   const size_t lanes = hn::Lanes(df);
   size_t i = 0;
   auto* h = static_cast<hwy::float16_t*>(dst);
+#if NEXTN_F16_DEMOTE_ROUNDS
   for (; i + lanes <= n; i += lanes) hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, src + i)), dh, h + i);
+#else
+  (void)h;
+  (void)lanes;
+#endif
   for (; i < n; ++i) d[i] = f32_to_f16(src[i]);
 }
 

@@ -16,7 +16,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kv/f16_store.h"
 #include "kv/kv_codec.h"
+#include "util/dtype.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nextn {
@@ -404,13 +406,14 @@ void F32ToF16Impl(const float* x, int n, uint8_t* out) {
   const int N = static_cast<int>(hn::Lanes(df));
   auto* dst = reinterpret_cast<hwy::float16_t*>(out);
   int i = 0;
+#if NEXTN_F16_DEMOTE_ROUNDS
   for (; i + N <= n; i += N) hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, x + i)), dh, dst + i);
-  for (; i < n; ++i) {
-    HWY_ALIGN float one[16] = {x[i]};
-    HWY_ALIGN hwy::float16_t h[16];
-    hn::Store(hn::DemoteTo(dh, hn::Load(df, one)), dh, h);
-    dst[i] = h[0];
-  }
+#else
+  (void)dh;
+  (void)N;
+#endif
+  auto* bits = reinterpret_cast<uint16_t*>(out);
+  for (; i < n; ++i) bits[i] = nextn::f32_to_f16(x[i]);
 }
 
 void F16ToF32Impl(const uint8_t* in, int n, float* x) {
