@@ -16,7 +16,7 @@
 #include "cli/command.h"
 #include "cli/engine_options.h"
 #include "engine/engine.h"
-#include "spec/spec_stats.h"
+#include "speculative/counters.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"

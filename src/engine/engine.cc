@@ -16,10 +16,10 @@
 #include <thread>
 #include <unordered_set>
 
-#include "spec/adaptive_depth.h"
-#include "spec/drafter.h"
-#include "spec/spec_stats.h"
-#include "spec/verifier.h"
+#include "speculative/adaptive_depth.h"
+#include "speculative/drafter.h"
+#include "speculative/counters.h"
+#include "speculative/verifier.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/thread_pool.h"
@@ -112,7 +112,7 @@ struct Engine::Impl {
   bool stopping = false;
   uint64_t next_id = 1;
   EngineStats stats;
-  SpecCounters spec_totals;
+  SpeculativeCounters spec_totals;
   std::thread thread;
 
   ForwardResult result;

@@ -16,7 +16,7 @@
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "sampling/sampler.h"     // SamplingParams
-#include "spec/spec_options.h"    // SpeculativeOptions
+#include "speculative/options.h"    // SpeculativeOptions
 
 namespace nextn {
 

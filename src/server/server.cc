@@ -16,7 +16,7 @@
 #include "server/output_parser.h"
 #include "server/responses.h"
 #include "server/sse_writer.h"
-#include "spec/spec_stats.h"
+#include "speculative/counters.h"
 #include "util/log.h"
 #include "util/process_memory.h"
 #include "util/timer.h"

@@ -5,7 +5,7 @@
 // (rejections resampled from p instead of norm(max(0, p - q))) fails the same test.
 #include <map>
 
-#include "../spec/chi_square.h"
+#include "../speculative/chi_square.h"
 #include "engine_test_util.h"
 
 namespace nextn {

@@ -1,11 +1,11 @@
-// spec/draft_model_drafter.cc — drafting with an independent smaller model that
+// speculative/draft_model_drafter.cc — drafting with an independent smaller model that
 // shares the target's tokenizer (--draft-model). The draft model keeps its own KV;
 // each proposal first feeds whatever the target committed since (catch-up, reusing
 // the longest prefix already in the draft KV), then k-1 single-token steps.
 #include <algorithm>
 
 #include "model/model.h"
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 #include "util/error.h"
 
 namespace nextn {

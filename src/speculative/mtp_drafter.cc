@@ -1,4 +1,4 @@
-// spec/mtp_drafter.cc — drafting with MTP layers. Row p of the head consumes
+// speculative/mtp_drafter.cc — drafting with MTP layers. Row p of the head consumes
 // (h_p, x_{p+1}) — the target's post-final-norm hidden at p and the next token —
 // and predicts x_{p+2}. The head's own KV is caught up over every row the target
 // accepted (prompt rows included; the last row waits for the next sampled token),
@@ -6,7 +6,7 @@
 // layer = step mod num_layers, feeding back the head's output hidden and the token
 // it just drafted at the next position. Drafted rows are dropped from the head's
 // KV at the next commit, so it always mirrors the target's accepted rows.
-#include "spec/mtp_drafter.h"
+#include "speculative/mtp_drafter.h"
 
 #include <algorithm>
 #include <cmath>

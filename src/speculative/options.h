@@ -1,4 +1,4 @@
-// spec/spec_options.h — how an engine drafts: which drafter, how many tokens, and
+// speculative/options.h — how an engine drafts: which drafter, how many tokens, and
 // the benchmark-only synthetic acceptance.
 #pragma once
 #include <string>

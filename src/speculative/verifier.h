@@ -1,4 +1,4 @@
-// spec/verifier.h — deciding which drafted tokens the target accepts.
+// speculative/verifier.h — deciding which drafted tokens the target accepts.
 // Greedy: accept while the target's choice equals the draft, then emit the target's
 // own token (correction or bonus) — identical to non-speculative greedy decoding.
 // Sampled: lossless speculative sampling (Leviathan et al. 2022, Chen et al. 2023):

@@ -1,4 +1,4 @@
-// spec/drafter.h — the Drafter interface: something that proposes the next k tokens
+// speculative/drafter.h — the Drafter interface: something that proposes the next k tokens
 // of a sequence cheaply so the target can verify them in one batched forward.
 // A Drafter is shared by all sequences (it owns weights); each sequence gets a
 // DraftSession holding its own state (MTP KV, draft-model KV, n-gram index) that
@@ -14,7 +14,7 @@
 
 #include "kv/kv_cache.h"
 #include "sampling/sampler.h"
-#include "spec/spec_options.h"
+#include "speculative/options.h"
 
 namespace nextn {
 

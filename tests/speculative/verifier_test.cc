@@ -1,4 +1,4 @@
-// tests/spec/verifier_test.cc — the verifier with synthetic p/q: greedy prefix
+// tests/speculative/verifier_test.cc — the verifier with synthetic p/q: greedy prefix
 // rules, exactness of lossless speculative sampling (the emitted tokens follow p,
 // checked with chi-square), detection of a broken rule, synthetic acceptance.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <map>
 
 #include "chi_square.h"
-#include "spec/verifier.h"
+#include "speculative/verifier.h"
 
 namespace nextn {
 namespace {

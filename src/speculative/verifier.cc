@@ -1,5 +1,5 @@
-// spec/verifier.cc — greedy, lossless p/q and synthetic acceptance of drafts.
-#include "spec/verifier.h"
+// speculative/verifier.cc — greedy, lossless p/q and synthetic acceptance of drafts.
+#include "speculative/verifier.h"
 
 #include <algorithm>
 
