@@ -169,16 +169,15 @@ int run_generate(GenerateFlags& f) {
   std::string line = fmt::format("prompt: {} tokens, {:.1f} tok/s | decode: {} tokens, {:.1f} tok/s", t.prompt_n,
                                  prompt_tps, t.predicted_n, decode_tps);
   if (!t.drafter.empty()) {
-    line += " | draft acceptance " + format_acceptance(uint64_t(t.draft_n_accepted), uint64_t(t.draft_n));
-    line += fmt::format(" | {} tokens/step ({})", fmt::format("{:.2f}", t.mean_accepted_length()), t.drafter);
+    line += " | draft acceptance " + format_acceptance(t.speculative.accepted, t.speculative.draft_tokens);
+    line += fmt::format(" | {} tokens/step ({})", fmt::format("{:.2f}", t.speculative.mean_accepted_length()), t.drafter);
   }
   if (t.synthetic_accept >= 0) line += fmt::format(" | SYNTHETIC acceptance {:.2f} (benchmark only)", t.synthetic_accept);
   std::printf("%s\n", line.c_str());
-  if (!t.drafter.empty() && t.draft_n > 0) {
-    std::vector<uint64_t> drafted(t.drafted_per_pos.begin(), t.drafted_per_pos.end());
-    std::vector<uint64_t> accepted(t.accepted_per_pos.begin(), t.accepted_per_pos.end());
+  if (!t.drafter.empty() && t.speculative.draft_tokens > 0) {
     std::printf("acceptance per position: %s | drafting %.0f of %.0f ms\n",
-                format_acceptance_per_pos(drafted, accepted).c_str(), t.draft_ms, t.predicted_ms);
+                format_acceptance_per_pos(t.speculative.drafted_per_pos, t.speculative.accepted_per_pos).c_str(),
+                t.draft_ms, t.predicted_ms);
   }
   std::fflush(stdout);
   return 0;

@@ -62,7 +62,8 @@ void log_request_done(uint64_t id, const ResponsePlan& plan, const GenerationUpd
                                  id, u.completion_tokens, plan.n_prompt, t.cache_n,
                                  t.predicted_ms > 0 ? t.predicted_n * 1000.0 / t.predicted_ms : 0.0, mem.rss / 1e9,
                                  mem.peak_rss / 1e9);
-  if (t.draft_n > 0) line += " | accepted=" + format_acceptance(uint64_t(t.draft_n_accepted), uint64_t(t.draft_n));
+  if (t.speculative.draft_tokens > 0)
+    line += " | accepted=" + format_acceptance(t.speculative.accepted, t.speculative.draft_tokens);
   log_debug("{}", line);
 }
 

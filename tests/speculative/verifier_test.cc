@@ -7,6 +7,7 @@
 
 #include "chi_square.h"
 #include "speculative/verifier.h"
+#include "wrong_rejection_rule.h"
 
 namespace nextn {
 namespace {
@@ -65,7 +66,7 @@ std::vector<double> first_token_histogram(const Distribution& p, const Distribut
     std::vector<Distribution> qs;
     if (q) qs.push_back(*q);
     VerifyRules rules;
-    rules.broken_resample = broken;
+    if (broken) rules.on_reject = testing::resample_from_target;
     VerifyOutcome o = verify_sampled(drafts, qs, [&](int) -> const Distribution& { return p; }, rng, rules);
     counts[size_t(o.accepted ? d : o.next)] += 1;
     accepted += o.accepted;
