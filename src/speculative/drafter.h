@@ -58,6 +58,13 @@ class Drafter {
   virtual std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions& kv) = 0;
 };
 
+// The next draft from a row of the drafter's logits: the argmax when the sampler is
+// greedy, else a draw from the distribution the sampler's parameters make of the row
+// (appended to out.q: verification needs q). work and order are scratch memory.
+// Shared by every drafter that scores tokens itself (MTP heads, draft models).
+int32_t choose_draft(const float* logits, int vocab, Sampler& sampler, DraftProposal& out, std::vector<float>& work,
+                     std::vector<int32_t>& order);
+
 // Builds the drafter named by options.mode ("none" → nullptr). Throws
 // nextn::Error for unknown modes and incompatible checkpoints.
 std::unique_ptr<Drafter> make_drafter(Model& target, const SpeculativeOptions& options);

@@ -143,12 +143,7 @@ class MtpSession : public DraftSession {
   }
 
   int32_t choose(Sampler& sampler, DraftProposal& out) {
-    const float* row = logits_.data() + logits_.size() - size_t(vocab_);
-    if (sampler.greedy()) return argmax(row, vocab_);
-    work_.assign(row, row + vocab_);
-    out.q.emplace_back();
-    processed_distribution(work_.data(), vocab_, sampler.params(), out.q.back(), order_);
-    return sample_from(out.q.back(), sampler.rng());
+    return choose_draft(logits_.data() + logits_.size() - size_t(vocab_), vocab_, sampler, out, work_, order_);
   }
 
   MtpHead& head_;
