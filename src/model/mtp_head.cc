@@ -1,5 +1,5 @@
 // model/mtp_head.cc — MTP layers (MiMo and DeepSeek layouts) from the target
-// checkpoint or from an assistant checkpoint, and their forward (contract 4):
+// checkpoint or from an assistant checkpoint, and their forward:
 //   MiMo:     u = input_proj([hidden_layernorm(h); token_layernorm(e)]), out = final_layernorm(block(u))
 //   DeepSeek: u = eh_proj([enorm(e); hnorm(h)]),                         out = shared_head.norm(block(u))
 // logits = lm_head(out) (DeepSeek: shared_head.head when present); `out` is the recycled h.
