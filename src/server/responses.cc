@@ -130,36 +130,34 @@ json tool_calls_json(const std::vector<ParsedToolCall>& calls, bool stream) {
   return out;
 }
 
+// Every response object and stream chunk starts with these fields, in this order.
+static json response_head(const ResponseIds& ids, const char* object, json choices) {
+  return json{{"id", ids.id},
+              {"object", object},
+              {"created", ids.created},
+              {"model", ids.model},
+              {"system_fingerprint", "nextn-" NEXTN_VERSION},
+              {"choices", std::move(choices)}};
+}
+
 json chat_chunk(const ResponseIds& ids, const json& delta, const json& finish_reason) {
-  return {{"id", ids.id},
-          {"object", "chat.completion.chunk"},
-          {"created", ids.created},
-          {"model", ids.model},
-          {"system_fingerprint", "nextn-" NEXTN_VERSION},
-          {"choices", json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}})}};
+  return response_head(ids, "chat.completion.chunk",
+                       json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}}));
 }
 
 json completion_chunk(const ResponseIds& ids, const std::string& text, const json& finish_reason) {
-  return {{"id", ids.id},
-          {"object", "text_completion"},
-          {"created", ids.created},
-          {"model", ids.model},
-          {"system_fingerprint", "nextn-" NEXTN_VERSION},
-          {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}})}};
+  return response_head(ids, "text_completion",
+                       json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}}));
 }
 
 // The response object of either endpoint around its choices (the usage chunk of a
 // stream has none).
 static json response_object(const ResponseIds& ids, const char* object, json choices, const json& usage,
                             const json& timings) {
-  return json{{"id", ids.id},
-              {"object", object},
-              {"created", ids.created},
-              {"model", ids.model},
-              {"system_fingerprint", "nextn-" NEXTN_VERSION},
-              {"choices", std::move(choices)},
-              {"usage", usage},
-              {"timings", timings}};
+  json j = response_head(ids, object, std::move(choices));
+  j["usage"] = usage;
+  j["timings"] = timings;
+  return j;
 }
 
 json chat_completion_body(const ResponseIds& ids, OutputParser& parser, const std::string& raw, const json& logprobs,

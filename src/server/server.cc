@@ -41,6 +41,10 @@ namespace {
 
 constexpr const char* kJson = "application/json; charset=utf-8";
 
+// A stream that ended early waits at most 600 × 50 ms = 30 s for its generation to end.
+constexpr int kReleaseWaitPolls = 600;
+constexpr double kReleaseWaitPollSeconds = 0.05;
+
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
   res.set_content(dump_json(body), kJson);
@@ -432,9 +436,10 @@ void HttpServer::stream_answer(httplib::Response& res, const std::shared_ptr<Gen
       [this, writer, gen](bool) {
         if (writer->finished()) return;
         gen->cancel();
-        // Wait for the engine to let go so the slot is free when we return.
+        // Wait for the engine to let go so the slot is free when we return: it ends a
+        // cancelled sequence within one step, so this is a bound, not a delay.
         GenerationUpdate u;
-        for (int i = 0; i < 600 && !u.done; ++i) gen->wait(u, 0.05);
+        for (int i = 0; i < kReleaseWaitPolls && !u.done; ++i) gen->wait(u, kReleaseWaitPollSeconds);
         track(gen, false);
       });
 }
