@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,10 +25,15 @@ class MemorySampler {
  public:
   explicit MemorySampler(pid_t pid);
   ~MemorySampler();
-  MemorySample peak() const;  // max RSS seen and the kernel's peak
-  MemorySample last() const;
+  // Both read /proc once more themselves, so a request shorter than the sampling period
+  // still reports real figures.
+  MemorySample peak();  // max RSS seen and the kernel's peak
+  MemorySample last();
 
  private:
+  void sample();  // one /proc read (serialized: the thread and the callers both sample)
+  std::mutex mutex_;
+
   pid_t pid_;
   std::atomic<bool> stop_{false};
   std::atomic<double> max_rss_{0}, hwm_{0}, last_rss_{0};

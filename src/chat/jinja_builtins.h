@@ -6,6 +6,8 @@
 // The evaluator (jinja_render.cc) only looks names up. Builtins report errors by
 // throwing RuntimeProblem (chat/jinja_python.h).
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -25,7 +27,8 @@ Value string_method(const std::string& s, const std::string& name);
 Value dict_method(const Value& d, const std::string& name);
 Value list_method(const Value& l, const std::string& name);
 
-// Adds the global callables to a scope.
-void install_globals(std::map<std::string, Value>& scope);
+// Adds the global callables to a scope. `charge` is told how many items a global is about
+// to create (range), so that the render's step limit applies before any allocation.
+void install_globals(std::map<std::string, Value>& scope, std::function<void(int64_t)> charge);
 
 }  // namespace nextn::jinja

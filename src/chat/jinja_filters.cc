@@ -2,6 +2,7 @@
 // defined %}) as name → function tables, with the arguments and quirks of Jinja2 as
 // transformers configures it (tojson without HTML escaping, dictsort, selectattr, map,
 // ...). select/reject use the test table; map calls back into the filter table.
+#include <charconv>
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -363,6 +364,7 @@ const std::unordered_map<std::string, Filter>& filters() {
     t["int"] = to_int;
     t["float"] = to_float;
     t["abs"] = [](const Value& v, Args&) {
+      if (!v.is_float() && v.as_int() == INT64_MIN) problem("integer overflow in abs");
       return v.is_float() ? Value(std::fabs(v.as_float())) : Value(static_cast<int64_t>(std::llabs(v.as_int())));
     };
     t["round"] = [](const Value& v, Args& a) {

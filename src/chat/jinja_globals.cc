@@ -10,10 +10,6 @@ namespace nextn::jinja {
 
 namespace {
 
-// range() refuses to build more than this many items: a template asking for more is
-// broken or hostile, and the list would exhaust memory.
-constexpr size_t kMaxRangeItems = 10000000;
-
 // dict(...) and namespace(...): positional dicts merged in order, then keyword arguments.
 Value dict_from_args(Args& a, bool is_namespace) {
   Dict d;
@@ -27,9 +23,9 @@ Value dict_from_args(Args& a, bool is_namespace) {
 
 }  // namespace
 
-void install_globals(std::map<std::string, Value>& g) {
+void install_globals(std::map<std::string, Value>& g, std::function<void(int64_t)> charge) {
   g["range"] = Value::function(
-      [](Args& a) {
+      [charge](Args& a) {
         int64_t start = 0, stop = 0, step = 1;
         if (a.positional.size() == 1) stop = a.positional[0].as_int();
         else if (a.positional.size() >= 2) {
@@ -38,11 +34,15 @@ void install_globals(std::map<std::string, Value>& g) {
           if (a.positional.size() >= 3) step = a.positional[2].as_int();
         } else problem("range expected at least 1 argument");
         if (step == 0) problem("range() arg 3 must not be zero");
+        // Python's len(range(...)), in unsigned arithmetic so that no bound overflows.
+        uint64_t span = step > 0 ? (stop > start ? uint64_t(stop) - uint64_t(start) : 0)
+                                 : (start > stop ? uint64_t(start) - uint64_t(stop) : 0);
+        uint64_t stride = step > 0 ? uint64_t(step) : uint64_t(0) - uint64_t(step);
+        uint64_t n = span == 0 ? 0 : (span - 1) / stride + 1;
+        charge(n > uint64_t(INT64_MAX) ? INT64_MAX : int64_t(n));
         List l;
-        for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-          l.push_back(Value(i));
-          if (l.size() > kMaxRangeItems) problem("range too large");
-        }
+        l.reserve(n);
+        for (uint64_t k = 0; k < n; ++k) l.push_back(Value(int64_t(uint64_t(start) + k * uint64_t(step))));
         return Value(std::move(l));
       },
       "range");

@@ -2,6 +2,7 @@
 #include "chat/jinja_lex.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "util/error.h"
 
@@ -170,7 +171,9 @@ class Lexer {
       char e = src_[p++];
       auto hex = [&](int n) {
         if (p + n > src_.size()) error_at(p, "bad escape");
-        char32_t v = static_cast<char32_t>(std::stoul(src_.substr(p, n), nullptr, 16));
+        uint32_t v = 0;
+        auto [end, ec] = std::from_chars(src_.data() + p, src_.data() + p + n, v, 16);
+        if (ec != std::errc() || end != src_.data() + p + n || v > 0x10FFFF) error_at(p, "bad escape");
         p += n;
         return v;
       };

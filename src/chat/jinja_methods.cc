@@ -2,6 +2,7 @@
 // split, startswith, format, ...), dict (items, keys, values, get) and list (index,
 // count; the mutating ones are refused, as transformers' immutable sandbox does). Each
 // type has a name → function table; a lookup binds the receiver into a callable value.
+#include <charconv>
 #include <algorithm>
 #include <functional>
 #include <unordered_map>
@@ -119,7 +120,8 @@ Value format(const std::string& s, Args& a) {
     const Value* v = nullptr;
     if (field.empty()) v = auto_index < a.positional.size() ? &a.positional[auto_index++] : nullptr;
     else if (isdigit(static_cast<unsigned char>(field[0]))) {
-      size_t k = std::stoul(field);
+      size_t k = SIZE_MAX;  // an index too large for size_t is simply missing
+      std::from_chars(field.data(), field.data() + field.size(), k);
       v = k < a.positional.size() ? &a.positional[k] : nullptr;
     } else v = a.kw(field);
     if (!v) problem("format(): missing argument");

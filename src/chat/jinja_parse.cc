@@ -1,6 +1,7 @@
 // chat/jinja_parse.cc — the recursive-descent Jinja parser (statements, and expressions
 // with Jinja2's operator precedence) over the tokens of chat/jinja_lex.h.
 #include <algorithm>
+#include <charconv>
 
 #include "chat/jinja_ast.h"
 #include "chat/jinja_lex.h"
@@ -9,6 +10,12 @@
 namespace nextn::jinja {
 
 namespace {
+
+// How deeply a template may nest. Every recursive descent (sub-expression, nested
+// block) and every link of a left-leaning chain (a + b + c, x.y.z, x|f|g) adds a level,
+// so no parsed tree is taller than this and walking it (rendering, freeing) stays far
+// from the stack's end. Real chat templates nest below 40.
+constexpr int kMaxNesting = 256;
 
 class Parser {
  public:
@@ -22,6 +29,18 @@ class Parser {
   }
 
  private:
+  // Levels held by one parsing function; released when it returns.
+  struct Nest {
+    Parser& p;
+    int levels = 0;
+    explicit Nest(Parser& parser) : p(parser) {}
+    void add(const Token& at) {
+      ++levels;
+      if (++p.depth_ > kMaxNesting) p.error(at, fmt::format("template nests deeper than {} levels", kMaxNesting));
+    }
+    ~Nest() { p.depth_ -= levels; }
+  };
+
   const Token& peek(size_t k = 0) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
   const Token& next() { return t_[std::min(i_++, t_.size() - 1)]; }
   [[noreturn]] void error(const Token& tok, const std::string& what) const {
@@ -36,6 +55,13 @@ class Parser {
   void expect_block_end() {
     if (peek().type != Token::Type::kBlockEnd) error(peek(), "expected end of statement block");
     ++i_;
+  }
+  int64_t int_literal(const Token& tok) const {
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(tok.text.data(), tok.text.data() + tok.text.size(), v);
+    if (ec != std::errc() || end != tok.text.data() + tok.text.size())
+      error(tok, fmt::format("integer literal {} does not fit in 64 bits", tok.text));
+    return v;
   }
   std::string expect_name() {
     if (peek().type != Token::Type::kName) error(peek(), "expected a name");
@@ -83,6 +109,8 @@ class Parser {
 
   NodePtr parse_statement() {
     const Token& tok = peek();
+    Nest nest(*this);
+    nest.add(tok);
     std::string kw = expect_name();
     auto n = std::make_shared<Node>();
     n->line = tok.line;
@@ -248,6 +276,8 @@ class Parser {
 
   ExprPtr parse_or_cond(bool allow_cond) {
     const Token& at = peek();
+    Nest nest(*this);
+    nest.add(at);
     ExprPtr e = parse_or();
     if (allow_cond && is_name("if")) {
       ++i_;
@@ -274,16 +304,20 @@ class Parser {
 
   ExprPtr parse_or() {
     ExprPtr e = parse_and();
+    Nest nest(*this);
     while (is_name("or")) {
       const Token& at = next();
+      nest.add(at);
       e = binary("or", e, parse_and(), at);
     }
     return e;
   }
   ExprPtr parse_and() {
     ExprPtr e = parse_not();
+    Nest nest(*this);
     while (is_name("and")) {
       const Token& at = next();
+      nest.add(at);
       e = binary("and", e, parse_not(), at);
     }
     return e;
@@ -291,6 +325,8 @@ class Parser {
   ExprPtr parse_not() {
     if (is_name("not")) {
       const Token& at = next();
+      Nest nest(*this);
+      nest.add(at);
       auto e = make(Expr::Kind::kUnary, at);
       e->name = "not";
       e->children.push_back(parse_not());
@@ -300,6 +336,7 @@ class Parser {
   }
   ExprPtr parse_compare() {
     ExprPtr e = parse_math1();
+    Nest nest(*this);
     while (true) {
       const Token& at = peek();
       std::string op;
@@ -316,37 +353,46 @@ class Parser {
       } else {
         return e;
       }
+      nest.add(at);
       e = binary(op, e, parse_math1(), at);
     }
   }
   ExprPtr parse_math1() {
     ExprPtr e = parse_concat();
+    Nest nest(*this);
     while (is_op("+") || is_op("-")) {
       const Token& at = next();
+      nest.add(at);
       e = binary(at.text, e, parse_concat(), at);
     }
     return e;
   }
   ExprPtr parse_concat() {
     ExprPtr e = parse_math2();
+    Nest nest(*this);
     while (is_op("~")) {
       const Token& at = next();
+      nest.add(at);
       e = binary("~", e, parse_math2(), at);
     }
     return e;
   }
   ExprPtr parse_math2() {
     ExprPtr e = parse_pow();
+    Nest nest(*this);
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
       const Token& at = next();
+      nest.add(at);
       e = binary(at.text, e, parse_pow(), at);
     }
     return e;
   }
   ExprPtr parse_pow() {
     ExprPtr e = parse_unary(true);
+    Nest nest(*this);
     while (is_op("**")) {
       const Token& at = next();
+      nest.add(at);
       e = binary("**", e, parse_unary(true), at);
     }
     return e;
@@ -354,6 +400,8 @@ class Parser {
   ExprPtr parse_unary(bool with_filter) {
     if (is_op("-") || is_op("+")) {
       const Token& at = next();
+      Nest nest(*this);
+      nest.add(at);
       auto e = make(Expr::Kind::kUnary, at);
       e->name = at.text;
       e->children.push_back(parse_unary(false));
@@ -382,7 +430,9 @@ class Parser {
   // Filters and tests after an operand (operand may be null for {% filter %} blocks).
   ExprPtr parse_filter_tail(ExprPtr e) {
     bool first_bare = e == nullptr;
+    Nest nest(*this);
     while (true) {
+      nest.add(peek());
       if (is_op("|") || first_bare) {
         if (!first_bare) ++i_;
         first_bare = false;
@@ -426,15 +476,17 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr e) {
+    Nest nest(*this);
     while (true) {
       const Token& at = peek();
+      nest.add(at);
       if (is_op(".")) {
         ++i_;
         auto a = make(Expr::Kind::kAttr, at);
         if (peek().type == Token::Type::kInt) {
           a->kind = Expr::Kind::kIndex;
           auto lit = make(Expr::Kind::kLiteral, peek());
-          lit->value = Value(static_cast<int64_t>(std::stoll(next().text)));
+          lit->value = Value(int_literal(next()));
           a->children = {e, lit};
         } else {
           a->name = expect_name();
@@ -502,13 +554,13 @@ class Parser {
       case Token::Type::kInt: {
         ++i_;
         auto e = make(Expr::Kind::kLiteral, tok);
-        e->value = Value(static_cast<int64_t>(std::stoll(tok.text)));
+        e->value = Value(int_literal(tok));
         return e;
       }
       case Token::Type::kFloat: {
         ++i_;
         auto e = make(Expr::Kind::kLiteral, tok);
-        e->value = Value(std::stod(tok.text));
+        e->value = Value(std::strtod(tok.text.c_str(), nullptr));  // out of range -> inf, as Python
         return e;
       }
       case Token::Type::kOp: {
@@ -566,6 +618,7 @@ class Parser {
   }
 
   std::vector<Token> t_;
+  int depth_ = 0;  // levels held by the parsing functions now running (see Nest)
   size_t i_ = 0;
 };
 

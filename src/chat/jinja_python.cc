@@ -2,6 +2,7 @@
 // slicing, comparison, len(), iteration, arithmetic and `in`.
 #include "chat/jinja_python.h"
 
+#include <charconv>
 #include <algorithm>
 #include <cmath>
 
@@ -242,21 +243,32 @@ Value binary_arith(const std::string& op, const Value& a, const Value& b) {
     return Value(a.as_float() / b.as_float());
   }
   if (ints) {
-    int64_t x = a.as_int(), y = b.as_int();
-    if (op == "+") return Value(x + y);
-    if (op == "-") return Value(x - y);
-    if (op == "*") return Value(x * y);
+    int64_t x = a.as_int(), y = b.as_int(), r = 0;
+    // Python integers never overflow; ours are 64-bit, so overflow is an error rather
+    // than a silently wrapped (and undefined) result.
+    if (op == "+" || op == "-" || op == "*") {
+      bool overflow = op == "+"   ? __builtin_add_overflow(x, y, &r)
+                      : op == "-" ? __builtin_sub_overflow(x, y, &r)
+                                  : __builtin_mul_overflow(x, y, &r);
+      if (overflow) problem(fmt::format("integer overflow in {}", op));
+      return Value(r);
+    }
     if (op == "//" || op == "%") {
       if (y == 0) problem("integer division or modulo by zero");
-      int64_t q = x / y, r = x % y;
+      if (x == INT64_MIN && y == -1) problem("integer overflow in " + op);
+      int64_t q = x / y;
+      r = x % y;
       if (r != 0 && ((r < 0) != (y < 0))) { --q; r += y; }
       return Value(op == "//" ? q : r);
     }
     if (op == "**") {
       if (y < 0) return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
-      int64_t r = 1;
-      for (int64_t i = 0; i < y; ++i) r *= x;
-      return Value(r);
+      int64_t result = 1, base = x;
+      for (int64_t e = y; e > 0; e >>= 1) {  // square and multiply: at most 63 rounds
+        if ((e & 1) && __builtin_mul_overflow(result, base, &result)) problem("integer overflow in **");
+        if (e > 1 && __builtin_mul_overflow(base, base, &base)) problem("integer overflow in **");
+      }
+      return Value(result);
     }
   }
   double x = a.as_float(), y = b.as_float();
@@ -294,7 +306,8 @@ Value attribute_of(const Value& v, const std::string& path) {
       const Value* x = cur.dict().find(part);
       cur = x ? *x : Value();
     } else if (cur.is_list() && !part.empty() && isdigit(static_cast<unsigned char>(part[0]))) {
-      size_t i = std::stoul(part);
+      size_t i = SIZE_MAX;  // an index too large for size_t is simply missing
+      std::from_chars(part.data(), part.data() + part.size(), i);
       cur = i < cur.list().size() ? cur.list()[i] : Value();
     } else {
       cur = Value();

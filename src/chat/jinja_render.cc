@@ -1,6 +1,8 @@
 // chat/jinja_render.cc — the Jinja evaluator: scopes, statements, expressions and
 // operators. Filters, tests, value methods and globals are looked up by name in the
 // tables of chat/jinja_builtins.h; Python semantics come from chat/jinja_python.h.
+#include <chrono>
+
 #include "chat/jinja.h"
 #include "chat/jinja_builtins.h"
 #include "chat/jinja_python.h"
@@ -18,9 +20,10 @@ enum class Flow { kNormal, kBreak, kContinue };
 
 class Renderer {
  public:
-  explicit Renderer(const std::map<std::string, Value>& variables) {
+  Renderer(const std::map<std::string, Value>& variables, const RenderLimits& limits)
+      : limits_(limits), start_(std::chrono::steady_clock::now()) {
     frames_.emplace_back();
-    install_globals(frames_.back().vars);
+    install_globals(frames_.back().vars, [this](int64_t items) { charge(items); });
     frames_.emplace_back();
     for (auto& [k, v] : variables) frames_.back().vars[k] = v;
   }
@@ -32,6 +35,67 @@ class Renderer {
 
  private:
   std::vector<Frame> frames_;
+  const RenderLimits& limits_;
+  std::chrono::steady_clock::time_point start_;
+  int64_t steps_ = 0;
+  int depth_ = 0;
+
+  // One unit of work (a statement, an expression, a copied item). The clock and the
+  // cancel flag are read every 1024 units: cheap, and still within milliseconds.
+  void charge(int64_t units = 1) {
+    if (units > limits_.max_steps - steps_)
+      problem(fmt::format("render limit: more than {} evaluation steps (max_steps)", limits_.max_steps));
+    steps_ += units;
+    if ((steps_ & 1023) < units || units > 1023) {
+      if (limits_.cancel && limits_.cancel->load(std::memory_order_relaxed)) problem("render cancelled (shutdown)");
+      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      if (elapsed > limits_.max_seconds)
+        problem(fmt::format("render limit: took longer than {} s (max_seconds)", limits_.max_seconds));
+    }
+  }
+  void check_size(size_t bytes) const {
+    if (bytes > limits_.max_output_bytes)
+      problem(fmt::format("render limit: a string or the output would exceed {} bytes (max_output_bytes)",
+                          limits_.max_output_bytes));
+  }
+  // What a binary operator is about to build, checked before it is built: repeated or
+  // concatenated strings against the size limit, copied list items against the steps.
+  void check_operands(const std::string& op, const Value& a, const Value& b) {
+    if (op == "+" && a.is_string() && b.is_string()) check_size(a.str().size() + b.str().size());
+    if (op == "+" && a.is_list() && b.is_list()) charge(static_cast<int64_t>(a.list().size() + b.list().size()));
+    if (op != "*") return;
+    const Value& seq = a.is_string() || a.is_list() ? a : b;
+    const Value& count = &seq == &a ? b : a;
+    if (!(seq.is_string() || seq.is_list()) || !(count.is_int() || count.is_bool())) return;
+    int64_t n = std::max<int64_t>(count.as_int(), 0);
+    int64_t len = static_cast<int64_t>(seq.is_string() ? seq.str().size() : seq.list().size());
+    bool huge = len > 0 && n > INT64_MAX / len;
+    if (seq.is_string()) check_size(huge ? SIZE_MAX : static_cast<size_t>(n * len));
+    else charge(huge ? INT64_MAX : n * len);
+  }
+  // Entered by every nested block, macro call and sub-expression: deep recursion ends
+  // with an error long before the thread's stack runs out.
+  struct Nested {
+    Renderer& r;
+    explicit Nested(Renderer& renderer) : r(renderer) {
+      if (++r.depth_ > r.limits_.max_depth) {
+        --r.depth_;
+        problem(fmt::format("render limit: nesting deeper than {} (max_depth; a recursive macro?)", r.limits_.max_depth));
+      }
+    }
+    ~Nested() { --r.depth_; }
+  };
+
+  void emit(std::string& out, const std::string& text, const Node& n) {
+    if (out.size() + text.size() > limits_.max_output_bytes) {
+      try {
+        check_size(out.size() + text.size());
+      } catch (const RuntimeProblem& p) {
+        error_at(n.line, n.col, p.message);
+      }
+    }
+    out += text;
+  }
 
   [[noreturn]] void error_at(int line, int col, const std::string& msg) const {
     fail(ErrorKind::kBadInput, "chat template: line {}, column {}: {}", line, col, msg);
@@ -49,6 +113,7 @@ class Renderer {
   void assign(const std::string& name, Value v) { frames_.back().vars[name] = std::move(v); }
 
   Flow exec_body(const Body& body, std::string& out) {
+    Nested nested(*this);
     for (auto& n : body) {
       Flow f = exec_node(*n, out);
       if (f != Flow::kNormal) return f;
@@ -73,9 +138,14 @@ class Renderer {
   }
 
   Flow exec_node(const Node& n, std::string& out) {
+    try {
+      charge();
+    } catch (const RuntimeProblem& p) {
+      error_at(n.line, n.col, p.message);
+    }
     switch (n.kind) {
-      case Node::Kind::kText: out += n.text; return Flow::kNormal;
-      case Node::Kind::kOutput: out += eval(*n.expr).to_str(); return Flow::kNormal;
+      case Node::Kind::kText: emit(out, n.text, n); return Flow::kNormal;
+      case Node::Kind::kOutput: emit(out, eval(*n.expr).to_str(), n); return Flow::kNormal;
       case Node::Kind::kIf:
         for (auto& [cond, body] : n.branches)
           if (eval(*cond).truthy()) return exec_body(body, out);
@@ -105,7 +175,7 @@ class Renderer {
       case Node::Kind::kFilterBlock: {
         std::string captured;
         exec_body(n.body, captured);
-        out += apply_filter(*n.expr, Value(captured)).to_str();
+        emit(out, apply_filter(*n.expr, Value(captured)).to_str(), n);
         return Flow::kNormal;
       }
       case Node::Kind::kPlain: return exec_body(n.body, out);
@@ -255,7 +325,11 @@ class Renderer {
 
   Value eval(const Expr& e) {
     try {
-      return eval_inner(e);
+      Nested nested(*this);
+      charge();
+      Value v = eval_inner(e);
+      if (v.is_string()) check_size(v.str().size());
+      return v;
     } catch (const RuntimeProblem& p) {
       error_at(e.line, e.col, p.message);
     }
@@ -320,6 +394,7 @@ class Renderer {
         if (e.name == "not") return Value(!eval(*e.children[0]).truthy());
         Value v = eval(*e.children[0]);
         if (!v.is_number()) problem(fmt::format("bad operand type for unary {}: '{}'", e.name, v.type_name()));
+        if (e.name == "-" && !v.is_float() && v.as_int() == INT64_MIN) problem("integer overflow in unary -");
         if (e.name == "-") return v.is_float() ? Value(-v.as_float()) : Value(-v.as_int());
         return v.is_float() ? Value(v.as_float()) : Value(v.as_int());
       }
@@ -335,7 +410,11 @@ class Renderer {
         }
         Value a = eval(*e.children[0]);
         Value b = eval(*e.children[1]);
-        if (op == "~") return Value(a.to_str() + b.to_str());
+        if (op == "~") {
+          std::string sa = a.to_str(), sb = b.to_str();
+          check_size(sa.size() + sb.size());
+          return Value(sa + sb);
+        }
         if (op == "==") return Value(a == b);
         if (op == "!=") return Value(!(a == b));
         if (op == "<") return Value(compare_values(a, b) < 0);
@@ -344,6 +423,7 @@ class Renderer {
         if (op == ">=") return Value(compare_values(a, b) >= 0);
         if (op == "in") return Value(python_contains(b, a));
         if (op == "not in") return Value(!python_contains(b, a));
+        check_operands(op, a, b);
         return binary_arith(op, a, b);
       }
       case Expr::Kind::kCond: {
@@ -368,10 +448,14 @@ class Renderer {
 
 Template::Template(const std::string& source) : body_(parse_template(source)) {}
 
-std::string Template::render(const std::map<std::string, Value>& variables) const {
-  Renderer r(variables);
+std::string Template::render(const std::map<std::string, Value>& variables, const RenderLimits& limits) const {
+  Renderer r(variables, limits);
   std::string out;
-  r.exec(body_, out);
+  try {
+    r.exec(body_, out);
+  } catch (const RuntimeProblem& p) {  // a limit reached outside any expression
+    fail(ErrorKind::kBadInput, "chat template: {}", p.message);
+  }
   return out;
 }
 

@@ -70,10 +70,11 @@ class EngineBackend : public Backend {
     return std::make_unique<StreamTextDecoder>(*tokenizer_, stops);
   }
   std::string apply_chat_template(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                  bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const override {
+                                  bool add_generation_prompt, const nlohmann::ordered_json& kwargs,
+                                  const jinja::RenderLimits& limits) const override {
     if (!template_)
       fail(ErrorKind::kUnsupported, "the model has no chat template (tokenizer_config.json); use /v1/completions");
-    return template_->render(messages, tools, add_generation_prompt, kwargs);
+    return template_->render(messages, tools, add_generation_prompt, kwargs, limits);
   }
   std::vector<int32_t> eos_tokens() const override { return eos_; }
 

@@ -44,17 +44,19 @@ void check_prompt(const std::vector<int32_t>& prompt, const ModelInfo& info, boo
 
 }  // namespace
 
-std::string render_chat_prompt(const Backend& backend, const ParsedRequest& request, bool add_generation_prompt) {
+std::string render_chat_prompt(const Backend& backend, const ParsedRequest& request, bool add_generation_prompt,
+                               const jinja::RenderLimits& limits) {
   try {
     return backend.apply_chat_template(request.messages, request.tools, add_generation_prompt,
-                                       request.template_kwargs);
+                                       request.template_kwargs, limits);
   } catch (const Error& e) {
     throw ApiError(400, "invalid_request_error", std::string("chat template: ") + e.what(), "messages",
                    "template_error");
   }
 }
 
-PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, int default_max_tokens) {
+PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, int default_max_tokens,
+                                      const jinja::RenderLimits& template_limits) {
   const ModelInfo& info = backend.info();
   if (!model_matches(pr.model, info)) {
     ApiError e = not_found("The model '" + pr.model + "' does not exist (this server serves '" + info.id + "')",
@@ -74,7 +76,7 @@ PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, 
   ResponsePlan& plan = out.plan;
   std::vector<int32_t> prompt;
   if (pr.chat) {
-    std::string rendered = render_chat_prompt(backend, pr, true);
+    std::string rendered = render_chat_prompt(backend, pr, true, template_limits);
     prompt = backend.tokenize(rendered, false, true);
     plan.opens_think = prompt_opens_think(rendered);
     plan.tools = pr.tools;

@@ -32,11 +32,14 @@ struct PreparedGeneration {
   ResponsePlan plan;
 };
 
-// The prompt text a chat request renders to; a template error is a 400 naming messages.
-std::string render_chat_prompt(const Backend& backend, const ParsedRequest& request, bool add_generation_prompt);
+// The prompt text a chat request renders to, within `limits`; a template error (a limit
+// reached included) is a 400 naming messages.
+std::string render_chat_prompt(const Backend& backend, const ParsedRequest& request, bool add_generation_prompt,
+                               const jinja::RenderLimits& limits);
 
 // Checks the request against the model (name, prompt, KV group) and builds the job;
 // problems are ApiErrors naming the field.
-PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest request, int default_max_tokens);
+PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest request, int default_max_tokens,
+                                      const jinja::RenderLimits& template_limits);
 
 }  // namespace nextn::server

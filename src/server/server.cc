@@ -12,6 +12,7 @@
 #include "server/api_error.h"
 #include "server/generation.h"
 #include "server/generation_job.h"
+#include "server/http_connection.h"
 #include "server/json_fields.h"
 #include "server/output_parser.h"
 #include "server/responses.h"
@@ -24,18 +25,6 @@
 namespace nextn::server {
 
 using json = nlohmann::ordered_json;
-
-// httplib::Server with a way to stop accepting without cutting streams short:
-// httplib's stop() makes every chunked response end at once, so a graceful stop
-// shuts the listening socket down instead; the accept loop then ends and
-// listen() returns once the in-flight handlers are done.
-class HttplibServer : public httplib::Server {
- public:
-  void stop_accepting() {
-    auto sock = svr_sock_.load();
-    if (sock != INVALID_SOCKET) ::shutdown(sock, SHUT_RDWR);
-  }
-};
 
 namespace {
 
@@ -141,6 +130,12 @@ void HttpServer::track(const std::shared_ptr<Generation>& g, bool add) {
   std::lock_guard<std::mutex> lock(active_mu_);
   if (add) active_.insert(g);
   else active_.erase(g);
+}
+
+jinja::RenderLimits HttpServer::render_limits() const {
+  jinja::RenderLimits limits = options_.template_limits;
+  limits.cancel = &stopping_;  // a render in progress must not hold up a shutdown
+  return limits;
 }
 
 bool HttpServer::authorized(const httplib::Request& req) const {
@@ -350,7 +345,7 @@ void HttpServer::handle_apply_template(const httplib::Request& req, httplib::Res
   json body = parse_body(req.body, options_.max_json_depth);
   ParsedRequest pr = parse_chat_request(body, options_.defaults);
   bool add_generation_prompt = opt_bool(body, "add_generation_prompt").value_or(true);
-  send_json(res, 200, {{"prompt", render_chat_prompt(*b, pr, add_generation_prompt)}});
+  send_json(res, 200, {{"prompt", render_chat_prompt(*b, pr, add_generation_prompt, render_limits())}});
 }
 
 void HttpServer::handle_generation(const httplib::Request& req, httplib::Response& res, bool chat) {
@@ -360,7 +355,7 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
   json body = parse_body(req.body, options_.max_json_depth);
   ParsedRequest parsed =
       chat ? parse_chat_request(body, options_.defaults) : parse_completion_request(body, options_.defaults);
-  PreparedGeneration prepared = prepare_generation(*b, std::move(parsed), options_.defaults.max_tokens);
+  PreparedGeneration prepared = prepare_generation(*b, std::move(parsed), options_.defaults.max_tokens, render_limits());
   std::shared_ptr<Generation> gen;
   try {
     gen = Generation::start(*b, std::move(prepared.job));
@@ -395,7 +390,13 @@ void HttpServer::whole_answer(httplib::Response& res, const std::shared_ptr<Gene
   std::vector<std::string> token_texts;
   std::vector<std::vector<std::string>> top_texts;
   for (;;) {
-    if (!gen->wait(u, 1.0)) continue;
+    bool got = gen->wait(u, 0.25);
+    if (!u.done && client_disconnected()) {  // nobody to answer: free the slot
+      counters_.cancelled++;
+      log_info("srv  client disconnected: id {} | cancelling", gen->id());
+      gen->cancel();
+    }
+    if (!got) continue;
     raw += u.text;
     if (plan.logprobs) {
       tokens.insert(tokens.end(), u.tokens.begin(), u.tokens.end());

@@ -63,6 +63,8 @@ class Tokenizer {
   static std::string clean_up_tokenization(std::string text);
 
  private:
+  // load_files without the translation of JSON type errors into a message naming the file.
+  static std::unique_ptr<Tokenizer> parse_files(const std::string& json_path, const std::string& config_path);
   Tokenizer();
   void encode_text(std::string_view text, bool first_section, std::vector<int32_t>& out) const;
 

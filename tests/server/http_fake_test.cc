@@ -50,7 +50,8 @@ class FakeBackend : public Backend {
     };
     return std::make_unique<Dec>(stops);
   }
-  std::string apply_chat_template(const json& messages, const json&, bool, const json&) const override {
+  std::string apply_chat_template(const json& messages, const json&, bool, const json&,
+                                  const jinja::RenderLimits&) const override {
     std::string out;
     for (const auto& m : messages) out += m["role"].get<std::string>() + ":" + m["content"].get<std::string>() + "\n";
     return out;
