@@ -2,9 +2,14 @@
 
 #include <cstdlib>
 
+#include "speculative/step.h"  // kMaxDraftsPerStep
 #include "util/error.h"
 
 namespace nextn {
+
+namespace {
+constexpr int kAdaptiveMaxDrafts = 8;
+}  // namespace
 
 void add_engine_flags(CLI::App& app, EngineFlags& f) {
   EngineOptions& o = f.options;
@@ -57,7 +62,9 @@ EngineOptions resolve_engine_options(const EngineFlags& f) {
   if (o.spec.mode == "mtp" || o.spec.mode == "assistant") {
     if (f.num_mtp_tokens == "auto") {
       o.spec.adaptive = true;
-      o.spec.num_draft_tokens = 8;  // upper bound for the adaptive policy
+      // --num-mtp-tokens auto: the adaptive policy picks k per step, up to this bound,
+      // from the acceptance it measures at each draft position.
+      o.spec.num_draft_tokens = kAdaptiveMaxDrafts;
     } else {
       try {
         o.spec.num_draft_tokens = std::stoi(f.num_mtp_tokens);
@@ -68,8 +75,9 @@ EngineOptions resolve_engine_options(const EngineFlags& f) {
   } else {
     o.spec.num_draft_tokens = f.num_draft_tokens;
   }
-  if (o.spec.num_draft_tokens < 0 || o.spec.num_draft_tokens > 16)
-    fail(ErrorKind::kBadInput, "number of draft tokens must be in 0..16, got {}", o.spec.num_draft_tokens);
+  if (o.spec.num_draft_tokens < 0 || o.spec.num_draft_tokens > kMaxDraftsPerStep)
+    fail(ErrorKind::kBadInput, "number of draft tokens must be in 0..{}, got {}", kMaxDraftsPerStep,
+         o.spec.num_draft_tokens);
   if (o.spec.synthetic_accept >= 0 && (o.spec.synthetic_accept > 1.0))
     fail(ErrorKind::kBadInput, "--spec-synthetic-accept must be in [0, 1]");
   if (o.spec.synthetic_accept >= 0 && o.spec.mode == "none")

@@ -16,7 +16,8 @@
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "sampling/sampler.h"     // SamplingParams
-#include "spec/spec_options.h"    // SpeculativeOptions
+#include "speculative/counters.h"   // SpeculativeCounters
+#include "speculative/options.h"    // SpeculativeOptions
 
 namespace nextn {
 
@@ -71,18 +72,11 @@ struct Timings {
   double prompt_ms = 0;
   int predicted_n = 0;
   double predicted_ms = 0;
-  int draft_n = 0;            // drafted tokens
-  int draft_n_accepted = 0;
-  int draft_steps = 0;        // speculative steps (drafts proposed)
+  SpeculativeCounters speculative;    // drafts made and accepted by this request
   double draft_ms = 0;        // time spent drafting (inside predicted_ms)
-  std::vector<int> drafted_per_pos;   // drafts made at position k (0-based)
-  std::vector<int> accepted_per_pos;  // drafts accepted at position k
   std::string kv_type;
   double synthetic_accept = -1.0;     // stamped when synthetic acceptance was used
   std::string drafter;                // "mtp", "ngram", ... ("" when no drafting)
-  double mean_accepted_length() const {  // tokens per speculative step
-    return draft_steps ? 1.0 + double(draft_n_accepted) / draft_steps : 0.0;
-  }
 };
 
 struct GenerationRequest {
@@ -106,9 +100,7 @@ struct EngineStats {
   uint64_t requests_total = 0, requests_active = 0, requests_queued = 0;
   uint64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   double prompt_seconds_total = 0, decode_seconds_total = 0;
-  uint64_t spec_num_drafts = 0, spec_num_draft_tokens = 0, spec_num_accepted_tokens = 0;
-  std::vector<uint64_t> spec_accepted_per_pos;
-  std::vector<uint64_t> spec_drafted_per_pos;
+  SpeculativeCounters speculative;  // every request's drafts, summed
   size_t kv_bytes_used = 0, kv_bytes_f16_equivalent = 0;
 };
 

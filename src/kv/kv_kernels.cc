@@ -12,6 +12,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "kv/online_softmax-inl.h"
 
 #include <algorithm>
 #include <cstring>
@@ -329,25 +330,8 @@ void AccumulateRowsImpl(const RowFormat& f, const uint8_t* rows, size_t stride, 
   }
 }
 
-float ExpShiftSumImpl(float* x, int n, float m) {
-  const DF df;
-  const size_t N = hn::Lanes(df);
-  const VF vm = hn::Set(df, m), lo = hn::Set(df, -87.0f);
-  VF sum = hn::Zero(df);
-  int i = 0;
-  for (; i + static_cast<int>(N) <= n; i += static_cast<int>(N)) {
-    const VF e = hn::Exp(df, hn::Max(hn::Sub(hn::LoadU(df, x + i), vm), lo));
-    hn::StoreU(e, df, x + i);
-    sum = hn::Add(sum, e);
-  }
-  float s = hn::GetLane(hn::SumOfLanes(df, sum));
-  for (; i < n; ++i) {
-    HWY_ALIGN float one[16] = {std::max(x[i] - m, -87.0f)};
-    const float e = hn::GetLane(hn::Exp(df, hn::LoadU(df, one)));
-    x[i] = e;
-    s += e;
-  }
-  return s;
+float OnlineSoftmaxBlockImpl(float* scores, int n, float* m, float* l) {
+  return OnlineSoftmaxBlock(scores, n, *m, *l);
 }
 
 void ScaleFloatsImpl(float* x, int n, float c) {
@@ -357,17 +341,6 @@ void ScaleFloatsImpl(float* x, int n, float c) {
   int i = 0;
   for (; i + static_cast<int>(N) <= n; i += static_cast<int>(N)) hn::StoreU(hn::Mul(hn::LoadU(df, x + i), vc), df, x + i);
   for (; i < n; ++i) x[i] *= c;
-}
-
-float MaxFloatImpl(const float* x, int n) {
-  const DF df;
-  const size_t N = hn::Lanes(df);
-  VF mx = hn::Set(df, -hwy::HighestValue<float>());
-  int i = 0;
-  for (; i + static_cast<int>(N) <= n; i += static_cast<int>(N)) mx = hn::Max(mx, hn::LoadU(df, x + i));
-  float m = hn::GetLane(hn::MaxOfLanes(df, mx));
-  for (; i < n; ++i) m = std::max(m, x[i]);
-  return m;
 }
 
 double TurboQuantizeImpl(const float* y, int n, float inv_norm, const float* boundaries, const float* centroids,
@@ -438,9 +411,8 @@ namespace nextn {
 
 HWY_EXPORT(ScoreRowsImpl);
 HWY_EXPORT(AccumulateRowsImpl);
-HWY_EXPORT(ExpShiftSumImpl);
+HWY_EXPORT(OnlineSoftmaxBlockImpl);
 HWY_EXPORT(ScaleFloatsImpl);
-HWY_EXPORT(MaxFloatImpl);
 HWY_EXPORT(F32ToF16Impl);
 HWY_EXPORT(TurboQuantizeImpl);
 HWY_EXPORT(F16ToF32Impl);
@@ -453,9 +425,10 @@ void accumulate_rows(const RowFormat& f, const uint8_t* rows, size_t stride, int
                      int ld, int nq, float* acc) {
   HWY_DYNAMIC_DISPATCH(AccumulateRowsImpl)(f, rows, stride, n_tok, p, ld, nq, acc);
 }
-float exp_shift_sum(float* x, int n, float m) { return HWY_DYNAMIC_DISPATCH(ExpShiftSumImpl)(x, n, m); }
+float online_softmax_block(float* scores, int n, float& m, float& l) {
+  return HWY_DYNAMIC_DISPATCH(OnlineSoftmaxBlockImpl)(scores, n, &m, &l);
+}
 void scale_floats(float* x, int n, float c) { HWY_DYNAMIC_DISPATCH(ScaleFloatsImpl)(x, n, c); }
-float max_float(const float* x, int n) { return HWY_DYNAMIC_DISPATCH(MaxFloatImpl)(x, n); }
 double turbo_quantize(const float* y, int n, float inv_norm, const float* boundaries, const float* centroids,
                       int levels, uint8_t* codes) {
   return HWY_DYNAMIC_DISPATCH(TurboQuantizeImpl)(y, n, inv_norm, boundaries, centroids, levels, codes);

@@ -17,7 +17,7 @@
 #include "server/output_parser.h"
 #include "server/responses.h"
 #include "server/sse_writer.h"
-#include "spec/spec_stats.h"
+#include "speculative/counters.h"
 #include "util/log.h"
 #include "util/process_memory.h"
 #include "util/timer.h"
@@ -29,6 +29,10 @@ using json = nlohmann::ordered_json;
 namespace {
 
 constexpr const char* kJson = "application/json; charset=utf-8";
+
+// A stream that ended early waits at most 600 × 50 ms = 30 s for its generation to end.
+constexpr int kReleaseWaitPolls = 600;
+constexpr double kReleaseWaitPollSeconds = 0.05;
 
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
@@ -51,7 +55,8 @@ void log_request_done(uint64_t id, const ResponsePlan& plan, const GenerationUpd
                                  id, u.completion_tokens, plan.n_prompt, t.cache_n,
                                  t.predicted_ms > 0 ? t.predicted_n * 1000.0 / t.predicted_ms : 0.0, mem.rss / 1e9,
                                  mem.peak_rss / 1e9);
-  if (t.draft_n > 0) line += " | accepted=" + format_acceptance(uint64_t(t.draft_n_accepted), uint64_t(t.draft_n));
+  if (t.speculative.draft_tokens > 0)
+    line += " | accepted=" + format_acceptance(t.speculative.accepted, t.speculative.draft_tokens);
   log_debug("{}", line);
 }
 
@@ -432,9 +437,10 @@ void HttpServer::stream_answer(httplib::Response& res, const std::shared_ptr<Gen
       [this, writer, gen](bool) {
         if (writer->finished()) return;
         gen->cancel();
-        // Wait for the engine to let go so the slot is free when we return.
+        // Wait for the engine to let go so the slot is free when we return: it ends a
+        // cancelled sequence within one step, so this is a bound, not a delay.
         GenerationUpdate u;
-        for (int i = 0; i < 600 && !u.done; ++i) gen->wait(u, 0.05);
+        for (int i = 0; i < kReleaseWaitPolls && !u.done; ++i) gen->wait(u, kReleaseWaitPollSeconds);
         track(gen, false);
       });
 }

@@ -52,10 +52,10 @@ void check_equal(const Case& c, int n, double* acceptance = nullptr, SamplingPar
     req.sampling = sp;
     auto r = run_one(engine, std::move(req));
     EXPECT_EQ(r.tokens, want) << c.name << " N=" << n;
-    EXPECT_GT(r.timings.draft_n, 0) << c.name;
+    EXPECT_GT(r.timings.speculative.draft_tokens, 0) << c.name;
     EXPECT_EQ(r.timings.drafter, c.mode);
-    drafted += r.timings.draft_n;
-    accepted += r.timings.draft_n_accepted;
+    drafted += r.timings.speculative.draft_tokens;
+    accepted += r.timings.speculative.accepted;
   }
   if (acceptance) *acceptance = drafted ? double(accepted) / drafted : 0.0;
 }

@@ -1,10 +1,10 @@
-// spec/mtp_drafter.h — the MTP drafting path shared by in-checkpoint heads (--mtp)
+// speculative/mtp_drafter.h — the MTP drafting path shared by in-checkpoint heads (--mtp)
 // and assistant checkpoints (--mtp-assistant-model).
 #pragma once
 #include <memory>
 
 #include "model/mtp_head.h"
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
 namespace nextn {
 

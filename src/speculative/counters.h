@@ -1,4 +1,4 @@
-// spec/spec_stats.h — counters of speculative decoding: drafts proposed, draft
+// speculative/counters.h — counters of speculative decoding: drafts proposed, draft
 // tokens, tokens accepted (in total and per draft position), derived rates and the
 // `a/t (x.x%)` text used in log lines.
 #pragma once
@@ -8,7 +8,7 @@
 
 namespace nextn {
 
-struct SpecCounters {
+struct SpeculativeCounters {
   uint64_t drafts = 0;          // speculative steps with at least one draft
   uint64_t draft_tokens = 0;    // tokens drafted
   uint64_t accepted = 0;        // drafted tokens accepted
@@ -17,7 +17,7 @@ struct SpecCounters {
 
   // One verification of k drafts of which the first a were accepted.
   void record(int k, int a);
-  void add(const SpecCounters& other);
+  void add(const SpeculativeCounters& other);
   double acceptance_rate() const { return draft_tokens ? double(accepted) / double(draft_tokens) : 0.0; }
   // Tokens emitted per speculative step: 1 + accepted / drafts.
   double mean_accepted_length() const { return drafts ? 1.0 + double(accepted) / double(drafts) : 0.0; }

@@ -1,8 +1,8 @@
-// spec/drafter_registry.cc — the table of drafters: one line each.
+// speculative/drafter_registry.cc — the table of drafters: one line each.
 #include <functional>
 #include <utility>
 
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 #include <fmt/ranges.h>
 
 #include "util/error.h"

@@ -1,5 +1,5 @@
-// spec/verifier.cc — greedy, lossless p/q and synthetic acceptance of drafts.
-#include "spec/verifier.h"
+// speculative/verifier.cc — greedy, lossless p/q and synthetic acceptance of drafts.
+#include "speculative/verifier.h"
 
 #include <algorithm>
 
@@ -21,18 +21,8 @@ VerifyOutcome verify_greedy(std::span<const int32_t> drafts, const TargetToken& 
   return out;
 }
 
-bool accept_or_resample(const Distribution& p, const Distribution* q, int32_t draft, Rng& rng,
-                        int32_t* replacement, Distribution& scratch, bool broken_resample) {
-  float pd = p.p(draft);
-  float qd = q ? q->p(draft) : 1.0f;
-  // accept with probability min(1, p/q); qd == 0 cannot happen for a drawn draft,
-  // but treat it as "always accept if p > 0".
-  double u = rng.uniform();
-  if (pd > 0.0f && (qd <= 0.0f || u * double(qd) < double(pd))) return true;
-  if (broken_resample) {
-    *replacement = sample_from(p, rng);
-    return false;
-  }
+int32_t draw_from_residual(const Distribution& p, const Distribution* q, int32_t draft, Rng& rng,
+                           Distribution& scratch) {
   // residual r = max(0, p - q) over p's support (zero elsewhere since p = 0 there)
   size_t vocab = p.probs.size();
   if (scratch.probs.size() != vocab) scratch.probs.assign(vocab, 0.0f);
@@ -47,11 +37,19 @@ bool accept_or_resample(const Distribution& p, const Distribution* q, int32_t dr
       mass += r;
     }
   }
-  if (mass <= 0.0) {  // p == q up to rounding: any draw from p is exact
-    *replacement = sample_from(p, rng);
-  } else {
-    *replacement = sample_from(scratch, rng);
-  }
+  if (mass <= 0.0) return sample_from(p, rng);  // p == q up to rounding: any draw from p is exact
+  return sample_from(scratch, rng);
+}
+
+bool accept_or_resample(const Distribution& p, const Distribution* q, int32_t draft, Rng& rng,
+                        int32_t* replacement, Distribution& scratch, RejectionRule on_reject) {
+  float pd = p.p(draft);
+  float qd = q ? q->p(draft) : 1.0f;
+  // accept with probability min(1, p/q); qd == 0 cannot happen for a drawn draft,
+  // but treat it as "always accept if p > 0".
+  double u = rng.uniform();
+  if (pd > 0.0f && (qd <= 0.0f || u * double(qd) < double(pd))) return true;
+  *replacement = (on_reject ? on_reject : draw_from_residual)(p, q, draft, rng, scratch);
   return false;
 }
 
@@ -71,7 +69,7 @@ VerifyOutcome verify_sampled(std::span<const int32_t> drafts, std::span<const Di
     }
     int32_t replacement = 0;
     const Distribution* qj = q.empty() ? nullptr : &q[j];
-    if (!accept_or_resample(p, qj, drafts[j], rng, &replacement, scratch, rules.broken_resample)) {
+    if (!accept_or_resample(p, qj, drafts[j], rng, &replacement, scratch, rules.on_reject)) {
       out.next = replacement;
       return out;
     }

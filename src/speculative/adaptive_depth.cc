@@ -1,5 +1,5 @@
-// spec/adaptive_depth.cc — the adaptive draft-length policy and the verify cost model.
-#include "spec/adaptive_depth.h"
+// speculative/adaptive_depth.cc — the adaptive draft-length policy and the verify cost model.
+#include "speculative/adaptive_depth.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// tests/spec/mtp_rollback_test.cc — an MTP draft session that went through a
+// tests/speculative/mtp_rollback_test.cc — an MTP draft session that went through a
 // partially rejected speculative step must end in exactly the state of a session
 // that only ever saw the accepted rows: same drafts, same draft logits.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "model/model.h"
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
 namespace nextn {
 namespace {

@@ -1,4 +1,4 @@
-// spec/adaptive_depth.h — `--num-mtp-tokens auto`: chooses the draft length k for
+// speculative/adaptive_depth.h — `--num-mtp-tokens auto`: chooses the draft length k for
 // each step to maximise expected tokens per second. Expected tokens of a step with
 // k drafts: 1 + sum_{i<=k} prod_{j<=i} a_j, where a_j is the running conditional
 // acceptance at draft position j (decayed counts with a prior); its cost: k times

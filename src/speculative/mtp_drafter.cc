@@ -1,4 +1,4 @@
-// spec/mtp_drafter.cc — drafting with MTP layers. Row p of the head consumes
+// speculative/mtp_drafter.cc — drafting with MTP layers. Row p of the head consumes
 // (h_p, x_{p+1}) — the target's post-final-norm hidden at p and the next token —
 // and predicts x_{p+2}. The head's own KV is caught up over every row the target
 // accepted (prompt rows included; the last row waits for the next sampled token),
@@ -6,7 +6,7 @@
 // layer = step mod num_layers, feeding back the head's output hidden and the token
 // it just drafted at the next position. Drafted rows are dropped from the head's
 // KV at the next commit, so it always mirrors the target's accepted rows.
-#include "spec/mtp_drafter.h"
+#include "speculative/mtp_drafter.h"
 
 #include <algorithm>
 #include <cmath>
@@ -143,12 +143,7 @@ class MtpSession : public DraftSession {
   }
 
   int32_t choose(Sampler& sampler, DraftProposal& out) {
-    const float* row = logits_.data() + logits_.size() - size_t(vocab_);
-    if (sampler.greedy()) return argmax(row, vocab_);
-    work_.assign(row, row + vocab_);
-    out.q.emplace_back();
-    processed_distribution(work_.data(), vocab_, sampler.params(), out.q.back(), order_);
-    return sample_from(out.q.back(), sampler.rng());
+    return choose_draft(logits_.data() + logits_.size() - size_t(vocab_), vocab_, sampler, out, work_, order_);
   }
 
   MtpHead& head_;

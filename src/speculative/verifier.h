@@ -1,4 +1,4 @@
-// spec/verifier.h — deciding which drafted tokens the target accepts.
+// speculative/verifier.h — deciding which drafted tokens the target accepts.
 // Greedy: accept while the target's choice equals the draft, then emit the target's
 // own token (correction or bonus) — identical to non-speculative greedy decoding.
 // Sampled: lossless speculative sampling (Leviathan et al. 2022, Chen et al. 2023):
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sampling/sampler.h"
+#include "speculative/options.h"
 
 namespace nextn {
 
@@ -28,7 +29,7 @@ using TargetDistribution = std::function<const Distribution&(int row)>;  // proc
 
 struct VerifyRules {
   double synthetic_accept = -1.0;  // >= 0: accept each draft with this probability
-  bool broken_resample = false;    // tests only: resample rejections from p (wrong)
+  RejectionRule on_reject = nullptr;  // null: draw_from_residual (lossless)
 };
 
 VerifyOutcome verify_greedy(std::span<const int32_t> drafts, const TargetToken& target, Rng& rng,
@@ -39,9 +40,14 @@ VerifyOutcome verify_greedy(std::span<const int32_t> drafts, const TargetToken& 
 VerifyOutcome verify_sampled(std::span<const int32_t> drafts, std::span<const Distribution> q,
                              const TargetDistribution& target, Rng& rng, const VerifyRules& rules = {});
 
+// The lossless replacement of a rejected draft: a draw from normalize(max(0, p - q))
+// (q null: one-hot at draft); from p itself when p == q up to rounding.
+int32_t draw_from_residual(const Distribution& p, const Distribution* q, int32_t draft, Rng& rng,
+                           Distribution& scratch);
+
 // One draft against p and q (nullptr: one-hot at draft). Returns true when
-// accepted; otherwise *replacement is drawn from normalize(max(0, p - q)).
+// accepted; otherwise *replacement is drawn by on_reject (null: draw_from_residual).
 bool accept_or_resample(const Distribution& p, const Distribution* q, int32_t draft, Rng& rng,
-                        int32_t* replacement, Distribution& scratch, bool broken_resample = false);
+                        int32_t* replacement, Distribution& scratch, RejectionRule on_reject = nullptr);
 
 }  // namespace nextn

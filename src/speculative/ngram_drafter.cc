@@ -1,10 +1,10 @@
-// spec/ngram_drafter.cc — prompt-lookup drafting: find the most recent earlier
+// speculative/ngram_drafter.cc — prompt-lookup drafting: find the most recent earlier
 // occurrence of the sequence's last n tokens (n = 4 down to kMinNgram) and propose
 // the tokens that followed it. No model; cheap and strong on code and RAG prompts.
 #include <algorithm>
 #include <unordered_map>
 
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 
 namespace nextn {
 

@@ -1,9 +1,19 @@
-// spec/spec_options.h — how an engine drafts: which drafter, how many tokens, and
+// speculative/options.h — how an engine drafts: which drafter, how many tokens, and
 // the benchmark-only synthetic acceptance.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace nextn {
+
+struct Distribution;
+class Rng;
+
+// Draws the token that replaces draft `draft`, rejected against the target's p and the
+// drafter's q (null: q one-hot at the draft); scratch is working memory. The lossless
+// rule is draw_from_residual (speculative/verifier.h).
+using RejectionRule = int32_t (*)(const Distribution& p, const Distribution* q, int32_t draft, Rng& rng,
+                                  Distribution& scratch);
 
 struct SpeculativeOptions {
   std::string mode = "none";        // none | mtp | assistant | draft | ngram (see drafter_registry.cc)
@@ -17,9 +27,8 @@ struct SpeculativeOptions {
   // (q is simply zero elsewhere). -1: auto (32768 when the vocabulary exceeds
   // 65536, else all); 0: the full vocabulary.
   int draft_vocab = -1;
-  // Tests only: on rejection resample from p instead of norm(max(0, p - q)) — a
-  // deliberately wrong rule the distribution test must detect. Never set otherwise.
-  bool broken_acceptance_for_tests = false;
+  // What replaces a rejected draft (speculative/verifier.h); null: the lossless rule.
+  RejectionRule rejection_rule = nullptr;
 };
 
 }  // namespace nextn

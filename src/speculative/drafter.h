@@ -1,4 +1,4 @@
-// spec/drafter.h — the Drafter interface: something that proposes the next k tokens
+// speculative/drafter.h — the Drafter interface: something that proposes the next k tokens
 // of a sequence cheaply so the target can verify them in one batched forward.
 // A Drafter is shared by all sequences (it owns weights); each sequence gets a
 // DraftSession holding its own state (MTP KV, draft-model KV, n-gram index) that
@@ -14,7 +14,7 @@
 
 #include "kv/kv_cache.h"
 #include "sampling/sampler.h"
-#include "spec/spec_options.h"
+#include "speculative/options.h"
 
 namespace nextn {
 
@@ -57,6 +57,13 @@ class Drafter {
   virtual bool needs_hidden() const = 0;
   virtual std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions& kv) = 0;
 };
+
+// The next draft from a row of the drafter's logits: the argmax when the sampler is
+// greedy, else a draw from the distribution the sampler's parameters make of the row
+// (appended to out.q: verification needs q). work and order are scratch memory.
+// Shared by every drafter that scores tokens itself (MTP heads, draft models).
+int32_t choose_draft(const float* logits, int vocab, Sampler& sampler, DraftProposal& out, std::vector<float>& work,
+                     std::vector<int32_t>& order);
 
 // Builds the drafter named by options.mode ("none" → nullptr). Throws
 // nextn::Error for unknown modes and incompatible checkpoints.

@@ -1,7 +1,7 @@
-// spec/assistant_drafter.cc — MTP drafting with the layers of a separate
+// speculative/assistant_drafter.cc — MTP drafting with the layers of a separate
 // assistant checkpoint (--mtp-assistant-model); same path as in-checkpoint heads.
 #include "model/model.h"
-#include "spec/mtp_drafter.h"
+#include "speculative/mtp_drafter.h"
 #include "util/error.h"
 
 namespace nextn {

@@ -1,4 +1,4 @@
-// tests/spec/chi_square.h — Pearson chi-square tests for the distribution tests
+// tests/speculative/chi_square.h — Pearson chi-square tests for the distribution tests
 // (goodness of fit and two-sample homogeneity) with p-values from the regularized
 // upper incomplete gamma function.
 #pragma once

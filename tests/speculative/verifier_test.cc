@@ -1,4 +1,4 @@
-// tests/spec/verifier_test.cc — the verifier with synthetic p/q: greedy prefix
+// tests/speculative/verifier_test.cc — the verifier with synthetic p/q: greedy prefix
 // rules, exactness of lossless speculative sampling (the emitted tokens follow p,
 // checked with chi-square), detection of a broken rule, synthetic acceptance.
 #include <gtest/gtest.h>
@@ -6,7 +6,8 @@
 #include <map>
 
 #include "chi_square.h"
-#include "spec/verifier.h"
+#include "speculative/verifier.h"
+#include "wrong_rejection_rule.h"
 
 namespace nextn {
 namespace {
@@ -65,7 +66,7 @@ std::vector<double> first_token_histogram(const Distribution& p, const Distribut
     std::vector<Distribution> qs;
     if (q) qs.push_back(*q);
     VerifyRules rules;
-    rules.broken_resample = broken;
+    if (broken) rules.on_reject = testing::resample_from_target;
     VerifyOutcome o = verify_sampled(drafts, qs, [&](int) -> const Distribution& { return p; }, rng, rules);
     counts[size_t(o.accepted ? d : o.next)] += 1;
     accepted += o.accepted;

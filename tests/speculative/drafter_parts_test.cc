@@ -1,10 +1,10 @@
-// tests/spec/drafter_parts_test.cc — n-gram prompt lookup, statistics text,
+// tests/speculative/drafter_parts_test.cc — n-gram prompt lookup, statistics text,
 // the verify cost model and the adaptive depth policy.
 #include <gtest/gtest.h>
 
-#include "spec/adaptive_depth.h"
-#include "spec/drafter.h"
-#include "spec/spec_stats.h"
+#include "speculative/adaptive_depth.h"
+#include "speculative/drafter.h"
+#include "speculative/counters.h"
 
 namespace nextn {
 namespace {
@@ -38,8 +38,8 @@ TEST(Ngram, ProposesTheContinuationOfTheLatestMatch) {
   EXPECT_EQ(out.tokens, (std::vector<int32_t>{5, 6}));
 }
 
-TEST(SpecCounters, RecordAndFormat) {
-  SpecCounters c;
+TEST(SpeculativeCounters, RecordAndFormat) {
+  SpeculativeCounters c;
   c.record(3, 2);
   c.record(3, 0);
   c.record(2, 2);

@@ -1,5 +1,5 @@
-// spec/spec_stats.cc — speculative decoding counters and their text forms.
-#include "spec/spec_stats.h"
+// speculative/counters.cc — speculative decoding counters and their text forms.
+#include "speculative/counters.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 namespace nextn {
 
-void SpecCounters::record(int k, int a) {
+void SpeculativeCounters::record(int k, int a) {
   if (k <= 0) return;
   drafts += 1;
   draft_tokens += uint64_t(k);
@@ -20,7 +20,7 @@ void SpecCounters::record(int k, int a) {
   for (int i = 0; i < a; ++i) accepted_per_pos[size_t(i)] += 1;
 }
 
-void SpecCounters::add(const SpecCounters& o) {
+void SpeculativeCounters::add(const SpeculativeCounters& o) {
   drafts += o.drafts;
   draft_tokens += o.draft_tokens;
   accepted += o.accepted;

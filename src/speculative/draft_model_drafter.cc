@@ -1,11 +1,11 @@
-// spec/draft_model_drafter.cc — drafting with an independent smaller model that
+// speculative/draft_model_drafter.cc — drafting with an independent smaller model that
 // shares the target's tokenizer (--draft-model). The draft model keeps its own KV;
 // each proposal first feeds whatever the target committed since (catch-up, reusing
 // the longest prefix already in the draft KV), then k-1 single-token steps.
 #include <algorithm>
 
 #include "model/model.h"
-#include "spec/drafter.h"
+#include "speculative/drafter.h"
 #include "util/error.h"
 
 namespace nextn {
@@ -69,13 +69,7 @@ class DraftModelSession : public DraftSession {
   }
 
   int32_t choose(Sampler& sampler, DraftProposal& out) {
-    int vocab = model_.config().vocab_size;
-    const float* row = result_.logits.data();
-    if (sampler.greedy()) return argmax(row, vocab);
-    work_.assign(row, row + vocab);
-    out.q.emplace_back();
-    processed_distribution(work_.data(), vocab, sampler.params(), out.q.back(), order_);
-    return sample_from(out.q.back(), sampler.rng());
+    return choose_draft(result_.logits.data(), model_.config().vocab_size, sampler, out, work_, order_);
   }
 
   Model& model_;
