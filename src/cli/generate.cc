@@ -67,9 +67,9 @@ int run_generate(GenerateFlags& f) {
   if (!f.verbose) set_log_level(LogLevel::kWarn);
   EngineOptions options = resolve_engine_options(f.engine);
   options.parallel = 1;
-  if (options.spec.synthetic_accept >= 0 && !f.engine.benchmark_mode)
+  if (options.speculative.synthetic_accept >= 0 && !f.engine.benchmark_mode)
     log_warn("--spec-synthetic-accept {:.2f}: output does NOT follow the model (benchmark only)",
-             options.spec.synthetic_accept);
+             options.speculative.synthetic_accept);
 
   std::unique_ptr<Tokenizer> tokenizer;
   GenerationRequest req;

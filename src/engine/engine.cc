@@ -138,15 +138,15 @@ Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
   if (s.opt.parallel < 1) fail(ErrorKind::kBadInput, "--parallel must be >= 1, got {}", s.opt.parallel);
   if (s.opt.threads > 0) ThreadPool::set_global_threads(s.opt.threads);
   s.model = Model::load(s.opt.model_dir, s.opt.load);
-  if (s.opt.spec.num_draft_tokens > 0) s.drafter = make_drafter(*s.model, s.opt.spec);
-  if (s.drafter && s.opt.spec.adaptive) s.adaptive = std::make_unique<AdaptiveDepth>(s.opt.spec.num_draft_tokens);
+  if (s.opt.speculative.num_draft_tokens > 0) s.drafter = make_drafter(*s.model, s.opt.speculative);
+  if (s.drafter && s.opt.speculative.adaptive) s.adaptive = std::make_unique<AdaptiveDepth>(s.opt.speculative.num_draft_tokens);
   s.slots.resize(size_t(s.opt.parallel));
   for (int i = 0; i < s.opt.parallel; ++i) s.slots[size_t(i)].index = i;
   if (s.drafter)
     log_info("speculative decoding: drafter {} with {} draft tokens per step{}{}", s.drafter->name(),
-             s.opt.spec.num_draft_tokens, s.opt.spec.adaptive ? " (adaptive, upper bound)" : "",
-             s.opt.spec.synthetic_accept >= 0
-                 ? fmt::format(" — SYNTHETIC acceptance {:.2f} (benchmark only)", s.opt.spec.synthetic_accept)
+             s.opt.speculative.num_draft_tokens, s.opt.speculative.adaptive ? " (adaptive, upper bound)" : "",
+             s.opt.speculative.synthetic_accept >= 0
+                 ? fmt::format(" — SYNTHETIC acceptance {:.2f} (benchmark only)", s.opt.speculative.synthetic_accept)
                  : "");
   s.thread = std::thread([this] { impl_->run(); });
 }
@@ -293,13 +293,13 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   }
   // Drafting for this request?
   if (drafter && a->req.speculative && a->req.num_draft_tokens != 0) {
-    a->draft_limit = a->req.num_draft_tokens > 0 ? std::min(a->req.num_draft_tokens, kMaxDraftsPerStep) : opt.spec.num_draft_tokens;
+    a->draft_limit = a->req.num_draft_tokens > 0 ? std::min(a->req.num_draft_tokens, kMaxDraftsPerStep) : opt.speculative.num_draft_tokens;
     if (!slot.draft) {
       slot.draft = drafter->new_session(opt.ctx_size, kvo);
       slot.draft_len = 0;
     }
     a->timings.drafter = drafter->name();
-    if (opt.spec.synthetic_accept >= 0) a->timings.synthetic_accept = opt.spec.synthetic_accept;
+    if (opt.speculative.synthetic_accept >= 0) a->timings.synthetic_accept = opt.speculative.synthetic_accept;
   }
   // Prefix cache: keep the common prefix, but recompute at least the last prompt row.
   const auto& prompt = a->req.prompt;
@@ -426,8 +426,8 @@ void Engine::Impl::process(Slot& slot) {
   const int k = a.drafted.num_drafts();
   const int base = slot.kv->length() - a.rows;
   VerifyRules rules;
-  rules.synthetic_accept = opt.spec.synthetic_accept;
-  rules.on_reject = opt.spec.rejection_rule;
+  rules.synthetic_accept = opt.speculative.synthetic_accept;
+  rules.on_reject = opt.speculative.rejection_rule;
   StepTokens step = verify_rows(a.drafted, logits, vocab, *a.sampler, rules);
   // Keep [last, d1..da]; drop the rejected rows.
   std::span<const int32_t> kept(a.drafted.rows.data(), size_t(step.accepted + 1));

@@ -29,7 +29,7 @@ struct EngineOptions {
   int prefill_size = 512;   // prefill chunk
   int queue_size = 64;      // waiting requests beyond the slots; more get 503
   KvOptions kv;             // default storage type for slots (--turbo-kv etc.)
-  SpeculativeOptions spec;
+  SpeculativeOptions speculative;
   LoadOptions load;
 };
 

@@ -44,8 +44,8 @@ class EngineBackend : public Backend {
     info_.weight_bytes = engine_->model().weight_bytes();
     info_.kv_type = kv_type_name(eo.kv.type);
     info_.kv = eo.kv;
-    info_.speculative = eo.spec.mode;
-    info_.num_draft_tokens = eo.spec.mode == "none" ? 0 : eo.spec.num_draft_tokens;
+    info_.speculative = eo.speculative.mode;
+    info_.num_draft_tokens = eo.speculative.mode == "none" ? 0 : eo.speculative.num_draft_tokens;
     // Completions end at end-of-turn tokens too: a prompt may well be a chat transcript.
     eos_ = end_of_generation_tokens(*tokenizer_, cfg.eos_token_ids, true);
     try {

@@ -72,13 +72,13 @@ TEST(Distribution, MtpIsLossless) { expect_lossless(spec_options(target_model(),
 
 TEST(Distribution, AssistantIsLossless) {
   EngineOptions o = spec_options(target_model(), "assistant", 2);
-  o.spec.assistant_dir = assistant_model();
+  o.speculative.assistant_dir = assistant_model();
   expect_lossless(o, "assistant");
 }
 
 TEST(Distribution, DraftModelIsLossless) {
   EngineOptions o = spec_options(target_model(), "draft", 3);
-  o.spec.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
+  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
   expect_lossless(o, "draft");
 }
 
@@ -86,8 +86,8 @@ TEST(Distribution, NgramIsLossless) { expect_lossless(spec_options(target_model(
 
 TEST(Distribution, BrokenAcceptanceRuleIsDetected) {
   EngineOptions o = spec_options(target_model(), "draft", 3);
-  o.spec.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
-  o.spec.rejection_rule = testing::resample_from_target;
+  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
+  o.speculative.rejection_rule = testing::resample_from_target;
   double acc = 0;
   auto bad = histogram(o, 2000000, &acc);
   auto r = homogeneity(plain_histogram(), bad);

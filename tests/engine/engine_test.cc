@@ -68,7 +68,7 @@ TEST(Engine, PrefixCacheReusesThePromptAndKeepsOutputs) {
 
 TEST(Engine, CallbackCancellationStopsWithinTheStep) {
   EngineOptions o = spec_options(qwen3_model(), "draft", 4);
-  o.spec.draft_model_dir = qwen3_model();  // accepts everything: 5 tokens per step
+  o.speculative.draft_model_dir = qwen3_model();  // accepts everything: 5 tokens per step
   Engine engine(o);
   auto req = greedy_request(kPrompt, 100);
   int seen = 0;
@@ -149,7 +149,7 @@ TEST(Engine, BadRequests) {
 
 TEST(Engine, SyntheticAcceptanceIsStamped) {
   EngineOptions o = spec_options(mimo_model(), "mtp", 3);
-  o.spec.synthetic_accept = 1.0;
+  o.speculative.synthetic_accept = 1.0;
   Engine engine(o);
   auto r = run_one(engine, greedy_request(kPrompt, 33));
   EXPECT_EQ(r.tokens.size(), 33u);
@@ -181,8 +181,8 @@ TEST(Engine, PerRequestSpeculationSwitch) {
 
 TEST(Engine, AdaptiveDepthKeepsGreedyOutput) {
   EngineOptions o = spec_options(qwen3_model(), "draft", 8);
-  o.spec.adaptive = true;
-  o.spec.draft_model_dir = qwen3_model();
+  o.speculative.adaptive = true;
+  o.speculative.draft_model_dir = qwen3_model();
   Engine engine(o);
   auto r = run_one(engine, greedy_request(kPrompt, 60));
   Engine plain(base_options(qwen3_model()));
@@ -201,7 +201,7 @@ TEST(Engine, StartupErrors) {
   };
   expect_error(spec_options(qwen3_model(), "mtp", 3), "no MTP layers");
   EngineOptions d = spec_options(qwen3_model(), "draft", 3);
-  d.spec.draft_model_dir = checkpoint("qwen3_v512", "--arch qwen3 --vocab 512 --seed 4");
+  d.speculative.draft_model_dir = checkpoint("qwen3_v512", "--arch qwen3 --vocab 512 --seed 4");
   expect_error(d, "512");
   expect_error(d, "448");
   expect_error(spec_options(qwen3_model(), "bogus", 3), "unknown drafter");
