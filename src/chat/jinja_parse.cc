@@ -81,6 +81,8 @@ class Parser {
         auto n = std::make_shared<Node>();
         n->kind = Node::Kind::kText;
         n->text = tok.text;
+        n->line = tok.line;
+        n->col = tok.col;
         ++i_;
         body.push_back(n);
       } else if (tok.type == Token::Type::kVarBegin) {

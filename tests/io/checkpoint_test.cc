@@ -44,7 +44,7 @@ TEST(Checkpoint, SingleFile) {
   EXPECT_FALSE(ckpt->has("c"));
   EXPECT_EQ(ckpt->find("c"), nullptr);
   const TensorView& b = ckpt->require("b", {2, 2});
-  EXPECT_EQ(static_cast<const float*>(b.data)[3], 3.0f);
+  EXPECT_EQ(f32_at(b.data, 3), 3.0f);
 }
 
 TEST(Checkpoint, GenerationConfigIsOptional) {
@@ -65,7 +65,7 @@ TEST(Checkpoint, Sharded) {
   auto ckpt = Checkpoint::open(dir.string());
   EXPECT_EQ(ckpt->tensor_names(), (std::vector<std::string>{"a", "b", "c"}));
   const TensorView& c = ckpt->require("c", {2});
-  EXPECT_EQ(static_cast<const float*>(c.data)[1], 8.0f);
+  EXPECT_EQ(f32_at(c.data, 1), 8.0f);
   EXPECT_NE(c.file.find("model-00002-of-00002.safetensors"), std::string::npos);
 }
 

@@ -19,6 +19,14 @@ struct RawTensor {
   std::vector<unsigned char> bytes;
 };
 
+// Element i of float32 data that a safetensors file placed at any byte offset (a direct
+// float read from an unaligned address is undefined behaviour).
+inline float f32_at(const void* data, size_t i) {
+  float f;
+  std::memcpy(&f, static_cast<const char*>(data) + i * sizeof(float), sizeof f);
+  return f;
+}
+
 inline RawTensor f32_tensor(const std::string& name, std::vector<int64_t> shape, float start = 0.0f) {
   RawTensor t{name, "F32", shape, {}};
   int64_t n = 1;

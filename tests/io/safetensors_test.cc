@@ -41,7 +41,7 @@ TEST(Safetensors, ReadsTensorsWithShapesDtypesAndData) {
   EXPECT_EQ(a.nbytes, 24u);
   EXPECT_EQ(a.shape_string(), "[2, 3]");
   EXPECT_EQ(a.file, (dir / "m.safetensors").string());
-  EXPECT_EQ(static_cast<const float*>(a.data)[5], 6.0f);
+  EXPECT_EQ(f32_at(a.data, 5), 6.0f);
   const TensorView& b = *by_name.at("b");
   EXPECT_EQ(b.dtype, DType::kBF16);
   EXPECT_EQ(bf16_to_f32(static_cast<const uint16_t*>(b.data)[2]), 3.0f);
