@@ -82,7 +82,4 @@ inline int round_clamp(float v, int lo, int hi) {
 // The format of a quantized dtype; null for float dtypes.
 const WeightFormat* weight_format(DType dtype);
 
-// The dtype whose GGUF type id is `ggml_type`; false when nextn has no such type.
-bool dtype_from_ggml_type(uint32_t ggml_type, DType& out);
-
 }  // namespace nextn

@@ -27,17 +27,6 @@ const WeightFormat* weight_format(DType dtype) {
   return nullptr;
 }
 
-bool dtype_from_ggml_type(uint32_t ggml_type, DType& out) {
-  for (int i = 0; i <= static_cast<int>(DType::kQ6_K); ++i) {
-    const DType d = static_cast<DType>(i);
-    if (static_cast<uint32_t>(dtype_info(d).ggml_type) == ggml_type) {
-      out = d;
-      return true;
-    }
-  }
-  return false;
-}
-
 void quantize_rows(const float* x, int64_t n_rows, int64_t cols, int16_t* q, float* scale, float* sum,
                    QuantizedRows& out) {
   const int64_t blocks = cols / kQuantGroup;

@@ -28,6 +28,15 @@ inline const DTypeInfo& dtype_info(DType dtype) {
   return table[static_cast<int>(dtype)];
 }
 inline const char* dtype_name(DType dtype) { return dtype_info(dtype).name; }
+// The dtype whose GGUF type id is `ggml_type`; false when nextn has no such type.
+inline bool dtype_from_ggml_type(uint32_t ggml_type, DType& out) {
+  for (int i = 0; i <= static_cast<int>(DType::kQ6_K); ++i)
+    if (static_cast<uint32_t>(dtype_info(static_cast<DType>(i)).ggml_type) == ggml_type) {
+      out = static_cast<DType>(i);
+      return true;
+    }
+  return false;
+}
 // Bytes of a row of n elements (n a multiple of the block size).
 inline size_t dtype_row_bytes(DType dtype, int64_t n) {
   const DTypeInfo& info = dtype_info(dtype);
