@@ -2,49 +2,55 @@
 #include "tokenizer/gguf_vocab.h"
 
 #include <map>
+#include <vector>
 
 #include "util/error.h"
 
 namespace nextn {
 namespace {
 
-// tokenizer.ggml.pre → (split regex, normalizer) of the Hugging Face tokenizer it names.
+// tokenizer.ggml.pre → the Split regexes (in order) and normalizer of the Hugging Face
+// tokenizer it names; gpt-2 is ByteLevel's own regex.
 struct PreTokenizerForm {
   const char* pre;
-  const char* regex;
+  std::vector<std::string> regexes;
   const char* normalizer;  // "" for none
 };
 
-constexpr PreTokenizerForm kPreTokenizers[] = {
-    {"qwen2",
-     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-     "NFC"},
-    {"llama-bpe",
-     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
-     ""},
-    {"gpt-2", "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+", ""},
-};
+const std::vector<PreTokenizerForm>& pre_tokenizer_forms() {
+  static const std::vector<PreTokenizerForm> forms = {
+      {"qwen2",
+       {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+       "NFC"},
+      {"llama-bpe",
+       {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+       ""},
+      {"deepseek-v3",
+       {"\\p{N}{1,3}", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
+        "?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
+       ""},
+      {"gpt-2", {}, ""},
+  };
+  return forms;
+}
 
 nlohmann::json byte_level(bool use_regex) {
   return {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", use_regex}};
 }
 
-// The Split regex of a tokenizer.json pre_tokenizer, or "gpt-2" for ByteLevel's own regex.
+// The tokenizer.ggml.pre name of a tokenizer.json pre_tokenizer.
 std::string find_pre(const nlohmann::json& pre, const std::string& what) {
-  auto regex_of = [](const nlohmann::json& split) -> std::string {
-    if (split.value("type", "") != "Split" || !split.contains("pattern") || !split["pattern"].contains("Regex"))
-      return "";
-    return split["pattern"]["Regex"].get<std::string>();
-  };
-  std::string regex;
   if (pre.value("type", "") == "ByteLevel" && pre.value("use_regex", true)) return "gpt-2";
+  std::vector<std::string> regexes;
   if (pre.value("type", "") == "Sequence")
     for (const auto& p : pre.at("pretokenizers"))
-      if (regex.empty()) regex = regex_of(p);
-  for (const PreTokenizerForm& f : kPreTokenizers)
-    if (!regex.empty() && regex == f.regex) return f.pre;
+      if (p.value("type", "") == "Split" && p.contains("pattern") && p["pattern"].contains("Regex"))
+        regexes.push_back(p["pattern"]["Regex"].get<std::string>());
+  for (const PreTokenizerForm& f : pre_tokenizer_forms())
+    if (!regexes.empty() && regexes == f.regexes) return f.pre;
   fail(ErrorKind::kUnsupported, "{}: pre-tokenizer has no GGUF tokenizer.ggml.pre name nextn knows (qwen2, llama-bpe, "
-       "gpt-2)", what);
+       "deepseek-v3, gpt-2)", what);
 }
 
 std::string token_text(const nlohmann::json& entry) {
@@ -111,13 +117,11 @@ void tokenizer_json_from_gguf(const nlohmann::json& md, const std::string& path,
   const std::string pre = md.contains("tokenizer.ggml.pre") && md["tokenizer.ggml.pre"].is_string()
                               ? md["tokenizer.ggml.pre"].get<std::string>() : "default";
   const PreTokenizerForm* form = nullptr;
-  for (const PreTokenizerForm& f : kPreTokenizers)
-    if (pre == f.pre || (pre == "deepseek-v3" && std::string(f.pre) == "llama-bpe") ||
-        (pre == "default" && std::string(f.pre) == "gpt-2"))
-      form = &f;
+  for (const PreTokenizerForm& f : pre_tokenizer_forms())
+    if (pre == f.pre || (pre == "default" && std::string(f.pre) == "gpt-2")) form = &f;
   if (!form)
-    fail(ErrorKind::kUnsupported, "{}: tokenizer.ggml.pre '{}' is not supported (supported: qwen2, llama-bpe, gpt-2)",
-         path, pre);
+    fail(ErrorKind::kUnsupported, "{}: tokenizer.ggml.pre '{}' is not supported (supported: qwen2, llama-bpe, "
+         "deepseek-v3, gpt-2)", path, pre);
   const nlohmann::json& tokens = require(md, "tokenizer.ggml.tokens", path);
   const nlohmann::json& merges = require(md, "tokenizer.ggml.merges", path);
   if (!tokens.is_array() || !merges.is_array())
@@ -147,12 +151,14 @@ void tokenizer_json_from_gguf(const nlohmann::json& md, const std::string& path,
   tj["version"] = "1.0";
   tj["added_tokens"] = added;
   tj["normalizer"] = form->normalizer[0] ? nlohmann::json{{"type", form->normalizer}} : nlohmann::json();
-  if (std::string(form->pre) == "gpt-2") {
+  if (form->regexes.empty()) {
     tj["pre_tokenizer"] = byte_level(true);
   } else {
-    nlohmann::json split = {{"type", "Split"}, {"pattern", {{"Regex", form->regex}}}, {"behavior", "Isolated"},
-                            {"invert", false}};
-    tj["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", nlohmann::json::array({split, byte_level(false)})}};
+    nlohmann::json steps = nlohmann::json::array();
+    for (const std::string& regex : form->regexes)
+      steps.push_back({{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}});
+    steps.push_back(byte_level(false));
+    tj["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", steps}};
   }
   tj["post_processor"] = nullptr;
   tj["decoder"] = byte_level(false);
