@@ -52,19 +52,20 @@ constexpr int kQuantRows = 8;  // activation rows per pass over the weights
 
 // The 4-bit values of elements [k·N, k·N+N) of a 32-element group stored as 16 bytes
 // in ggml's order: byte j holds element j (low nibble) and element j+16 (high nibble).
-HWY_INLINE V16 split_nibbles(D16 d, const uint8_t* qs16, size_t k) {
-  const hn::Rebind<uint8_t, D16> du8;
-  const size_t n = hn::Lanes(d);
-  const size_t first = k * n;
-  if (n <= 16) {
-    const V16 raw = hn::PromoteTo(d, hn::LoadU(du8, qs16 + first % 16));
+template <class D>  // a template so that the branch for other vector widths is not compiled
+HWY_INLINE hn::Vec<D> split_nibbles(D d, const uint8_t* qs16, size_t k) {
+  const hn::Rebind<uint8_t, D> du8;
+  if constexpr (hn::MaxLanes(D()) <= 16) {
+    const size_t first = k * hn::Lanes(d);
+    const auto raw = hn::PromoteTo(d, hn::LoadU(du8, qs16 + first % 16));
     return first < 16 ? hn::And(raw, hn::Set(d, 0xF)) : hn::ShiftRight<4>(raw);
+  } else {
+    // One vector spans the whole group: low nibbles in the lower half, high in the upper.
+    const hn::Half<D> dh;
+    const hn::Rebind<uint8_t, decltype(dh)> du8h;
+    const auto raw = hn::PromoteTo(dh, hn::LoadU(du8h, qs16));
+    return Combine(d, hn::ShiftRight<4>(raw), hn::And(raw, hn::Set(dh, 0xF)));  // found by ADL (absent on 1-lane targets)
   }
-  uint8_t twice[32];  // one vector spans both halves
-  std::memcpy(twice, qs16, 16);
-  std::memcpy(twice + 16, qs16, 16);
-  const V16 raw = hn::PromoteTo(d, hn::LoadU(du8, twice));
-  return hn::IfThenElse(hn::FirstN(d, 16), hn::And(raw, hn::Set(d, 0xF)), hn::ShiftRight<4>(raw));
 }
 
 // The 4-bit values of elements [k·N, k·N+N) of a group whose element l is byte l of
