@@ -10,6 +10,7 @@
 // input_proj([h; e]) becomes eh_proj([e; h]) by swapping its column halves.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <string>

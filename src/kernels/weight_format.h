@@ -3,7 +3,8 @@
 //
 // A format is one file (format_<name>.cc) that defines a WeightFormat: a scalar
 // dequantizer (embedding rows, tests, tools), a quantizer (`nextn quantize`) and a
-// matmul over its blocks, plus one line in the table of weight_formats.cc.
+// matmul over its blocks, plus one line in the table of weight_formats.cc (and its
+// DType with block size and GGUF id in util/dtype.h).
 //
 // Matmul scheme shared by every format (quant_matmul-inl.h): the activations are
 // quantized once per matmul to int8-valued blocks of 32 (QuantizedRows); each weight
