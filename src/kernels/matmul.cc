@@ -279,7 +279,7 @@ static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_ro
     return;
   }
   parallel_for(
-      static_cast<size_t>(w.rows), [&](size_t begin, size_t end, int) { format->matmul(job, begin, end); }, 4);
+      static_cast<size_t>(w.rows), [&](size_t begin, size_t end, int) { format->matmul(job, begin, end); }, 8);
 }
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias) {

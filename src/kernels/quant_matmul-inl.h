@@ -44,10 +44,13 @@ using VQF = hn::Vec<DQF>;
 constexpr size_t kVecs = kQuantGroup / hn::MaxLanes(D16());
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_ARCH_ARM_A64
-constexpr int kQuantOuts = 4;  // 32 vector registers
+constexpr int kQuantOuts = 4, kQuantDecodeOuts = 8;  // 32 vector registers
 #else
-constexpr int kQuantOuts = 2;  // 16 vector registers
+constexpr int kQuantOuts = 2, kQuantDecodeOuts = 4;  // 16 vector registers
 #endif
+// Decode (one row) keeps more weight rows in flight: it waits on memory, not on math.
+constexpr int kQuantTableOuts = kQuantDecodeOuts > kQuantOuts ? kQuantDecodeOuts : kQuantOuts;
+constexpr size_t kPrefetchBytes = 1024;  // how far ahead in each weight row to prefetch
 constexpr int kQuantRows = 8;  // activation rows per pass over the weights
 
 // The 4-bit values of elements [k·N, k·N+N) of a 32-element group stored as 16 bytes
@@ -126,7 +129,7 @@ HWY_NOINLINE void quant_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0, 
     typename U::Header h[O];
 #pragma GCC unroll 16
     for (int o = 0; o < O; ++o) {
-      hwy::Prefetch(wrow[o] + (b + 4) * kBytes);
+      hwy::Prefetch(wrow[o] + b * kBytes + kPrefetchBytes);
       U::header(wrow[o] + b * kBytes, h[o]);
     }
     for (int g = 0; g < U::kGroups; ++g) {
@@ -174,15 +177,18 @@ template <class U>
 struct QuantTileTable {
   using Fn = void (*)(const QuantMatmulJob&, int64_t, int64_t, float*);
   std::array<std::array<Fn, kQuantOuts>, kQuantRows> fns;  // fns[R-1][O-1]
+  std::array<Fn, kQuantDecodeOuts> decode;                 // R = 1: decode[O-1]
   template <int R, size_t... Os>
-  static constexpr std::array<Fn, kQuantOuts> row(std::index_sequence<Os...>) {
+  static constexpr std::array<Fn, sizeof...(Os)> row(std::index_sequence<Os...>) {
     return {&quant_tile<U, R, static_cast<int>(Os) + 1>...};
   }
   template <size_t... Rs>
   static constexpr std::array<std::array<Fn, kQuantOuts>, kQuantRows> make(std::index_sequence<Rs...>) {
     return {row<static_cast<int>(Rs) + 1>(std::make_index_sequence<kQuantOuts>())...};
   }
-  QuantTileTable() : fns(make(std::make_index_sequence<kQuantRows>())) {}
+  QuantTileTable()
+      : fns(make(std::make_index_sequence<kQuantRows>())),
+        decode(row<1>(std::make_index_sequence<kQuantDecodeOuts>())) {}
 };
 
 // Outputs [o_begin, o_end) for every row of the job.
@@ -190,8 +196,15 @@ template <class U>
 void quant_matmul_outputs(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
   static const QuantTileTable<U> table;
   thread_local std::vector<float> mins;
-  if (U::kHasMin) mins.assign(static_cast<size_t>(kQuantOuts * job.x.stride), 0.0f);
+  if (U::kHasMin) mins.assign(static_cast<size_t>(kQuantTableOuts * job.x.stride), 0.0f);
   const int64_t n_rows = job.x.n_rows;
+  if (n_rows == 1) {
+    for (int64_t o = o_begin; o < o_end; o += kQuantDecodeOuts) {
+      const int64_t oo = std::min<int64_t>(kQuantDecodeOuts, o_end - o);
+      table.decode[oo - 1](job, 0, o, mins.data());
+    }
+    return;
+  }
   // Output blocks whose weights stay in L2 while every group of 8 rows passes over them.
   int64_t block = n_rows <= kQuantRows ? o_end - o_begin
                                        : static_cast<int64_t>((256 * 1024) / std::max<size_t>(1, job.w_row_bytes));
