@@ -22,6 +22,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libgtest-dev)
 if [[ $want_tests == 1 ]]; then
   pkgs+=(python3 python3-numpy python3-jinja2 curl)
+  # The sanitizer build and the libFuzzer targets (scripts/test.sh parts 3 and 4).
+  pkgs+=(clang libclang-rt-14-dev)
   # Node.js may come from Debian (nodejs + npm) or from a vendor package that
   # bundles npm: only install Debian's when the commands are missing.
   if ! command -v node >/dev/null || ! command -v npm >/dev/null; then pkgs+=(nodejs npm); fi

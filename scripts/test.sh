@@ -1,9 +1,63 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test (GoogleTest, numpy/Jinja2/npm references,
-# real HTTP clients). CTest prints the summary line.
-set -euo pipefail
+# Sets up, builds and runs every test, in four timed parts:
+#   1. the release build and every CTest test (GoogleTest, numpy/Jinja2/npm references,
+#      real HTTP clients);
+#   2. the numerics tests again under every other SIMD target this machine offers
+#      (NEXTN_SIMD=AVX2, SSE4, SCALAR, ...), so results do not hinge on the CI CPU;
+#   3. an AddressSanitizer + UndefinedBehaviorSanitizer build (clang, build-sanitize/):
+#      the GoogleTest binaries and the server's HTTP tests;
+#   4. each libFuzzer target of tests/fuzz/ for FUZZ_SECONDS (default 60) in that build.
+# The last line sums up the parts: "tests: N passed, M failed".
+#   scripts/test.sh              all four parts
+#   scripts/test.sh -R server    part 1 only, with these CTest arguments
+set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh --tests
-scripts/build.sh
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j1 --timeout 1500 "$@"
+scripts/setup.sh --tests || exit 1
+BUILD_DIR=${BUILD_DIR:-build}
+SAN_DIR=${SANITIZE_BUILD_DIR:-build-sanitize}
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+passed=0; failed=0; report=()
+
+part() {  # part NAME COMMAND...: runs, times and counts one part
+  local name=$1; shift
+  local start=$SECONDS
+  echo "=== $name"
+  if "$@"; then passed=$((passed + 1)); report+=("$name: passed in $((SECONDS - start)) s")
+  else failed=$((failed + 1)); report+=("$name: FAILED after $((SECONDS - start)) s"); fi
+}
+
+scripts/build.sh || exit 1
+if (( $# )); then
+  cd "$BUILD_DIR" && exec ctest --output-on-failure -j1 --timeout 1500 "$@"
+fi
+
+part "all tests (release build)" bash -c "cd '$BUILD_DIR' && ctest --output-on-failure -j1 --timeout 1500"
+
+# 2. The tests whose results depend on floating-point code paths, on each other target.
+numerics='^(kernels\.gtest|kv\.|model\.gtest|model\.test_reference$|engine\.gtest|speculative\.gtest)'
+best=$("$BUILD_DIR/nextn" perf --simd-targets | head -1)
+for target in $("$BUILD_DIR/nextn" perf --simd-targets); do
+  [[ $target == "$best" || $target == SSSE3 ]] && continue  # SSSE3 runs SSE4's code but for a few ops
+  part "numerics on $target" bash -c \
+    "cd '$BUILD_DIR' && NEXTN_SIMD=$target ctest --output-on-failure -j1 --timeout 1500 -R '$numerics'"
+done
+
+# 3 and 4. One sanitizer build serves both.
+sanitize_build() {
+  if [[ ! -f $SAN_DIR/build.ninja ]]; then
+    CC=clang CXX=clang++ cmake -S . -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTN_SANITIZE=ON \
+      >/dev/null || return 1
+  fi
+  cmake --build "$SAN_DIR" -j"$(nproc)"
+}
+part "sanitizer build (ASan + UBSan, clang)" sanitize_build
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+part "sanitizers: GoogleTest and server HTTP tests" bash -c \
+  "cd '$SAN_DIR' && ctest --output-on-failure -j1 --timeout 1500 -R '(\.gtest$|^server\.)'"
+part "fuzzing (${FUZZ_SECONDS} s per target)" tests/fuzz/run.sh "$SAN_DIR" "$FUZZ_SECONDS"
+
+echo
+printf '%s\n' "${report[@]}"
+echo "tests: $passed passed, $failed failed"
+(( failed == 0 ))

@@ -1,4 +1,4 @@
-// bench/bench.h — `nextn bench`: the successor of SwiftLM's mtp_bench.py.
+// bench/bench.h — `nextn bench`: the end-to-end benchmark of served configurations.
 // Per configuration it boots the regular `nextn serve` binary (or uses --url),
 // waits for /health, warms up, sends one streaming request per prompt kind and
 // context length, samples the server's RSS from /proc, and reports TTFT,

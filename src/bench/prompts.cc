@@ -6,17 +6,10 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/file.h"
 
 namespace nextn::bench {
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::kNotFound, "benchmark prompt text not found: {}", path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Cuts at a line boundary at or before n bytes, never inside a UTF-8 sequence.
 std::string cut(const std::string& text, size_t n) {

@@ -129,7 +129,7 @@ int run_bench(const BenchOptions& o) {
             if (sampler) {
               MemorySample peak = sampler->peak();
               m.peak_rss_mb = std::max(peak.rss_mb, peak.peak_rss_mb);
-              m.rss_mb = read_process_memory(pid).rss_mb;
+              m.rss_mb = sample_memory(pid).rss_mb;
               if (m.rss_mb == 0) m.rss_mb = sampler->last().rss_mb;
             }
           }

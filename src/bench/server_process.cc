@@ -14,30 +14,33 @@
 #include <sstream>
 
 #include "util/error.h"
+#include "util/process_memory.h"
 #include "util/timer.h"
 
 namespace nextn::bench {
 
-MemorySample read_process_memory(pid_t pid) {
+MemorySample sample_memory(pid_t pid) {
+  ProcessMemory m = read_process_memory(pid);
   MemorySample s;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) s.rss_mb = std::stod(line.substr(6)) / 1024.0;
-    if (line.rfind("VmHWM:", 0) == 0) s.peak_rss_mb = std::stod(line.substr(6)) / 1024.0;
-  }
+  s.rss_mb = double(m.rss) / (1024.0 * 1024.0);
+  s.peak_rss_mb = double(m.peak_rss) / (1024.0 * 1024.0);
   return s;
 }
 
+void MemorySampler::sample() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  MemorySample s = sample_memory(pid_);
+  if (s.rss_mb <= 0) return;
+  last_rss_ = s.rss_mb;
+  if (s.rss_mb > max_rss_) max_rss_ = s.rss_mb;
+  if (s.peak_rss_mb > hwm_) hwm_ = s.peak_rss_mb;
+}
+
 MemorySampler::MemorySampler(pid_t pid) : pid_(pid) {
+  sample();
   thread_ = std::thread([this] {
     while (!stop_) {
-      MemorySample s = read_process_memory(pid_);
-      if (s.rss_mb > 0) {
-        last_rss_ = s.rss_mb;
-        if (s.rss_mb > max_rss_) max_rss_ = s.rss_mb;
-        if (s.peak_rss_mb > hwm_) hwm_ = s.peak_rss_mb;
-      }
+      sample();
       for (int i = 0; i < 5 && !stop_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
@@ -48,8 +51,14 @@ MemorySampler::~MemorySampler() {
   thread_.join();
 }
 
-MemorySample MemorySampler::peak() const { return {max_rss_.load(), hwm_.load()}; }
-MemorySample MemorySampler::last() const { return {last_rss_.load(), hwm_.load()}; }
+MemorySample MemorySampler::peak() {
+  sample();
+  return {max_rss_.load(), hwm_.load()};
+}
+MemorySample MemorySampler::last() {
+  sample();
+  return {last_rss_.load(), hwm_.load()};
+}
 
 ServerProcess::ServerProcess(const std::string& binary, int port, const std::vector<std::string>& args,
                              const std::string& log_path)

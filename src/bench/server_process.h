@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,18 +17,23 @@ struct MemorySample {
   double peak_rss_mb = 0;  // VmHWM (kernel-tracked peak)
 };
 
-// Reads /proc/PID/status; zeros when the process is gone.
-MemorySample read_process_memory(pid_t pid);
+// The memory of process pid in MiB (util/process_memory.h); zeros when it is gone.
+MemorySample sample_memory(pid_t pid);
 
 // Samples a process's memory every 0.5 s in a background thread, keeping the peak.
 class MemorySampler {
  public:
   explicit MemorySampler(pid_t pid);
   ~MemorySampler();
-  MemorySample peak() const;  // max RSS seen and the kernel's peak
-  MemorySample last() const;
+  // Both read /proc once more themselves, so a request shorter than the sampling period
+  // still reports real figures.
+  MemorySample peak();  // max RSS seen and the kernel's peak
+  MemorySample last();
 
  private:
+  void sample();  // one /proc read (serialized: the thread and the callers both sample)
+  std::mutex mutex_;
+
   pid_t pid_;
   std::atomic<bool> stop_{false};
   std::atomic<double> max_rss_{0}, hwm_{0}, last_rss_{0};

@@ -70,7 +70,8 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
 }
 
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                 bool add_generation_prompt, const nlohmann::ordered_json& extra_kwargs) const {
+                                 bool add_generation_prompt, const nlohmann::ordered_json& extra_kwargs,
+                                 const jinja::RenderLimits& limits) const {
   using jinja::Value;
   std::map<std::string, Value> vars;
   for (auto& [k, v] : special_tokens_.items()) vars[k] = Value::from_json(v);
@@ -81,13 +82,13 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const n
   if (extra_kwargs.is_object())
     for (auto& [k, v] : extra_kwargs.items()) vars[k] = Value::from_json(v);
   const jinja::Template& t = (tool_template_ && !tools.is_null()) ? *tool_template_ : *template_;
-  return t.render(vars);
+  return t.render(vars, limits);
 }
 
 std::string ChatTemplate::render(const nlohmann::json& messages, const nlohmann::json& tools, bool add_generation_prompt,
-                                 const nlohmann::json& extra_kwargs) const {
+                                 const nlohmann::json& extra_kwargs, const jinja::RenderLimits& limits) const {
   auto conv = [](const nlohmann::json& j) { return nlohmann::ordered_json::parse(j.dump()); };
-  return render(conv(messages), conv(tools), add_generation_prompt, conv(extra_kwargs));
+  return render(conv(messages), conv(tools), add_generation_prompt, conv(extra_kwargs), limits);
 }
 
 }  // namespace nextn

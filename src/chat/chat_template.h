@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/jinja_limits.h"
+
 namespace nextn {
 
 namespace jinja {
@@ -39,9 +41,10 @@ class ChatTemplate {
                const nlohmann::ordered_json& special_tokens);
 
   std::string render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                     bool add_generation_prompt, const nlohmann::ordered_json& extra_kwargs) const;
+                     bool add_generation_prompt, const nlohmann::ordered_json& extra_kwargs,
+                     const jinja::RenderLimits& limits = {}) const;
   std::string render(const nlohmann::json& messages, const nlohmann::json& tools, bool add_generation_prompt,
-                     const nlohmann::json& extra_kwargs) const;
+                     const nlohmann::json& extra_kwargs, const jinja::RenderLimits& limits = {}) const;
 
   const std::string& source() const { return source_; }
 

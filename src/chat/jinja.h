@@ -11,6 +11,7 @@
 #include <string>
 
 #include "chat/jinja_ast.h"
+#include "chat/jinja_limits.h"
 #include "chat/jinja_value.h"
 
 namespace nextn::jinja {
@@ -21,7 +22,8 @@ class Template {
   explicit Template(const std::string& source);
   // Renders with the given top-level variables (plus the globals range, namespace, dict,
   // raise_exception, strftime_now). Runtime errors name the line and column too.
-  std::string render(const std::map<std::string, Value>& variables) const;
+  // Exceeding a limit is a nextn::Error (kBadInput) naming the limit.
+  std::string render(const std::map<std::string, Value>& variables, const RenderLimits& limits = {}) const;
 
  private:
   Body body_;

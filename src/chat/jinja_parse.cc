@@ -1,253 +1,21 @@
-// chat/jinja_parse.cc — Jinja lexer (whitespace control: trim_blocks, lstrip_blocks,
-// "-"/"+" modifiers, comments, raw blocks) and recursive-descent parser with Jinja2's
-// operator precedence.
+// chat/jinja_parse.cc — the recursive-descent Jinja parser (statements, and expressions
+// with Jinja2's operator precedence) over the tokens of chat/jinja_lex.h.
 #include <algorithm>
+#include <charconv>
 
 #include "chat/jinja_ast.h"
+#include "chat/jinja_lex.h"
 #include "util/error.h"
 
 namespace nextn::jinja {
 
 namespace {
 
-struct Token {
-  enum class Type { kText, kVarBegin, kVarEnd, kBlockBegin, kBlockEnd, kName, kString, kInt, kFloat, kOp, kEnd };
-  Type type;
-  std::string text;
-  int line = 0, col = 0;
-};
-
-class Lexer {
- public:
-  explicit Lexer(const std::string& src) : src_(src) {
-    line_starts_.push_back(0);
-    for (size_t i = 0; i < src.size(); ++i)
-      if (src[i] == '\n') line_starts_.push_back(i + 1);
-  }
-
-  std::vector<Token> run() {
-    size_t pos = 0;
-    bool strip_next = false;  // previous tag ended with "-": strip leading whitespace
-    while (pos <= src_.size()) {
-      size_t open = find_open(pos);
-      std::string text = src_.substr(pos, (open == std::string::npos ? src_.size() : open) - pos);
-      if (strip_next) {
-        size_t k = 0;
-        while (k < text.size() && isspace(static_cast<unsigned char>(text[k]))) ++k;
-        text.erase(0, k);
-      }
-      strip_next = false;
-      if (open == std::string::npos) {
-        if (!text.empty()) push_text(text, pos);
-        break;
-      }
-      char kind = src_[open + 1];
-      char mod = open + 2 < src_.size() ? src_[open + 2] : 0;
-      if (mod == '-') {
-        size_t k = text.size();
-        while (k > 0 && isspace(static_cast<unsigned char>(text[k - 1]))) --k;
-        text.erase(k);
-      } else if ((kind == '%' || kind == '#') && mod != '+') {
-        // lstrip_blocks: remove spaces/tabs between the line start and the tag.
-        size_t nl = text.rfind('\n');
-        size_t from = nl == std::string::npos ? 0 : nl + 1;
-        bool line_start = nl != std::string::npos || pos == 0 || src_[pos - 1] == '\n';
-        if (line_start && text.find_first_not_of(" \t", from) == std::string::npos) text.erase(from);
-      }
-      if (!text.empty()) push_text(text, pos);
-      size_t inner = open + 2 + ((mod == '-' || mod == '+') ? 1 : 0);
-      bool trim_newline = false;
-      if (kind == '#') {
-        size_t close = src_.find("#}", inner);
-        if (close == std::string::npos) error_at(open, "unterminated comment");
-        strip_next = close > inner && src_[close - 1] == '-';
-        pos = close + 2;
-        trim_newline = !(close > inner && src_[close - 1] == '+');
-      } else {
-        bool block = kind == '%';
-        tokens_.push_back({block ? Token::Type::kBlockBegin : Token::Type::kVarBegin, "", line_of(open), col_of(open)});
-        size_t first_token = tokens_.size();
-        pos = lex_tag(inner, block ? '%' : '}', strip_next, trim_newline);
-        tokens_.push_back({block ? Token::Type::kBlockEnd : Token::Type::kVarEnd, "", line_of(pos), col_of(pos)});
-        if (!block) trim_newline = false;
-        if (block && tokens_.size() > first_token && tokens_[first_token].type == Token::Type::kName &&
-            tokens_[first_token].text == "raw") {
-          pos = lex_raw(pos, trim_newline && !strip_next, strip_next);
-          strip_next = last_raw_strip_;
-          trim_newline = last_raw_trim_;
-        }
-      }
-      if (trim_newline && !strip_next && pos < src_.size() && src_[pos] == '\n') ++pos;
-    }
-    tokens_.push_back({Token::Type::kEnd, "", line_of(src_.size()), col_of(src_.size())});
-    return std::move(tokens_);
-  }
-
-  int line_of(size_t off) const {
-    return static_cast<int>(std::upper_bound(line_starts_.begin(), line_starts_.end(), off) - line_starts_.begin());
-  }
-  int col_of(size_t off) const { return static_cast<int>(off - line_starts_[line_of(off) - 1]) + 1; }
-
-  [[noreturn]] void error_at(size_t off, const std::string& what) const {
-    fail(ErrorKind::kBadInput, "chat template: line {}, column {}: {}", line_of(off), col_of(off), what);
-  }
-
- private:
-  size_t find_open(size_t from) const {
-    size_t p = from;
-    while ((p = src_.find('{', p)) != std::string::npos) {
-      if (p + 1 < src_.size() && (src_[p + 1] == '{' || src_[p + 1] == '%' || src_[p + 1] == '#')) return p;
-      ++p;
-    }
-    return std::string::npos;
-  }
-
-  void push_text(const std::string& text, size_t off) {
-    tokens_.push_back({Token::Type::kText, text, line_of(off), col_of(off)});
-  }
-
-  // Lexes expression tokens up to the closer ("%}" or "}}"); returns the offset after it.
-  size_t lex_tag(size_t p, char closer, bool& strip_after, bool& trim_newline) {
-    while (true) {
-      while (p < src_.size() && isspace(static_cast<unsigned char>(src_[p]))) ++p;
-      if (p >= src_.size()) error_at(p, "unterminated tag");
-      char c = src_[p];
-      // Closer, possibly with a "-" or "+" modifier.
-      if ((c == '-' || c == '+') && p + 2 < src_.size() + 1 && src_[p + 1] == closer && p + 2 < src_.size() + 1 &&
-          src_.compare(p + 1, 2, std::string(1, closer) + "}") == 0) {
-        strip_after = c == '-';
-        trim_newline = c != '+';
-        return p + 3;
-      }
-      if (c == closer && p + 1 < src_.size() && src_[p + 1] == '}') {
-        trim_newline = true;
-        return p + 2;
-      }
-      int line = line_of(p), col = col_of(p);
-      if (isalpha(static_cast<unsigned char>(c)) || c == '_') {
-        size_t b = p;
-        while (p < src_.size() && (isalnum(static_cast<unsigned char>(src_[p])) || src_[p] == '_')) ++p;
-        tokens_.push_back({Token::Type::kName, src_.substr(b, p - b), line, col});
-      } else if (isdigit(static_cast<unsigned char>(c))) {
-        size_t b = p;
-        bool is_float = false;
-        while (p < src_.size() && (isdigit(static_cast<unsigned char>(src_[p])) || src_[p] == '_')) ++p;
-        if (p + 1 < src_.size() && src_[p] == '.' && isdigit(static_cast<unsigned char>(src_[p + 1]))) {
-          is_float = true;
-          ++p;
-          while (p < src_.size() && isdigit(static_cast<unsigned char>(src_[p]))) ++p;
-        }
-        if (p < src_.size() && (src_[p] == 'e' || src_[p] == 'E')) {
-          size_t q = p + 1;
-          if (q < src_.size() && (src_[q] == '+' || src_[q] == '-')) ++q;
-          if (q < src_.size() && isdigit(static_cast<unsigned char>(src_[q]))) {
-            is_float = true;
-            p = q;
-            while (p < src_.size() && isdigit(static_cast<unsigned char>(src_[p]))) ++p;
-          }
-        }
-        std::string num = src_.substr(b, p - b);
-        num.erase(std::remove(num.begin(), num.end(), '_'), num.end());
-        tokens_.push_back({is_float ? Token::Type::kFloat : Token::Type::kInt, num, line, col});
-      } else if (c == '\'' || c == '"') {
-        tokens_.push_back({Token::Type::kString, lex_string(p), line, col});
-      } else {
-        static const char* two[] = {"**", "//", "==", "!=", "<=", ">="};
-        std::string op(1, c);
-        for (const char* t : two)
-          if (src_.compare(p, 2, t) == 0) op = t;
-        if (std::string("+-*/%~<>=()[]{},.:|!").find(c) == std::string::npos) error_at(p, fmt::format("unexpected character '{}'", c));
-        p += op.size();
-        tokens_.push_back({Token::Type::kOp, op, line, col});
-      }
-    }
-  }
-
-  std::string lex_string(size_t& p) {
-    char q = src_[p++];
-    std::string out;
-    while (true) {
-      if (p >= src_.size()) error_at(p, "unterminated string");
-      char c = src_[p++];
-      if (c == q) return out;
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
-      }
-      if (p >= src_.size()) error_at(p, "unterminated string");
-      char e = src_[p++];
-      auto hex = [&](int n) {
-        if (p + n > src_.size()) error_at(p, "bad escape");
-        char32_t v = static_cast<char32_t>(std::stoul(src_.substr(p, n), nullptr, 16));
-        p += n;
-        return v;
-      };
-      auto put = [&](char32_t cp) {
-        if (cp < 0x80) out.push_back(static_cast<char>(cp));
-        else if (cp < 0x800) { out.push_back(static_cast<char>(0xC0 | (cp >> 6))); out.push_back(static_cast<char>(0x80 | (cp & 0x3F))); }
-        else if (cp < 0x10000) { out.push_back(static_cast<char>(0xE0 | (cp >> 12))); out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F))); out.push_back(static_cast<char>(0x80 | (cp & 0x3F))); }
-        else { out.push_back(static_cast<char>(0xF0 | (cp >> 18))); out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F))); out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F))); out.push_back(static_cast<char>(0x80 | (cp & 0x3F))); }
-      };
-      switch (e) {
-        case 'n': out.push_back('\n'); break;
-        case 't': out.push_back('\t'); break;
-        case 'r': out.push_back('\r'); break;
-        case 'a': out.push_back('\a'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'v': out.push_back('\v'); break;
-        case '0': out.push_back('\0'); break;
-        case '\\': out.push_back('\\'); break;
-        case '\'': out.push_back('\''); break;
-        case '"': out.push_back('"'); break;
-        case '\n': break;
-        case 'x': put(hex(2)); break;
-        case 'u': put(hex(4)); break;
-        case 'U': put(hex(8)); break;
-        default: out.push_back('\\'); out.push_back(e);
-      }
-    }
-  }
-
-  // After "{% raw %}": the verbatim text up to "{% endraw %}".
-  size_t lex_raw(size_t p, bool trim_first_newline, bool strip_first) {
-    // Drop the "raw" block tokens just emitted.
-    tokens_.pop_back();  // kBlockEnd
-    tokens_.pop_back();  // raw
-    tokens_.pop_back();  // kBlockBegin
-    if (strip_first) while (p < src_.size() && isspace(static_cast<unsigned char>(src_[p]))) ++p;
-    else if (trim_first_newline && p < src_.size() && src_[p] == '\n') ++p;
-    size_t q = p;
-    while (true) {
-      q = src_.find("{%", q);
-      if (q == std::string::npos) error_at(p, "missing endraw");
-      size_t r = q + 2;
-      bool strip_before = r < src_.size() && src_[r] == '-';
-      if (r < src_.size() && (src_[r] == '-' || src_[r] == '+')) ++r;
-      while (r < src_.size() && isspace(static_cast<unsigned char>(src_[r]))) ++r;
-      if (src_.compare(r, 6, "endraw") != 0) { q += 2; continue; }
-      r += 6;
-      while (r < src_.size() && isspace(static_cast<unsigned char>(src_[r]))) ++r;
-      last_raw_strip_ = r < src_.size() && src_[r] == '-';
-      last_raw_trim_ = !(r < src_.size() && src_[r] == '+');
-      if (src_[r] == '-' || src_[r] == '+') ++r;
-      if (src_.compare(r, 2, "%}") != 0) error_at(r, "expected %} after endraw");
-      std::string text = src_.substr(p, q - p);
-      if (strip_before) {
-        size_t k = text.size();
-        while (k > 0 && isspace(static_cast<unsigned char>(text[k - 1]))) --k;
-        text.erase(k);
-      }
-      if (!text.empty()) push_text(text, p);
-      return r + 2;
-    }
-  }
-
-  const std::string& src_;
-  std::vector<size_t> line_starts_;
-  std::vector<Token> tokens_;
-  bool last_raw_strip_ = false, last_raw_trim_ = true;
-};
+// How deeply a template may nest. Every recursive descent (sub-expression, nested
+// block) and every link of a left-leaning chain (a + b + c, x.y.z, x|f|g) adds a level,
+// so no parsed tree is taller than this and walking it (rendering, freeing) stays far
+// from the stack's end. Real chat templates nest below 40.
+constexpr int kMaxNesting = 256;
 
 class Parser {
  public:
@@ -261,6 +29,18 @@ class Parser {
   }
 
  private:
+  // Levels held by one parsing function; released when it returns.
+  struct Nest {
+    Parser& p;
+    int levels = 0;
+    explicit Nest(Parser& parser) : p(parser) {}
+    void add(const Token& at) {
+      ++levels;
+      if (++p.depth_ > kMaxNesting) p.error(at, fmt::format("template nests deeper than {} levels", kMaxNesting));
+    }
+    ~Nest() { p.depth_ -= levels; }
+  };
+
   const Token& peek(size_t k = 0) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
   const Token& next() { return t_[std::min(i_++, t_.size() - 1)]; }
   [[noreturn]] void error(const Token& tok, const std::string& what) const {
@@ -275,6 +55,13 @@ class Parser {
   void expect_block_end() {
     if (peek().type != Token::Type::kBlockEnd) error(peek(), "expected end of statement block");
     ++i_;
+  }
+  int64_t int_literal(const Token& tok) const {
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(tok.text.data(), tok.text.data() + tok.text.size(), v);
+    if (ec != std::errc() || end != tok.text.data() + tok.text.size())
+      error(tok, fmt::format("integer literal {} does not fit in 64 bits", tok.text));
+    return v;
   }
   std::string expect_name() {
     if (peek().type != Token::Type::kName) error(peek(), "expected a name");
@@ -322,6 +109,8 @@ class Parser {
 
   NodePtr parse_statement() {
     const Token& tok = peek();
+    Nest nest(*this);
+    nest.add(tok);
     std::string kw = expect_name();
     auto n = std::make_shared<Node>();
     n->line = tok.line;
@@ -487,6 +276,8 @@ class Parser {
 
   ExprPtr parse_or_cond(bool allow_cond) {
     const Token& at = peek();
+    Nest nest(*this);
+    nest.add(at);
     ExprPtr e = parse_or();
     if (allow_cond && is_name("if")) {
       ++i_;
@@ -513,16 +304,20 @@ class Parser {
 
   ExprPtr parse_or() {
     ExprPtr e = parse_and();
+    Nest nest(*this);
     while (is_name("or")) {
       const Token& at = next();
+      nest.add(at);
       e = binary("or", e, parse_and(), at);
     }
     return e;
   }
   ExprPtr parse_and() {
     ExprPtr e = parse_not();
+    Nest nest(*this);
     while (is_name("and")) {
       const Token& at = next();
+      nest.add(at);
       e = binary("and", e, parse_not(), at);
     }
     return e;
@@ -530,6 +325,8 @@ class Parser {
   ExprPtr parse_not() {
     if (is_name("not")) {
       const Token& at = next();
+      Nest nest(*this);
+      nest.add(at);
       auto e = make(Expr::Kind::kUnary, at);
       e->name = "not";
       e->children.push_back(parse_not());
@@ -539,6 +336,7 @@ class Parser {
   }
   ExprPtr parse_compare() {
     ExprPtr e = parse_math1();
+    Nest nest(*this);
     while (true) {
       const Token& at = peek();
       std::string op;
@@ -555,37 +353,46 @@ class Parser {
       } else {
         return e;
       }
+      nest.add(at);
       e = binary(op, e, parse_math1(), at);
     }
   }
   ExprPtr parse_math1() {
     ExprPtr e = parse_concat();
+    Nest nest(*this);
     while (is_op("+") || is_op("-")) {
       const Token& at = next();
+      nest.add(at);
       e = binary(at.text, e, parse_concat(), at);
     }
     return e;
   }
   ExprPtr parse_concat() {
     ExprPtr e = parse_math2();
+    Nest nest(*this);
     while (is_op("~")) {
       const Token& at = next();
+      nest.add(at);
       e = binary("~", e, parse_math2(), at);
     }
     return e;
   }
   ExprPtr parse_math2() {
     ExprPtr e = parse_pow();
+    Nest nest(*this);
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
       const Token& at = next();
+      nest.add(at);
       e = binary(at.text, e, parse_pow(), at);
     }
     return e;
   }
   ExprPtr parse_pow() {
     ExprPtr e = parse_unary(true);
+    Nest nest(*this);
     while (is_op("**")) {
       const Token& at = next();
+      nest.add(at);
       e = binary("**", e, parse_unary(true), at);
     }
     return e;
@@ -593,6 +400,8 @@ class Parser {
   ExprPtr parse_unary(bool with_filter) {
     if (is_op("-") || is_op("+")) {
       const Token& at = next();
+      Nest nest(*this);
+      nest.add(at);
       auto e = make(Expr::Kind::kUnary, at);
       e->name = at.text;
       e->children.push_back(parse_unary(false));
@@ -621,7 +430,9 @@ class Parser {
   // Filters and tests after an operand (operand may be null for {% filter %} blocks).
   ExprPtr parse_filter_tail(ExprPtr e) {
     bool first_bare = e == nullptr;
+    Nest nest(*this);
     while (true) {
+      nest.add(peek());
       if (is_op("|") || first_bare) {
         if (!first_bare) ++i_;
         first_bare = false;
@@ -665,15 +476,17 @@ class Parser {
   }
 
   ExprPtr parse_postfix(ExprPtr e) {
+    Nest nest(*this);
     while (true) {
       const Token& at = peek();
+      nest.add(at);
       if (is_op(".")) {
         ++i_;
         auto a = make(Expr::Kind::kAttr, at);
         if (peek().type == Token::Type::kInt) {
           a->kind = Expr::Kind::kIndex;
           auto lit = make(Expr::Kind::kLiteral, peek());
-          lit->value = Value(static_cast<int64_t>(std::stoll(next().text)));
+          lit->value = Value(int_literal(next()));
           a->children = {e, lit};
         } else {
           a->name = expect_name();
@@ -741,13 +554,13 @@ class Parser {
       case Token::Type::kInt: {
         ++i_;
         auto e = make(Expr::Kind::kLiteral, tok);
-        e->value = Value(static_cast<int64_t>(std::stoll(tok.text)));
+        e->value = Value(int_literal(tok));
         return e;
       }
       case Token::Type::kFloat: {
         ++i_;
         auto e = make(Expr::Kind::kLiteral, tok);
-        e->value = Value(std::stod(tok.text));
+        e->value = Value(std::strtod(tok.text.c_str(), nullptr));  // out of range -> inf, as Python
         return e;
       }
       case Token::Type::kOp: {
@@ -805,6 +618,7 @@ class Parser {
   }
 
   std::vector<Token> t_;
+  int depth_ = 0;  // levels held by the parsing functions now running (see Nest)
   size_t i_ = 0;
 };
 
@@ -817,8 +631,7 @@ Body parse_template(const std::string& raw_source) {
     source.pop_back();
     if (!source.empty() && source.back() == '\r') source.pop_back();
   }
-  Lexer lexer(source);
-  Parser parser(lexer.run());
+  Parser parser(lex_template(source));
   return parser.parse_all();
 }
 

@@ -12,6 +12,7 @@
 
 #include "chat/chat_template.h"
 #include "cli/command.h"
+#include "cli/template_limits.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -40,6 +41,7 @@ Command add_chat_template_command(CLI::App& root) {
     std::string model = NEXTN_DEFAULT_MODEL;
     std::string messages, tools, kwargs, batch;
     bool no_generation_prompt = false;
+    jinja::RenderLimits limits;
   };
   auto opts = std::make_shared<Options>();
   CLI::App* app = root.add_subcommand("chat-template", "Render a model's chat template for a conversation");
@@ -49,6 +51,7 @@ Command add_chat_template_command(CLI::App& root) {
   app->add_option("--kwargs", opts->kwargs, "JSON object of extra template variables, e.g. {\"enable_thinking\":false}");
   app->add_flag("--no-generation-prompt", opts->no_generation_prompt, "add_generation_prompt=false");
   app->add_option("--batch", opts->batch, "JSONL file of cases (see source)");
+  add_template_limit_flags(*app, opts->limits);
   return {app, [opts]() -> int {
             ChatTemplate t = ChatTemplate::from_model_dir(opts->model);
             if (!opts->batch.empty()) {
@@ -62,7 +65,7 @@ Command add_chat_template_command(CLI::App& root) {
                   std::string text = t.render(c.value("messages", nlohmann::ordered_json::array()),
                                               c.value("tools", nlohmann::ordered_json()),
                                               c.value("add_generation_prompt", false),
-                                              c.value("kwargs", nlohmann::ordered_json::object()));
+                                              c.value("kwargs", nlohmann::ordered_json::object()), opts->limits);
                   print_line({{"text", text}});
                 } catch (const Error& e) {
                   print_line({{"error", e.what()}});
@@ -81,7 +84,7 @@ Command add_chat_template_command(CLI::App& root) {
                 fail(ErrorKind::kBadInput, "--kwargs: invalid JSON: {}", e.what());
               }
             }
-            std::string text = t.render(messages, tools, !opts->no_generation_prompt, kwargs);
+            std::string text = t.render(messages, tools, !opts->no_generation_prompt, kwargs, opts->limits);
             std::fwrite(text.data(), 1, text.size(), stdout);
             return 0;
           }};

@@ -1,6 +1,6 @@
 // cli/debug_logits.cc — `nextn debug-logits`: runs the forward pass on given token ids
-// and writes logits / hidden states as .npy files for comparison with the reference
-// (contract 2). Prefill in chunks, greedy decode, and optionally MTP layer 0 logits.
+// and writes logits / hidden states as .npy files for comparison with the numpy
+// reference (tests/reference/numpy_model.py, tests/model/test_reference.py). Prefill in chunks, greedy decode, and optionally MTP layer 0 logits.
 #include <algorithm>
 #include <cstdio>
 #include <memory>

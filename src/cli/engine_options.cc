@@ -2,9 +2,14 @@
 
 #include <cstdlib>
 
+#include "speculative/step.h"  // kMaxDraftsPerStep
 #include "util/error.h"
 
 namespace nextn {
+
+namespace {
+constexpr int kAdaptiveMaxDrafts = 8;
+}  // namespace
 
 void add_engine_flags(CLI::App& app, EngineFlags& f) {
   EngineOptions& o = f.options;
@@ -14,13 +19,13 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("--prefill-size", o.prefill_size, "Prompt tokens per prefill chunk")->capture_default_str();
   app.add_flag("--mtp", f.mtp, "Draft with the MTP layers inside the checkpoint");
   app.add_option("--num-mtp-tokens", f.num_mtp_tokens, "Tokens drafted per step by MTP (N or auto)")->capture_default_str();
-  app.add_option("--mtp-assistant-model", o.spec.assistant_dir, "Checkpoint holding only MTP layers for the target");
-  app.add_option("--draft-model", o.spec.draft_model_dir, "Smaller model with the same tokenizer used as drafter");
+  app.add_option("--mtp-assistant-model", o.speculative.assistant_dir, "Checkpoint holding only MTP layers for the target");
+  app.add_option("--draft-model", o.speculative.draft_model_dir, "Smaller model with the same tokenizer used as drafter");
   app.add_option("--num-draft-tokens", f.num_draft_tokens, "Tokens drafted per step by --draft-model / ngram")->capture_default_str();
   app.add_option("--spec-type", f.spec_type, "Drafter without a model: ngram (prompt lookup)");
-  app.add_option("--spec-synthetic-accept", o.spec.synthetic_accept,
+  app.add_option("--spec-synthetic-accept", o.speculative.synthetic_accept,
                  "Accept each draft with this probability regardless of the target (benchmarking only)");
-  app.add_option("--draft-vocab", o.spec.draft_vocab,
+  app.add_option("--draft-vocab", o.speculative.draft_vocab,
                  "MTP drafts only among the first N token ids (0: all; default: 32768 for vocabularies > 65536)");
   app.add_flag("--benchmark-mode", f.benchmark_mode, "Allow benchmark-only options such as --spec-synthetic-accept");
   app.add_flag("--turbo-kv", f.turbo_kv, "TurboQuant KV-cache compression (3-bit, after --turbo-after tokens)");
@@ -40,39 +45,42 @@ EngineOptions resolve_engine_options(const EngineFlags& f) {
   o.load.copy_weights = !f.mmap_weights;
   o.kv.type = parse_kv_type(f.turbo_kv ? "turbo3" : f.kv_type);
 
-  int modes = int(f.mtp) + int(!o.spec.assistant_dir.empty()) + int(!o.spec.draft_model_dir.empty()) +
+  int modes = int(f.mtp) + int(!o.speculative.assistant_dir.empty()) + int(!o.speculative.draft_model_dir.empty()) +
               int(!f.spec_type.empty());
   if (modes > 1) fail(ErrorKind::kBadInput, "choose one drafter: --mtp, --mtp-assistant-model, --draft-model or --spec-type");
-  if (!o.spec.assistant_dir.empty()) {
-    o.spec.mode = "assistant";
+  if (!o.speculative.assistant_dir.empty()) {
+    o.speculative.mode = "assistant";
   } else if (f.mtp) {
-    o.spec.mode = "mtp";
-  } else if (!o.spec.draft_model_dir.empty()) {
-    o.spec.mode = "draft";
+    o.speculative.mode = "mtp";
+  } else if (!o.speculative.draft_model_dir.empty()) {
+    o.speculative.mode = "draft";
   } else if (f.spec_type == "ngram") {
-    o.spec.mode = "ngram";
+    o.speculative.mode = "ngram";
   } else if (!f.spec_type.empty()) {
     fail(ErrorKind::kBadInput, "--spec-type: unknown drafter '{}' (known: ngram)", f.spec_type);
   }
-  if (o.spec.mode == "mtp" || o.spec.mode == "assistant") {
+  if (o.speculative.mode == "mtp" || o.speculative.mode == "assistant") {
     if (f.num_mtp_tokens == "auto") {
-      o.spec.adaptive = true;
-      o.spec.num_draft_tokens = 8;  // upper bound for the adaptive policy
+      o.speculative.adaptive = true;
+      // --num-mtp-tokens auto: the adaptive policy picks k per step, up to this bound,
+      // from the acceptance it measures at each draft position.
+      o.speculative.num_draft_tokens = kAdaptiveMaxDrafts;
     } else {
       try {
-        o.spec.num_draft_tokens = std::stoi(f.num_mtp_tokens);
+        o.speculative.num_draft_tokens = std::stoi(f.num_mtp_tokens);
       } catch (...) {
         fail(ErrorKind::kBadInput, "--num-mtp-tokens: expected a number or 'auto', got '{}'", f.num_mtp_tokens);
       }
     }
   } else {
-    o.spec.num_draft_tokens = f.num_draft_tokens;
+    o.speculative.num_draft_tokens = f.num_draft_tokens;
   }
-  if (o.spec.num_draft_tokens < 0 || o.spec.num_draft_tokens > 16)
-    fail(ErrorKind::kBadInput, "number of draft tokens must be in 0..16, got {}", o.spec.num_draft_tokens);
-  if (o.spec.synthetic_accept >= 0 && (o.spec.synthetic_accept > 1.0))
+  if (o.speculative.num_draft_tokens < 0 || o.speculative.num_draft_tokens > kMaxDraftsPerStep)
+    fail(ErrorKind::kBadInput, "number of draft tokens must be in 0..{}, got {}", kMaxDraftsPerStep,
+         o.speculative.num_draft_tokens);
+  if (o.speculative.synthetic_accept >= 0 && (o.speculative.synthetic_accept > 1.0))
     fail(ErrorKind::kBadInput, "--spec-synthetic-accept must be in [0, 1]");
-  if (o.spec.synthetic_accept >= 0 && o.spec.mode == "none")
+  if (o.speculative.synthetic_accept >= 0 && o.speculative.mode == "none")
     fail(ErrorKind::kBadInput, "--spec-synthetic-accept needs a drafter (--mtp, --draft-model, --spec-type ngram ...)");
   if (o.prefill_size < 1) fail(ErrorKind::kBadInput, "--prefill-size must be >= 1");
   if (o.ctx_size < 16) fail(ErrorKind::kBadInput, "--ctx-size must be >= 16");
@@ -80,7 +88,7 @@ EngineOptions resolve_engine_options(const EngineFlags& f) {
 }
 
 void check_serve_engine_flags(const EngineFlags& f) {
-  if (f.options.spec.synthetic_accept >= 0 && !f.benchmark_mode)
+  if (f.options.speculative.synthetic_accept >= 0 && !f.benchmark_mode)
     fail(ErrorKind::kBadInput,
          "--spec-synthetic-accept makes outputs ignore the model; serve accepts it only with --benchmark-mode");
 }

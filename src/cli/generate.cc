@@ -16,7 +16,8 @@
 #include "cli/command.h"
 #include "cli/engine_options.h"
 #include "engine/engine.h"
-#include "spec/spec_stats.h"
+#include "speculative/counters.h"
+#include "tokenizer/end_tokens.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -66,15 +67,14 @@ int run_generate(GenerateFlags& f) {
   if (!f.verbose) set_log_level(LogLevel::kWarn);
   EngineOptions options = resolve_engine_options(f.engine);
   options.parallel = 1;
-  if (options.spec.synthetic_accept >= 0 && !f.engine.benchmark_mode)
+  if (options.speculative.synthetic_accept >= 0 && !f.engine.benchmark_mode)
     log_warn("--spec-synthetic-accept {:.2f}: output does NOT follow the model (benchmark only)",
-             options.spec.synthetic_accept);
+             options.speculative.synthetic_accept);
 
   std::unique_ptr<Tokenizer> tokenizer;
   GenerationRequest req;
   bool print_ids = f.ids || !f.prompt_tokens.empty();
   if (f.prompt_tokens.empty() || !print_ids) tokenizer = Tokenizer::load(options.model_dir);
-  std::vector<int32_t> extra_stops;
   if (!f.chat.empty()) {
     // One user turn through the model's chat template, ready for the assistant's reply.
     ChatTemplate chat = ChatTemplate::from_model_dir(options.model_dir);
@@ -82,8 +82,6 @@ int run_generate(GenerateFlags& f) {
     messages.push_back({{"role", "user"}, {"content", f.chat}});
     std::string text = chat.render(messages, nlohmann::ordered_json(), true, nlohmann::ordered_json::object());
     req.prompt = tokenizer->encode(text, false);
-    for (const char* end : {"<|im_end|>", "<|eot_id|>", "<|endoftext|>", "<end_of_turn>"})
-      if (auto id = tokenizer->token_id(end)) extra_stops.push_back(*id);
   } else {
     req.prompt = f.prompt_tokens.empty() ? tokenizer->encode(f.prompt, true) : parse_ids(f.prompt_tokens);
   }
@@ -94,9 +92,9 @@ int run_generate(GenerateFlags& f) {
   req.sampling = f.sampling;
   req.sampling.has_seed = f.seed_given;
   if (!f.ignore_eos) {
-    req.stop_tokens = config.eos_token_ids;
-    if (tokenizer && tokenizer->eos_id()) req.stop_tokens.push_back(*tokenizer->eos_id());
-    req.stop_tokens.insert(req.stop_tokens.end(), extra_stops.begin(), extra_stops.end());
+    // A chat turn also ends at the end-of-turn tokens; a plain prompt at eos only.
+    if (tokenizer) req.stop_tokens = end_of_generation_tokens(*tokenizer, config.eos_token_ids, !f.chat.empty());
+    else req.stop_tokens.assign(config.eos_token_ids.begin(), config.eos_token_ids.end());
   }
 
   std::unique_ptr<StreamDecoder> decoder;
@@ -169,16 +167,15 @@ int run_generate(GenerateFlags& f) {
   std::string line = fmt::format("prompt: {} tokens, {:.1f} tok/s | decode: {} tokens, {:.1f} tok/s", t.prompt_n,
                                  prompt_tps, t.predicted_n, decode_tps);
   if (!t.drafter.empty()) {
-    line += " | draft acceptance " + format_acceptance(uint64_t(t.draft_n_accepted), uint64_t(t.draft_n));
-    line += fmt::format(" | {} tokens/step ({})", fmt::format("{:.2f}", t.mean_accepted_length()), t.drafter);
+    line += " | draft acceptance " + format_acceptance(t.speculative.accepted, t.speculative.draft_tokens);
+    line += fmt::format(" | {} tokens/step ({})", fmt::format("{:.2f}", t.speculative.mean_accepted_length()), t.drafter);
   }
   if (t.synthetic_accept >= 0) line += fmt::format(" | SYNTHETIC acceptance {:.2f} (benchmark only)", t.synthetic_accept);
   std::printf("%s\n", line.c_str());
-  if (!t.drafter.empty() && t.draft_n > 0) {
-    std::vector<uint64_t> drafted(t.drafted_per_pos.begin(), t.drafted_per_pos.end());
-    std::vector<uint64_t> accepted(t.accepted_per_pos.begin(), t.accepted_per_pos.end());
+  if (!t.drafter.empty() && t.speculative.draft_tokens > 0) {
     std::printf("acceptance per position: %s | drafting %.0f of %.0f ms\n",
-                format_acceptance_per_pos(drafted, accepted).c_str(), t.draft_ms, t.predicted_ms);
+                format_acceptance_per_pos(t.speculative.drafted_per_pos, t.speculative.accepted_per_pos).c_str(),
+                t.draft_ms, t.predicted_ms);
   }
   std::fflush(stdout);
   return 0;

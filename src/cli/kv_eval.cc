@@ -25,6 +25,7 @@
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/file.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
 
@@ -72,14 +73,6 @@ KvOptions options_for(const std::string& type, const KvEvalFlags& f) {
   o.compress_after = f.compress_after;
   o.keep_recent = f.keep_recent;
   return o;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::kNotFound, "{}: cannot open text file", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // log-softmax of a row in double.

@@ -1,8 +1,10 @@
 // cli/main.cc — the `nextn` binary: one subcommand per file, listed here.
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "cli/command.h"
+#include "kernels/kernels.h"
 #include "util/error.h"
 
 int main(int argc, char** argv) {
@@ -29,6 +31,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
+    if (const char* simd = std::getenv("NEXTN_SIMD"); simd && *simd) nextn::limit_simd_target(simd);
     for (auto& command : commands)
       if (command.app->parsed()) return command.run();
   } catch (const nextn::Error& e) {

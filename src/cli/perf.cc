@@ -37,6 +37,7 @@ struct PerfFlags {
   int decode_steps = 32;
   int max_k = 8;
   bool json = false;
+  bool list_targets = false;
 };
 
 struct ModelPerf {
@@ -136,6 +137,10 @@ ModelPerf measure_model(const PerfFlags& f) {
 }
 
 int run_perf(const PerfFlags& f) {
+  if (f.list_targets) {
+    for (const std::string& name : available_simd_targets()) std::printf("%s\n", name.c_str());
+    return 0;
+  }
   if (f.threads < 0) fail(ErrorKind::kBadInput, "--threads must be >= 0");
   if (f.bandwidth_mib < 64) fail(ErrorKind::kBadInput, "--bandwidth-mib must be >= 64");
   if (f.prefill < 1 || f.decode_steps < 1 || f.max_k < 1 || f.repeats < 1)
@@ -212,6 +217,8 @@ Command add_perf_command(CLI::App& root) {
   app->add_option("--decode-steps", flags->decode_steps, "Decode steps per run");
   app->add_option("--max-k", flags->max_k, "Largest verify batch measured");
   app->add_flag("--json", flags->json, "Print one JSON object instead of the table");
+  app->add_flag("--simd-targets", flags->list_targets,
+                "List the SIMD targets this build and CPU offer, best first (for NEXTN_SIMD=NAME), and exit");
   return {app, [flags] { return run_perf(*flags); }};
 }
 

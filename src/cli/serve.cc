@@ -2,6 +2,7 @@
 // Binds first (so /health answers 503 while the model loads), loads the engine,
 // prints one JSON ready line and a human URL line on stdout, and on SIGTERM/SIGINT
 // stops accepting, lets in-flight streams end and exits 0.
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/engine_options.h"
+#include "cli/template_limits.h"
 #include "server/backend.h"
 #include "server/server.h"
 #include "util/error.h"
@@ -37,7 +39,20 @@ std::string model_basename(std::string path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// A server's requests come and go on many threads, some with bodies of megabytes.
+// glibc's defaults suit one-shot programs: each thread may grow its own arena, and the
+// mmap threshold rises to the largest block freed so far, after which big request
+// buffers come from arenas that rarely shrink. Measured: 22 /tokenize requests of 9 MB
+// grew RSS by 820 MB. Fixed thresholds send every block above 256 KiB to mmap (given
+// back on free), and four arenas bound what per-thread caching can hold.
+void configure_allocator_for_serving() {
+  mallopt(M_ARENA_MAX, 4);
+  mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
+}
+
 int run_serve(ServeFlags& f) {
+  configure_allocator_for_serving();
   check_serve_engine_flags(f.engine);
   EngineOptions eo = resolve_engine_options(f.engine);
   if (eo.parallel < 1 || eo.parallel > 256) fail(ErrorKind::kBadInput, "--parallel must be in 1..256");
@@ -144,6 +159,7 @@ Command add_serve_command(CLI::App& root) {
   app->add_option("--shutdown-grace", f.server.shutdown_grace_s,
                   "Seconds in-flight generations may run after SIGTERM before they are cancelled")
       ->capture_default_str();
+  add_template_limit_flags(*app, f.server.template_limits);
   return {app, [flags] { return run_serve(*flags); }};
 }
 

@@ -1,10 +1,11 @@
 // engine/engine.cc — the scheduler. One engine thread runs steps; each step:
 //  1. admits queued requests into free slots (reusing the slot's cached prompt prefix),
 //  2. collects rows from every active sequence — a prefill chunk, or [last, d1..dk]
-//     after the sequence's drafter proposed k drafts (k = 0: a plain decode row),
+//     from speculative/step.h's draft_rows (k = 0: a plain decode row),
 //  3. runs ONE batched Model::forward over all of them,
-//  4. per sequence: samples / verifies, emits tokens, truncates rejected rows from
-//     the KV cache and lets the drafter catch up on the accepted rows.
+//  4. per sequence: verify_rows turns the scored rows into tokens; the engine emits
+//     them, truncates rejected rows from the KV cache and lets the drafter catch up
+//     on the accepted rows.
 // Cancellation (callback returning false, cancel(id)) takes effect within a step.
 #include "engine/engine.h"
 
@@ -16,10 +17,10 @@
 #include <thread>
 #include <unordered_set>
 
-#include "spec/adaptive_depth.h"
-#include "spec/drafter.h"
-#include "spec/spec_stats.h"
-#include "spec/verifier.h"
+#include "speculative/adaptive_depth.h"
+#include "speculative/counters.h"
+#include "speculative/drafter.h"
+#include "speculative/step.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/thread_pool.h"
@@ -36,6 +37,23 @@ const char* finish_reason_name(FinishReason reason) {
     case FinishReason::kError: return "error";
   }
   return "none";
+}
+
+PromptProblem find_prompt_problem(std::span<const int32_t> prompt, int n_ctx, int vocab_size) {
+  PromptProblem p;
+  if (prompt.empty()) {
+    p.kind = PromptProblem::Kind::kEmpty;
+    return p;
+  }
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= vocab_size) {
+      p.kind = PromptProblem::Kind::kBadToken;
+      p.index = i;
+      p.token = prompt[i];
+      return p;
+    }
+  if (int64_t(prompt.size()) >= n_ctx) p.kind = PromptProblem::Kind::kTooLong;
+  return p;
 }
 
 namespace {
@@ -58,9 +76,10 @@ struct Active {
   double t_admit = 0, t_first = 0;
   bool done = false;
   // this step
-  int rows = 0;
-  DraftProposal proposal;
-  double draft_seconds = 0;
+  int rows = 0;              // rows in the batch
+  size_t first_logit = 0;    // index of its first logits row in the forward's result
+  size_t first_hidden = 0;   // index of its first hidden row (when the drafter needs them)
+  DraftedRows drafted;       // decode: [last, d1..dk]
 };
 
 struct Slot {
@@ -84,7 +103,7 @@ struct Engine::Impl {
   EngineOptions opt;
   std::unique_ptr<Model> model;
   std::unique_ptr<Drafter> drafter;
-  VerifyCostModel costs{17};
+  VerifyCostModel costs{kMaxRowsPerStep};
   std::unique_ptr<AdaptiveDepth> adaptive;
   std::vector<Slot> slots;
 
@@ -95,7 +114,6 @@ struct Engine::Impl {
   bool stopping = false;
   uint64_t next_id = 1;
   EngineStats stats;
-  SpecCounters spec_totals;
   std::thread thread;
 
   ForwardResult result;
@@ -106,8 +124,9 @@ struct Engine::Impl {
   void admit();
   bool step();
   void start(Slot& slot, Queued q);
-  void collect(Slot& slot);
-  void process(Slot& slot, size_t& logit_off, size_t& hidden_off);
+  void collect(Slot& slot, size_t& logit_rows, size_t& hidden_rows);
+  void process(Slot& slot);
+  void finish_prefill_chunk(Slot& slot, const float* logits, const float* hidden);
   bool emit(Slot& slot, int32_t token, const float* logits_row);
   void finish(Slot& slot, FinishReason reason, const std::string& error = {});
   int choose_k(Active& a, Slot& slot);
@@ -119,15 +138,15 @@ Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
   if (s.opt.parallel < 1) fail(ErrorKind::kBadInput, "--parallel must be >= 1, got {}", s.opt.parallel);
   if (s.opt.threads > 0) ThreadPool::set_global_threads(s.opt.threads);
   s.model = Model::load(s.opt.model_dir, s.opt.load);
-  if (s.opt.spec.num_draft_tokens > 0) s.drafter = make_drafter(*s.model, s.opt.spec);
-  if (s.drafter && s.opt.spec.adaptive) s.adaptive = std::make_unique<AdaptiveDepth>(s.opt.spec.num_draft_tokens);
+  if (s.opt.speculative.num_draft_tokens > 0) s.drafter = make_drafter(*s.model, s.opt.speculative);
+  if (s.drafter && s.opt.speculative.adaptive) s.adaptive = std::make_unique<AdaptiveDepth>(s.opt.speculative.num_draft_tokens);
   s.slots.resize(size_t(s.opt.parallel));
   for (int i = 0; i < s.opt.parallel; ++i) s.slots[size_t(i)].index = i;
   if (s.drafter)
     log_info("speculative decoding: drafter {} with {} draft tokens per step{}{}", s.drafter->name(),
-             s.opt.spec.num_draft_tokens, s.opt.spec.adaptive ? " (adaptive, upper bound)" : "",
-             s.opt.spec.synthetic_accept >= 0
-                 ? fmt::format(" — SYNTHETIC acceptance {:.2f} (benchmark only)", s.opt.spec.synthetic_accept)
+             s.opt.speculative.num_draft_tokens, s.opt.speculative.adaptive ? " (adaptive, upper bound)" : "",
+             s.opt.speculative.synthetic_accept >= 0
+                 ? fmt::format(" — SYNTHETIC acceptance {:.2f} (benchmark only)", s.opt.speculative.synthetic_accept)
                  : "");
   s.thread = std::thread([this] { impl_->run(); });
 }
@@ -139,13 +158,16 @@ const EngineOptions& Engine::options() const { return impl_->opt; }
 
 uint64_t Engine::submit(GenerationRequest request) {
   Impl& s = *impl_;
-  if (request.prompt.empty()) fail(ErrorKind::kBadInput, "prompt: empty (at least one token is needed)");
-  if (int(request.prompt.size()) >= s.opt.ctx_size)
-    fail(ErrorKind::kBadInput, "prompt: {} tokens do not fit the context of {} tokens", request.prompt.size(),
-         s.opt.ctx_size);
   int vocab = s.model->config().vocab_size;
-  for (int32_t t : request.prompt)
-    if (t < 0 || t >= vocab) fail(ErrorKind::kBadInput, "prompt: token id {} outside the vocabulary (0..{})", t, vocab - 1);
+  switch (PromptProblem p = find_prompt_problem(request.prompt, s.opt.ctx_size, vocab); p.kind) {
+    case PromptProblem::Kind::kNone: break;
+    case PromptProblem::Kind::kEmpty: fail(ErrorKind::kBadInput, "prompt: empty (at least one token is needed)");
+    case PromptProblem::Kind::kBadToken:
+      fail(ErrorKind::kBadInput, "prompt: token id {} outside the vocabulary (0..{})", p.token, vocab - 1);
+    case PromptProblem::Kind::kTooLong:
+      fail(ErrorKind::kBadInput, "prompt: {} tokens do not fit the context of {} tokens", request.prompt.size(),
+           s.opt.ctx_size);
+  }
   if (request.max_tokens < 0) fail(ErrorKind::kBadInput, "max_tokens: must be >= 0, got {}", request.max_tokens);
   std::lock_guard lock(s.mu);
   if (s.stopping) fail(ErrorKind::kResource, "engine is shutting down");
@@ -271,13 +293,13 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   }
   // Drafting for this request?
   if (drafter && a->req.speculative && a->req.num_draft_tokens != 0) {
-    a->draft_limit = a->req.num_draft_tokens > 0 ? std::min(a->req.num_draft_tokens, 16) : opt.spec.num_draft_tokens;
+    a->draft_limit = a->req.num_draft_tokens > 0 ? std::min(a->req.num_draft_tokens, kMaxDraftsPerStep) : opt.speculative.num_draft_tokens;
     if (!slot.draft) {
       slot.draft = drafter->new_session(opt.ctx_size, kvo);
       slot.draft_len = 0;
     }
     a->timings.drafter = drafter->name();
-    if (opt.spec.synthetic_accept >= 0) a->timings.synthetic_accept = opt.spec.synthetic_accept;
+    if (opt.speculative.synthetic_accept >= 0) a->timings.synthetic_accept = opt.speculative.synthetic_accept;
   }
   // Prefix cache: keep the common prefix, but recompute at least the last prompt row.
   const auto& prompt = a->req.prompt;
@@ -313,36 +335,31 @@ int Engine::Impl::choose_k(Active& a, Slot& slot) {
   return std::max(k, 0);
 }
 
-void Engine::Impl::collect(Slot& slot) {
+// Adds the slot's rows for this step to the batch; logit_rows and hidden_rows count
+// the rows of the forward's result taken so far.
+void Engine::Impl::collect(Slot& slot, size_t& logit_rows, size_t& hidden_rows) {
   Active& a = *slot.active;
   SequenceRows rows;
   rows.kv = slot.kv.get();
   bool want_hidden = a.draft_limit > 0 && drafter->needs_hidden();
-  a.proposal.clear();
-  a.draft_seconds = 0;
   if (!a.decoding) {
     int n_prompt = int(a.req.prompt.size());
     int n = std::min(opt.prefill_size, n_prompt - a.prefilled);
     rows.tokens = std::span<const int32_t>(a.req.prompt.data() + a.prefilled, size_t(n));
     if (a.prefilled + n == n_prompt) rows.logit_rows.push_back(n - 1);
-    if (want_hidden)
-      for (int i = 0; i < n; ++i) rows.hidden_rows.push_back(i);
     a.rows = n;
   } else {
-    int k = choose_k(a, slot);
-    if (k > 0) {
-      Stopwatch sw;
-      slot.draft->propose(a.last, k, *a.sampler, a.proposal);
-      a.draft_seconds = sw.seconds();
-    }
-    // rows = [last, d1..dk]; the proposal buffer keeps the span's storage alive.
-    a.proposal.tokens.insert(a.proposal.tokens.begin(), a.last);
-    rows.tokens = std::span<const int32_t>(a.proposal.tokens);
-    a.rows = int(a.proposal.tokens.size());
+    draft_rows(slot.draft.get(), a.last, choose_k(a, slot), *a.sampler, a.drafted);
+    rows.tokens = std::span<const int32_t>(a.drafted.rows);  // a.drafted keeps the storage alive
+    a.rows = int(a.drafted.rows.size());
     for (int i = 0; i < a.rows; ++i) rows.logit_rows.push_back(i);
-    if (want_hidden)
-      for (int i = 0; i < a.rows; ++i) rows.hidden_rows.push_back(i);
   }
+  if (want_hidden)
+    for (int i = 0; i < a.rows; ++i) rows.hidden_rows.push_back(i);
+  a.first_logit = logit_rows;
+  a.first_hidden = hidden_rows;
+  logit_rows += rows.logit_rows.size();
+  hidden_rows += rows.hidden_rows.size();
   batch.push_back(std::move(rows));
   batch_owner.push_back(&a);
 }
@@ -363,10 +380,11 @@ bool Engine::Impl::step() {
   batch_owner.clear();
   std::vector<Slot*> in_batch;
   bool any_prefill = false;
+  size_t logit_rows = 0, hidden_rows = 0;
   for (auto& slot : slots) {
     if (!slot.active) continue;
     any_prefill |= !slot.active->decoding;
-    collect(slot);
+    collect(slot, logit_rows, hidden_rows);
     in_batch.push_back(&slot);
   }
   if (batch.empty()) return false;
@@ -377,8 +395,7 @@ bool Engine::Impl::step() {
   double fwd = sw.seconds();
   if (!any_prefill) costs.record(total_rows, fwd);
 
-  size_t logit_off = 0, hidden_off = 0;
-  for (Slot* slot : in_batch) process(*slot, logit_off, hidden_off);
+  for (Slot* slot : in_batch) process(*slot);
 
   std::lock_guard lock(mu);
   size_t used = 0, f16 = 0;
@@ -393,101 +410,65 @@ bool Engine::Impl::step() {
   return true;
 }
 
-void Engine::Impl::process(Slot& slot, size_t& logit_off, size_t& hidden_off) {
+void Engine::Impl::process(Slot& slot) {
   Active& a = *slot.active;
   const int vocab = model->config().vocab_size;
-  const int hidden = model->config().hidden_size;
-  bool want_hidden = a.draft_limit > 0 && drafter->needs_hidden();
-  const float* logits = result.logits.data() + logit_off * size_t(vocab);
-  const float* hid = want_hidden ? result.hidden_post.data() + hidden_off * size_t(hidden) : nullptr;
-
+  const float* logits = result.logits.data() + a.first_logit * size_t(vocab);
+  const float* hidden = a.draft_limit > 0 && drafter->needs_hidden()
+                            ? result.hidden_post.data() + a.first_hidden * size_t(model->config().hidden_size)
+                            : nullptr;
   if (!a.decoding) {
-    int start = a.prefilled;
-    std::span<const int32_t> chunk(a.req.prompt.data() + start, size_t(a.rows));
-    slot.cached.insert(slot.cached.end(), chunk.begin(), chunk.end());
-    if (a.draft_limit > 0) {
-      slot.draft->commit(start, chunk, hid);
-      slot.draft_len = start + a.rows;
-    }
-    a.prefilled += a.rows;
-    if (want_hidden) hidden_off += size_t(a.rows);
-    if (a.prefilled < int(a.req.prompt.size())) return;
-    logit_off += 1;
-    // Prompt done: the first token comes from the last prompt row.
-    a.decoding = true;
-    a.t_first = now_seconds();
-    a.timings.prompt_n = int(a.req.prompt.size()) - a.timings.cache_n;
-    a.timings.prompt_ms = (a.t_first - a.t_admit) * 1e3;
-    int32_t tok = a.sampler->sample(logits);
-    a.sampler->accept(tok);
-    emit(slot, tok, logits);
+    finish_prefill_chunk(slot, logits, hidden);
     return;
   }
 
-  // Decode / verify: rows [last, d1..dk].
-  const int k = a.rows - 1;
-  const int base = slot.kv->length() - a.rows;  // position of `last`
-  std::span<const int32_t> drafts(a.proposal.tokens.data() + 1, size_t(k));
+  // Decode / verify: rows [last, d1..dk] at KV positions base.. .
+  const int k = a.drafted.num_drafts();
+  const int base = slot.kv->length() - a.rows;
   VerifyRules rules;
-  rules.synthetic_accept = opt.spec.synthetic_accept;
-  rules.broken_resample = opt.spec.broken_acceptance_for_tests;
-  Sampler& sampler = *a.sampler;
-  int accepted_in_sampler = 0;  // drafts already recorded by the sampler (penalties)
-  auto sync = [&](int row) {
-    for (; accepted_in_sampler < row; ++accepted_in_sampler) sampler.accept(drafts[size_t(accepted_in_sampler)]);
-  };
-  VerifyOutcome out;
-  if (sampler.greedy()) {
-    out = verify_greedy(drafts, [&](int row) {
-      sync(row);
-      return sampler.argmax_token(logits + size_t(row) * size_t(vocab));
-    }, sampler.rng(), rules);
-  } else {
-    Distribution p;
-    out = verify_sampled(drafts, std::span<const Distribution>(a.proposal.q), [&](int row) -> const Distribution& {
-      sync(row);
-      sampler.distribution(logits + size_t(row) * size_t(vocab), p);
-      return p;
-    }, sampler.rng(), rules);
-  }
-  sync(out.accepted);
-  sampler.accept(out.next);
+  rules.synthetic_accept = opt.speculative.synthetic_accept;
+  rules.on_reject = opt.speculative.rejection_rule;
+  StepTokens step = verify_rows(a.drafted, logits, vocab, *a.sampler, rules);
   // Keep [last, d1..da]; drop the rejected rows.
-  int keep = base + 1 + out.accepted;
-  slot.kv->truncate(keep);
-  slot.cached.push_back(a.last);
-  slot.cached.insert(slot.cached.end(), drafts.begin(), drafts.begin() + out.accepted);
+  std::span<const int32_t> kept(a.drafted.rows.data(), size_t(step.accepted + 1));
+  slot.kv->truncate(base + int(kept.size()));
+  slot.cached.insert(slot.cached.end(), kept.begin(), kept.end());
   if (a.draft_limit > 0) {
-    std::span<const int32_t> committed(a.proposal.tokens.data(), size_t(out.accepted + 1));
-    slot.draft->commit(base, committed, hid);
-    slot.draft_len = keep;
+    slot.draft->commit(base, kept, hidden);
+    slot.draft_len = base + int(kept.size());
   }
   if (k > 0) {
-    a.timings.draft_steps += 1;
-    a.timings.draft_n += k;
-    a.timings.draft_n_accepted += out.accepted;
-    if (int(a.timings.drafted_per_pos.size()) < k) {
-      a.timings.drafted_per_pos.resize(size_t(k), 0);
-      a.timings.accepted_per_pos.resize(size_t(k), 0);
-    }
-    for (int i = 0; i < k; ++i) a.timings.drafted_per_pos[size_t(i)] += 1;
-    for (int i = 0; i < out.accepted; ++i) a.timings.accepted_per_pos[size_t(i)] += 1;
+    a.timings.speculative.record(k, step.accepted);
     std::lock_guard lock(mu);
-    spec_totals.record(k, out.accepted);
-    stats.spec_num_drafts = spec_totals.drafts;
-    stats.spec_num_draft_tokens = spec_totals.draft_tokens;
-    stats.spec_num_accepted_tokens = spec_totals.accepted;
-    stats.spec_accepted_per_pos = spec_totals.accepted_per_pos;
-    stats.spec_drafted_per_pos = spec_totals.drafted_per_pos;
+    stats.speculative.record(k, step.accepted);
   }
-  if (adaptive && a.draft_limit > 0) adaptive->record(k, out.accepted, a.draft_seconds);
-  a.timings.draft_ms += a.draft_seconds * 1e3;
-  logit_off += size_t(a.rows);
-  if (want_hidden) hidden_off += size_t(a.rows);
+  if (adaptive && a.draft_limit > 0) adaptive->record(k, step.accepted, a.drafted.draft_seconds);
+  a.timings.draft_ms += a.drafted.draft_seconds * 1e3;
 
-  for (int i = 0; i < out.accepted; ++i)
-    if (!emit(slot, drafts[size_t(i)], logits + size_t(i) * size_t(vocab))) return;
-  emit(slot, out.next, logits + size_t(out.accepted) * size_t(vocab));
+  for (size_t i = 0; i < step.tokens.size(); ++i)
+    if (!emit(slot, step.tokens[i], logits + i * size_t(vocab))) return;
+}
+
+// A prefill chunk is in the KV cache: the drafter sees it too; after the last chunk the
+// first token comes from the last prompt row.
+void Engine::Impl::finish_prefill_chunk(Slot& slot, const float* logits, const float* hidden) {
+  Active& a = *slot.active;
+  int start = a.prefilled;
+  std::span<const int32_t> chunk(a.req.prompt.data() + start, size_t(a.rows));
+  slot.cached.insert(slot.cached.end(), chunk.begin(), chunk.end());
+  if (a.draft_limit > 0) {
+    slot.draft->commit(start, chunk, hidden);
+    slot.draft_len = start + a.rows;
+  }
+  a.prefilled += a.rows;
+  if (a.prefilled < int(a.req.prompt.size())) return;
+  a.decoding = true;
+  a.t_first = now_seconds();
+  a.timings.prompt_n = int(a.req.prompt.size()) - a.timings.cache_n;
+  a.timings.prompt_ms = (a.t_first - a.t_admit) * 1e3;
+  int32_t tok = a.sampler->sample(logits);
+  a.sampler->accept(tok);
+  emit(slot, tok, logits);
 }
 
 // Emits one token; returns false when the request finished.
@@ -501,7 +482,7 @@ bool Engine::Impl::emit(Slot& slot, int32_t token, const float* logits_row) {
       return false;
     }
   a.generated += 1;
-  bool keep_going = true;
+  TokenReply reply = true;
   if (a.req.on_token) {
     TokenEvent ev;
     ev.token = token;
@@ -510,10 +491,10 @@ bool Engine::Impl::emit(Slot& slot, int32_t token, const float* logits_row) {
       ev.logprob = lp.logprob;
       for (auto& [t, l] : lp.top) ev.top.push_back({t, l});
     }
-    keep_going = a.req.on_token(ev);
+    reply = a.req.on_token(ev);
   }
-  if (!keep_going) {
-    finish(slot, FinishReason::kCancelled);
+  if (!reply) {
+    finish(slot, reply.finish());
     return false;
   }
   if (a.generated >= a.req.max_tokens || slot.kv->length() + 1 >= opt.ctx_size) {
@@ -547,9 +528,9 @@ void Engine::Impl::finish(Slot& slot, FinishReason reason, const std::string& er
       slot.index, finish_reason_name(reason), t.prompt_n, t.cache_n,
       t.prompt_ms > 0 ? t.prompt_n / (t.prompt_ms / 1e3) : 0.0, a->generated,
       t.predicted_ms > 0 ? t.predicted_n / (t.predicted_ms / 1e3) : 0.0);
-  if (t.draft_n > 0) {
+  if (t.speculative.draft_tokens > 0) {
     if (t.synthetic_accept >= 0) line += fmt::format(" | SYNTHETIC_ACCEPT={:.2f}", t.synthetic_accept);
-    line += " | MTP_ACCEPTED=" + format_acceptance(uint64_t(t.draft_n_accepted), uint64_t(t.draft_n));
+    line += " | MTP_ACCEPTED=" + format_acceptance(t.speculative.accepted, t.speculative.draft_tokens);
   }
   log_info("{}", line);
   if (a->req.on_done) a->req.on_done(reason, t, error);

@@ -9,13 +9,15 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "sampling/sampler.h"     // SamplingParams
-#include "spec/spec_options.h"    // SpeculativeOptions
+#include "speculative/counters.h"   // SpeculativeCounters
+#include "speculative/options.h"    // SpeculativeOptions
 
 namespace nextn {
 
@@ -27,7 +29,7 @@ struct EngineOptions {
   int prefill_size = 512;   // prefill chunk
   int queue_size = 64;      // waiting requests beyond the slots; more get 503
   KvOptions kv;             // default storage type for slots (--turbo-kv etc.)
-  SpeculativeOptions spec;
+  SpeculativeOptions speculative;
   LoadOptions load;
 };
 
@@ -46,24 +48,35 @@ struct TokenEvent {
   std::vector<TokenLogprob> top;        // top_logprobs alternatives when requested
 };
 
+// What an on_token callback answers. `true` goes on; `false` ends the generation as
+// cancelled (the client went away); TokenReply::stop() ends it as finished with `stop`
+// (the caller's detokenizer found a stop string).
+class TokenReply {
+ public:
+  TokenReply(bool keep_going) : finish_(keep_going ? FinishReason::kNone : FinishReason::kCancelled) {}
+  static TokenReply stop() {
+    TokenReply r(false);
+    r.finish_ = FinishReason::kStop;
+    return r;
+  }
+  explicit operator bool() const { return finish_ == FinishReason::kNone; }
+  FinishReason finish() const { return finish_; }  // kNone while generation goes on
+
+ private:
+  FinishReason finish_;
+};
+
 struct Timings {
   int prompt_n = 0;           // prompt tokens processed (excluding cache hits)
   int cache_n = 0;            // prompt tokens reused from the prefix cache
   double prompt_ms = 0;
   int predicted_n = 0;
   double predicted_ms = 0;
-  int draft_n = 0;            // drafted tokens
-  int draft_n_accepted = 0;
-  int draft_steps = 0;        // speculative steps (drafts proposed)
+  SpeculativeCounters speculative;    // drafts made and accepted by this request
   double draft_ms = 0;        // time spent drafting (inside predicted_ms)
-  std::vector<int> drafted_per_pos;   // drafts made at position k (0-based)
-  std::vector<int> accepted_per_pos;  // drafts accepted at position k
   std::string kv_type;
   double synthetic_accept = -1.0;     // stamped when synthetic acceptance was used
   std::string drafter;                // "mtp", "ngram", ... ("" when no drafting)
-  double mean_accepted_length() const {  // tokens per speculative step
-    return draft_steps ? 1.0 + double(draft_n_accepted) / draft_steps : 0.0;
-  }
 };
 
 struct GenerationRequest {
@@ -77,8 +90,8 @@ struct GenerationRequest {
   int num_draft_tokens = -1;         // -1: engine default; 0: off
   std::optional<KvOptions> kv;       // per-request kv_bits / kv_group_size
   // Called for every emitted token, in order (stop tokens end generation and are
-  // not emitted). Return false to cancel.
-  std::function<bool(const TokenEvent&)> on_token;
+  // not emitted). Return false to cancel, TokenReply::stop() to finish with `stop`.
+  std::function<TokenReply(const TokenEvent&)> on_token;
   // Called once at the end (also after cancellation or error).
   std::function<void(FinishReason, const Timings&, const std::string& error)> on_done;
 };
@@ -87,11 +100,22 @@ struct EngineStats {
   uint64_t requests_total = 0, requests_active = 0, requests_queued = 0;
   uint64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   double prompt_seconds_total = 0, decode_seconds_total = 0;
-  uint64_t spec_num_drafts = 0, spec_num_draft_tokens = 0, spec_num_accepted_tokens = 0;
-  std::vector<uint64_t> spec_accepted_per_pos;
-  std::vector<uint64_t> spec_drafted_per_pos;
+  SpeculativeCounters speculative;  // every request's drafts, summed
   size_t kv_bytes_used = 0, kv_bytes_f16_equivalent = 0;
 };
+
+// Why a prompt cannot be generated from: the one definition of a valid prompt
+// (Engine::submit refuses these; the server checks first to name the request field).
+struct PromptProblem {
+  enum class Kind { kNone, kEmpty, kBadToken, kTooLong };
+  Kind kind = Kind::kNone;
+  size_t index = 0;   // kBadToken: position of the first id outside the vocabulary
+  int32_t token = 0;  // kBadToken: that id
+  explicit operator bool() const { return kind != Kind::kNone; }
+};
+// A prompt must hold at least one token, only ids in [0, vocab_size), and leave room
+// for at least one generated token in a context of n_ctx tokens.
+PromptProblem find_prompt_problem(std::span<const int32_t> prompt, int n_ctx, int vocab_size);
 
 class Engine {
  public:

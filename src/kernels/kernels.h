@@ -6,6 +6,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "util/dtype.h"
 
@@ -51,5 +53,15 @@ double measure_read_bandwidth_gbs(size_t bytes, int repeats);
 
 // Name of the SIMD target chosen at run time (e.g. "AVX3_SPR", "AVX2").
 const char* simd_target_name();
+
+// The SIMD targets this build has code for and this CPU runs, best first.
+std::vector<std::string> available_simd_targets();
+
+// Caps run-time dispatch at the named target ("AVX2", "SSE4", "EMU128", ...; any case),
+// for every kernel dispatched afterwards: to compare results across targets, or to avoid
+// a target that misbehaves on some CPU. The `nextn` binary and the test binaries apply
+// the environment variable NEXTN_SIMD this way. kBadInput, naming the targets on offer,
+// when `name` is not one of them.
+void limit_simd_target(const std::string& name);
 
 }  // namespace nextn

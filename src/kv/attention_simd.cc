@@ -4,6 +4,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "kv/online_softmax-inl.h"
 
 #include <cmath>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <limits>
 
 #include "kv/attention_simd.h"
+#include "kv/f16_store.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nextn {
@@ -59,7 +61,12 @@ void KvStore(DType dtype, const float* src, size_t n, void* dst) {
   const size_t lanes = hn::Lanes(df);
   size_t i = 0;
   auto* h = static_cast<hwy::float16_t*>(dst);
+#if NEXTN_F16_DEMOTE_ROUNDS
   for (; i + lanes <= n; i += lanes) hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, src + i)), dh, h + i);
+#else
+  (void)h;
+  (void)lanes;
+#endif
   for (; i < n; ++i) d[i] = f32_to_f16(src[i]);
 }
 
@@ -118,28 +125,10 @@ void AttendBlock(const float* q, const float* k, const float* v, int count, int 
   if (count <= 0) return;
   const int D = head_dim;
   Scores(q, k, count, D, scale, scores);
-  float block_max = scores[0];
-  for (int t = 1; t < count; ++t) block_max = scores[t] > block_max ? scores[t] : block_max;
-  const float m_new = block_max > *m ? block_max : *m;
-  // Rescale what was accumulated under the old max (e^-inf = 0 on the first block).
-  const float correction = std::exp(*m - m_new);
+  // Rescale what was accumulated under the old max by `correction`.
+  const float correction = OnlineSoftmaxBlock(scores, count, *m, *l);
   const DF df;
   const int lanes = static_cast<int>(hn::Lanes(df));
-  const VF vmax = hn::Set(df, m_new);
-  VF vsum = hn::Zero(df);
-  int t = 0;
-  for (; t + lanes <= count; t += lanes) {
-    const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, scores + t), vmax));
-    hn::StoreU(e, df, scores + t);
-    vsum = hn::Add(vsum, e);
-  }
-  float sum = hn::GetLane(hn::SumOfLanes(df, vsum));
-  for (; t < count; ++t) {
-    scores[t] = std::exp(scores[t] - m_new);
-    sum += scores[t];
-  }
-  *l = *l * correction + sum;
-  *m = m_new;
   // acc = acc * correction + sum_t p_t v_t; one slice of head_dim at a time stays in
   // registers across all tokens (two chains to hide the FMA latency).
   const int vec_end = D / lanes * lanes;
@@ -200,26 +189,8 @@ void AttendGroup4(const float* const* qs, int nq, const float* kt, int stride, c
       for (int t = 0; t < max_visible; ++t) s[t] = 0.0f;
       continue;
     }
-    float block_max = s[0];
-    for (int t = 1; t < vis; ++t) block_max = s[t] > block_max ? s[t] : block_max;
-    const float m_new = block_max > m[j] ? block_max : m[j];
-    correction[j] = std::exp(m[j] - m_new);
-    const VF vmax = hn::Set(df, m_new);
-    VF vsum = hn::Zero(df);
-    int t = 0;
-    for (; t + lanes <= vis; t += lanes) {
-      const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, s + t), vmax));
-      hn::StoreU(e, df, s + t);
-      vsum = hn::Add(vsum, e);
-    }
-    float sum = hn::GetLane(hn::SumOfLanes(df, vsum));
-    for (; t < vis; ++t) {
-      s[t] = std::exp(s[t] - m_new);
-      sum += s[t];
-    }
-    for (t = vis; t < max_visible; ++t) s[t] = 0.0f;
-    l[j] = l[j] * correction[j] + sum;
-    m[j] = m_new;
+    correction[j] = OnlineSoftmaxBlock(s, vis, m[j], l[j]);
+    for (int t = vis; t < max_visible; ++t) s[t] = 0.0f;
   }
   // acc_j = acc_j * correction_j + sum_t p_jt v_t, one slice of head_dim at a time.
   const float* p0 = scores;

@@ -140,15 +140,11 @@ void attend_kv_head(const AttnHeadJob& job) {
           std::fill(row, row + nt, 0.0f);
           continue;
         }
-        const float mx = max_float(row, valid);
-        if (mx > m[k]) {
-          const float corr = std::isinf(m[k]) ? 0.0f : std::exp(m[k] - mx);
-          l[k] *= corr;
+        const float corr = online_softmax_block(row, valid, m[k], l[k]);
+        if (corr != 1.0f) {
           scale_floats(ap + static_cast<size_t>(k) * D, D, corr);
           if (ar) scale_floats(ar + static_cast<size_t>(k) * Dp, Dp, corr);
-          m[k] = mx;
         }
-        l[k] += exp_shift_sum(row, valid, m[k]);
         std::fill(row + valid, row + nt, 0.0f);
       }
       accumulate_rows(f, seg.v + off * seg.stride, seg.stride, nt, S, kKernelTile, nq, acc);

@@ -28,6 +28,12 @@ KvType parse_kv_type(const std::string& name) {
   fail(ErrorKind::kBadInput, "unknown KV cache type '{}' (known: f32, f16, bf16, q8, q4, turbo3, turbo4)", name);
 }
 
+int group_size_fitting(int group, int head_dim) {
+  if (head_dim <= 0) return group;
+  while (group > 1 && head_dim % group != 0) group /= 2;
+  return group;
+}
+
 size_t KvCache::f16_equivalent_bytes() const {
   const KvShape& s = shape();
   return static_cast<size_t>(length()) * s.n_layers * 2 * s.n_kv_heads * s.head_dim * 2;
@@ -42,7 +48,7 @@ std::unique_ptr<KvCache> make_kv_cache(const KvShape& shape, const KvOptions& op
     case KvType::kF32:
     case KvType::kF16:
     case KvType::kBF16: return std::make_unique<FullPrecisionCache>(shape, options.type);
-    // Quantized storage (owner Q) — one line per type here:
+    // Quantized storage — adding a KV type is one file in kv/ plus one line here:
     case KvType::kQ8: case KvType::kQ4: return std::make_unique<QuantizedCache>(shape, options);
     case KvType::kTurbo3: case KvType::kTurbo4: return std::make_unique<TurboCache>(shape, options);
     default: break;

@@ -30,6 +30,11 @@ struct KvOptions {
   int keep_recent = 256;       // TurboQuant: most recent tokens kept in full precision
 };
 
+// Q8/Q4 groups must divide the head dimension. The group for heads of head_dim values
+// when the caller did not choose one: `group` halved until it divides head_dim
+// (head_dim <= 0: unknown, `group` unchanged).
+int group_size_fitting(int group, int head_dim);
+
 class KvCache {
  public:
   virtual ~KvCache() = default;

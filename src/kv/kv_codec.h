@@ -52,12 +52,12 @@ void score_rows(const RowFormat& f, const uint8_t* rows, size_t stride, int n_to
 // acc[k·f.dim + i] += Σ_t p[k·ld + t] · row_t[i] for t < n_tok (≤ kKernelTile), k < nq.
 void accumulate_rows(const RowFormat& f, const uint8_t* rows, size_t stride, int n_tok, const float* p,
                      int ld, int nq, float* acc);
-// x[i] = exp(x[i] − m) for i < n; returns the sum.
-float exp_shift_sum(float* x, int n, float m);
+// One block of online softmax for one query (kv/online_softmax-inl.h, the routine every
+// attention path shares): scores[0..n) become weights, m and l absorb them; returns the
+// factor the output accumulated so far must be scaled by (exactly 1: unchanged).
+float online_softmax_block(float* scores, int n, float& m, float& l);
 // x[i] *= c for i < n.
 void scale_floats(float* x, int n, float c);
-// Largest of x[0..n).
-float max_float(const float* x, int n);
 // codes[i] = index of the nearest of `levels` sorted centroids to y[i]·inv_norm
 // (count of boundaries below it); returns Σ centroid². SIMD.
 double turbo_quantize(const float* y, int n, float inv_norm, const float* boundaries, const float* centroids,

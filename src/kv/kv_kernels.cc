@@ -12,11 +12,14 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "kv/online_softmax-inl.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include "kv/f16_store.h"
 #include "kv/kv_codec.h"
+#include "util/dtype.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nextn {
@@ -327,25 +330,8 @@ void AccumulateRowsImpl(const RowFormat& f, const uint8_t* rows, size_t stride, 
   }
 }
 
-float ExpShiftSumImpl(float* x, int n, float m) {
-  const DF df;
-  const size_t N = hn::Lanes(df);
-  const VF vm = hn::Set(df, m), lo = hn::Set(df, -87.0f);
-  VF sum = hn::Zero(df);
-  int i = 0;
-  for (; i + static_cast<int>(N) <= n; i += static_cast<int>(N)) {
-    const VF e = hn::Exp(df, hn::Max(hn::Sub(hn::LoadU(df, x + i), vm), lo));
-    hn::StoreU(e, df, x + i);
-    sum = hn::Add(sum, e);
-  }
-  float s = hn::GetLane(hn::SumOfLanes(df, sum));
-  for (; i < n; ++i) {
-    HWY_ALIGN float one[16] = {std::max(x[i] - m, -87.0f)};
-    const float e = hn::GetLane(hn::Exp(df, hn::LoadU(df, one)));
-    x[i] = e;
-    s += e;
-  }
-  return s;
+float OnlineSoftmaxBlockImpl(float* scores, int n, float* m, float* l) {
+  return OnlineSoftmaxBlock(scores, n, *m, *l);
 }
 
 void ScaleFloatsImpl(float* x, int n, float c) {
@@ -355,17 +341,6 @@ void ScaleFloatsImpl(float* x, int n, float c) {
   int i = 0;
   for (; i + static_cast<int>(N) <= n; i += static_cast<int>(N)) hn::StoreU(hn::Mul(hn::LoadU(df, x + i), vc), df, x + i);
   for (; i < n; ++i) x[i] *= c;
-}
-
-float MaxFloatImpl(const float* x, int n) {
-  const DF df;
-  const size_t N = hn::Lanes(df);
-  VF mx = hn::Set(df, -hwy::HighestValue<float>());
-  int i = 0;
-  for (; i + static_cast<int>(N) <= n; i += static_cast<int>(N)) mx = hn::Max(mx, hn::LoadU(df, x + i));
-  float m = hn::GetLane(hn::MaxOfLanes(df, mx));
-  for (; i < n; ++i) m = std::max(m, x[i]);
-  return m;
 }
 
 double TurboQuantizeImpl(const float* y, int n, float inv_norm, const float* boundaries, const float* centroids,
@@ -404,13 +379,14 @@ void F32ToF16Impl(const float* x, int n, uint8_t* out) {
   const int N = static_cast<int>(hn::Lanes(df));
   auto* dst = reinterpret_cast<hwy::float16_t*>(out);
   int i = 0;
+#if NEXTN_F16_DEMOTE_ROUNDS
   for (; i + N <= n; i += N) hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, x + i)), dh, dst + i);
-  for (; i < n; ++i) {
-    HWY_ALIGN float one[16] = {x[i]};
-    HWY_ALIGN hwy::float16_t h[16];
-    hn::Store(hn::DemoteTo(dh, hn::Load(df, one)), dh, h);
-    dst[i] = h[0];
-  }
+#else
+  (void)dh;
+  (void)N;
+#endif
+  auto* bits = reinterpret_cast<uint16_t*>(out);
+  for (; i < n; ++i) bits[i] = nextn::f32_to_f16(x[i]);
 }
 
 void F16ToF32Impl(const uint8_t* in, int n, float* x) {
@@ -435,9 +411,8 @@ namespace nextn {
 
 HWY_EXPORT(ScoreRowsImpl);
 HWY_EXPORT(AccumulateRowsImpl);
-HWY_EXPORT(ExpShiftSumImpl);
+HWY_EXPORT(OnlineSoftmaxBlockImpl);
 HWY_EXPORT(ScaleFloatsImpl);
-HWY_EXPORT(MaxFloatImpl);
 HWY_EXPORT(F32ToF16Impl);
 HWY_EXPORT(TurboQuantizeImpl);
 HWY_EXPORT(F16ToF32Impl);
@@ -450,9 +425,10 @@ void accumulate_rows(const RowFormat& f, const uint8_t* rows, size_t stride, int
                      int ld, int nq, float* acc) {
   HWY_DYNAMIC_DISPATCH(AccumulateRowsImpl)(f, rows, stride, n_tok, p, ld, nq, acc);
 }
-float exp_shift_sum(float* x, int n, float m) { return HWY_DYNAMIC_DISPATCH(ExpShiftSumImpl)(x, n, m); }
+float online_softmax_block(float* scores, int n, float& m, float& l) {
+  return HWY_DYNAMIC_DISPATCH(OnlineSoftmaxBlockImpl)(scores, n, &m, &l);
+}
 void scale_floats(float* x, int n, float c) { HWY_DYNAMIC_DISPATCH(ScaleFloatsImpl)(x, n, c); }
-float max_float(const float* x, int n) { return HWY_DYNAMIC_DISPATCH(MaxFloatImpl)(x, n); }
 double turbo_quantize(const float* y, int n, float inv_norm, const float* boundaries, const float* centroids,
                       int levels, uint8_t* codes) {
   return HWY_DYNAMIC_DISPATCH(TurboQuantizeImpl)(y, n, inv_norm, boundaries, centroids, levels, codes);

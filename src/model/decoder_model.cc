@@ -46,7 +46,7 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
   }
 
   if (c.mtp_layout != MtpLayout::kNone && c.num_mtp_layers > 0) {
-    MtpSpec spec;
+    MtpHeadConfig spec;
     spec.layout = c.mtp_layout;
     spec.num_layers = c.num_mtp_layers;
     spec.first_index = c.mtp_layout == MtpLayout::kDeepSeek ? c.num_layers : 0;

@@ -55,7 +55,7 @@ class DecoderModel : public Model {
 };
 
 // Layout details of an MTP head bound from a checkpoint (mtp_head.cc).
-struct MtpSpec {
+struct MtpHeadConfig {
   MtpLayout layout = MtpLayout::kNone;
   int num_layers = 0;
   int first_index = 0;  // tensor index of layer 0 (model.layers.{first_index + i} / model.mtp_layers.{...})
@@ -64,7 +64,7 @@ struct MtpSpec {
 };
 // Binds and validates every tensor of the head from `store`. The target must outlive
 // the head; `keep_alive` holds whatever backs the store (assistant checkpoints).
-std::unique_ptr<MtpHead> make_mtp_head(const MtpSpec& spec, const DecoderModel& target, WeightStore& store,
+std::unique_ptr<MtpHead> make_mtp_head(const MtpHeadConfig& spec, const DecoderModel& target, WeightStore& store,
                                        std::shared_ptr<void> keep_alive = nullptr);
 
 }  // namespace nextn

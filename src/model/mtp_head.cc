@@ -1,5 +1,5 @@
 // model/mtp_head.cc — MTP layers (MiMo and DeepSeek layouts) from the target
-// checkpoint or from an assistant checkpoint, and their forward (contract 4):
+// checkpoint or from an assistant checkpoint, and their forward:
 //   MiMo:     u = input_proj([hidden_layernorm(h); token_layernorm(e)]), out = final_layernorm(block(u))
 //   DeepSeek: u = eh_proj([enorm(e); hnorm(h)]),                         out = shared_head.norm(block(u))
 // logits = lm_head(out) (DeepSeek: shared_head.head when present); `out` is the recycled h.
@@ -29,7 +29,7 @@ struct MtpLayerWeights {
 
 class MtpHeadImpl : public MtpHead {
  public:
-  MtpHeadImpl(const MtpSpec& spec, const DecoderModel& target, WeightStore& store, std::shared_ptr<void> keep_alive)
+  MtpHeadImpl(const MtpHeadConfig& spec, const DecoderModel& target, WeightStore& store, std::shared_ptr<void> keep_alive)
       : spec_(spec), target_(target), keep_alive_(std::move(keep_alive)) {
     const int64_t H = spec.block.hidden;
     for (int i = 0; i < spec.num_layers; ++i) {
@@ -132,7 +132,7 @@ class MtpHeadImpl : public MtpHead {
     if (v.size() < n) v.resize(n);
   }
 
-  MtpSpec spec_;
+  MtpHeadConfig spec_;
   const DecoderModel& target_;
   std::shared_ptr<void> keep_alive_;
   std::vector<MtpLayerWeights> layers_;
@@ -149,7 +149,7 @@ struct AssistantResources {
 
 }  // namespace
 
-std::unique_ptr<MtpHead> make_mtp_head(const MtpSpec& spec, const DecoderModel& target, WeightStore& store,
+std::unique_ptr<MtpHead> make_mtp_head(const MtpHeadConfig& spec, const DecoderModel& target, WeightStore& store,
                                        std::shared_ptr<void> keep_alive) {
   return std::make_unique<MtpHeadImpl>(spec, target, store, std::move(keep_alive));
 }
@@ -170,7 +170,7 @@ std::unique_ptr<MtpHead> MtpHead::load_assistant(const std::string& dir, Model& 
     reader.error(ErrorKind::kUnsupported,
                  "not an MTP assistant checkpoint (expected architectures ['NextnMTPAssistant'], got '{}')", arch);
 
-  MtpSpec spec;
+  MtpHeadConfig spec;
   const std::string layout = reader.get_string("mtp_layout", "");
   if (layout == "mimo") spec.layout = MtpLayout::kMiMo;
   else if (layout == "deepseek") spec.layout = MtpLayout::kDeepSeek;

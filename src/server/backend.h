@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "chat/jinja_limits.h"
 #include "engine/engine.h"
 
 namespace nextn::server {
@@ -52,8 +53,10 @@ class Backend {
   // The text of one token, for logprobs and /tokenize with_pieces.
   virtual std::string token_text(int32_t id) const = 0;
   virtual std::unique_ptr<TextDecoder> new_decoder(const std::vector<std::string>& stops) const = 0;
+  // Renders under `limits` (the server's configured bounds and its shutdown flag).
   virtual std::string apply_chat_template(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                          bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const = 0;
+                                          bool add_generation_prompt, const nlohmann::ordered_json& kwargs,
+                                          const jinja::RenderLimits& limits) const = 0;
   virtual std::vector<int32_t> eos_tokens() const = 0;
 
   // Generation (same contract as Engine).

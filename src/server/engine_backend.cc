@@ -5,6 +5,7 @@
 
 #include "chat/chat_template.h"
 #include "server/backend.h"
+#include "tokenizer/end_tokens.h"
 #include "tokenizer/stream_decoder.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -43,16 +44,10 @@ class EngineBackend : public Backend {
     info_.weight_bytes = engine_->model().weight_bytes();
     info_.kv_type = kv_type_name(eo.kv.type);
     info_.kv = eo.kv;
-    info_.speculative = eo.spec.mode;
-    info_.num_draft_tokens = eo.spec.mode == "none" ? 0 : eo.spec.num_draft_tokens;
-    for (int id : cfg.eos_token_ids) eos_.push_back(id);
-    if (auto e = tokenizer_->eos_id(); e && std::find(eos_.begin(), eos_.end(), *e) == eos_.end()) eos_.push_back(*e);
-    // Chat models end turns with <|im_end|> / <|eot_id|> / <end_of_turn> even when
-    // generation_config lists only <|endoftext|>.
-    for (const char* t : {"<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end_of_text|>", "<|endoftext|>"}) {
-      if (auto id = tokenizer_->token_id(t); id && std::find(eos_.begin(), eos_.end(), *id) == eos_.end())
-        eos_.push_back(*id);
-    }
+    info_.speculative = eo.speculative.mode;
+    info_.num_draft_tokens = eo.speculative.mode == "none" ? 0 : eo.speculative.num_draft_tokens;
+    // Completions end at end-of-turn tokens too: a prompt may well be a chat transcript.
+    eos_ = end_of_generation_tokens(*tokenizer_, cfg.eos_token_ids, true);
     try {
       template_ = std::make_unique<ChatTemplate>(ChatTemplate::from_model_dir(options.model_dir));
     } catch (const Error& e) {
@@ -75,10 +70,11 @@ class EngineBackend : public Backend {
     return std::make_unique<StreamTextDecoder>(*tokenizer_, stops);
   }
   std::string apply_chat_template(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                  bool add_generation_prompt, const nlohmann::ordered_json& kwargs) const override {
+                                  bool add_generation_prompt, const nlohmann::ordered_json& kwargs,
+                                  const jinja::RenderLimits& limits) const override {
     if (!template_)
       fail(ErrorKind::kUnsupported, "the model has no chat template (tokenizer_config.json); use /v1/completions");
-    return template_->render(messages, tools, add_generation_prompt, kwargs);
+    return template_->render(messages, tools, add_generation_prompt, kwargs, limits);
   }
   std::vector<int32_t> eos_tokens() const override { return eos_; }
 

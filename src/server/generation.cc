@@ -1,12 +1,8 @@
-// server/generation.cc — engine callbacks → detokenized, stop-checked updates.
+// server/generation.cc — engine callbacks → queued tokens → detokenized, stop-checked updates.
 #include "server/generation.h"
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <cstring>
-
-#include "util/log.h"
 
 namespace nextn::server {
 
@@ -51,15 +47,16 @@ std::string StopMatcher::flush() {
 }
 
 Generation::Generation(Backend& backend, const std::vector<std::string>& stops)
-    : backend_(backend), decoder_(backend.new_decoder(stops)) {}
+    : backend_(backend), decoder_(backend.new_decoder(stops)), decode_in_callback_(!stops.empty()) {}
 
-std::shared_ptr<Generation> Generation::start(Backend& backend, GenerationSpec spec) {
-  std::shared_ptr<Generation> g(new Generation(backend, spec.stop));
-  g->want_token_texts_ = spec.want_token_texts;
-  g->eos_ = backend.eos_tokens();
-  g->n_prompt_ = int(spec.request.prompt.size());
-  GenerationRequest req = std::move(spec.request);
-  if (!spec.ignore_eos) req.stop_tokens = g->eos_;
+std::shared_ptr<Generation> Generation::start(Backend& backend, GenerationJob job) {
+  std::shared_ptr<Generation> g(new Generation(backend, job.stop));
+  g->want_token_texts_ = job.want_token_texts;
+  g->n_prompt_ = int(job.request.prompt.size());
+  GenerationRequest req = std::move(job.request);
+  // End-of-turn tokens end the generation in the engine and are never emitted; with
+  // ignore_eos they are ordinary tokens.
+  if (!job.ignore_eos) req.stop_tokens = backend.eos_tokens();
   req.on_token = [g](const TokenEvent& ev) { return g->on_token(ev); };
   req.on_done = [g](FinishReason r, const Timings& t, const std::string& e) { g->on_done(r, t, e); };
   // Hold the lock so that callbacks arriving before id_ is set see a consistent object.
@@ -68,39 +65,30 @@ std::shared_ptr<Generation> Generation::start(Backend& backend, GenerationSpec s
   return g;
 }
 
-bool Generation::on_token(const TokenEvent& ev) {
-  // Detokenize outside the lock would be nicer, but the decoder is only touched here.
+TokenReply Generation::on_token(const TokenEvent& ev) {
   std::lock_guard<std::mutex> lock(mu_);
   if (cancelled_ || stop_hit_ || pending_.done) return false;
   pending_.completion_tokens++;
-  bool is_eos = std::find(eos_.begin(), eos_.end(), ev.token) != eos_.end();
-  std::string piece = is_eos ? std::string() : decoder_->push(ev.token);
-  if (want_token_texts_) {
-    pending_.tokens.push_back(ev);
-    pending_.token_texts.push_back(is_eos ? std::string() : backend_.token_text(ev.token));
+  if (decode_in_callback_) {
+    decode(ev, pending_);
+  } else {
+    queued_.push_back(ev);
   }
-  pending_.text += piece;
-  bool hit = decoder_->stopped();
   news_ = true;
-  if (hit) {
-    stop_hit_ = true;
-    pending_.stopped_by_string = true;
-  }
   cv_.notify_all();
-  return !hit;
+  return stop_hit_ ? TokenReply::stop() : TokenReply(true);
+}
+
+void Generation::decode(const TokenEvent& ev, GenerationUpdate& into) {
+  into.text += decoder_->push(ev.token);
+  if (want_token_texts_) into.tokens.push_back(ev);
+  if (decoder_->stopped()) stop_hit_ = true;
 }
 
 void Generation::on_done(FinishReason reason, const Timings& timings, const std::string& error) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!stop_hit_) {
-    pending_.text += decoder_->finish();
-    if (decoder_->stopped()) {
-      stop_hit_ = true;
-      pending_.stopped_by_string = true;
-    }
-  }
   pending_.done = true;
-  pending_.finish = stop_hit_ ? FinishReason::kStop : reason;
+  pending_.finish = reason;
   pending_.timings = timings;
   pending_.error = error;
   news_ = true;
@@ -108,22 +96,44 @@ void Generation::on_done(FinishReason reason, const Timings& timings, const std:
 }
 
 bool Generation::wait(GenerationUpdate& update, double timeout_s) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return news_; });
-  if (!news_) return false;
-  update.text = std::move(pending_.text);
-  pending_.text.clear();
-  update.tokens = std::move(pending_.tokens);
-  pending_.tokens.clear();
-  update.token_texts = std::move(pending_.token_texts);
-  pending_.token_texts.clear();
-  update.done = pending_.done;
-  update.finish = pending_.finish;
-  update.stopped_by_string = pending_.stopped_by_string;
-  update.timings = pending_.timings;
-  update.error = pending_.error;
-  update.completion_tokens = pending_.completion_tokens;
-  news_ = false;
+  std::vector<TokenEvent> queued;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return news_; });
+    if (!news_) return false;
+    queued.swap(queued_);
+    update.text = std::move(pending_.text);
+    pending_.text.clear();
+    update.tokens = std::move(pending_.tokens);
+    pending_.tokens.clear();
+    update.done = pending_.done;
+    update.finish = pending_.finish;
+    update.timings = pending_.timings;
+    update.error = pending_.error;
+    update.completion_tokens = pending_.completion_tokens;
+    news_ = false;
+  }
+  // Text work happens here, on the handler thread, outside the lock. Without stop
+  // strings only this thread touches the decoder; with them the engine thread has
+  // decoded every token already (queued is empty) and is done with the decoder once
+  // update.done is seen.
+  for (const TokenEvent& ev : queued) decode(ev, update);
+  if (update.done && !flushed_) {
+    flushed_ = true;
+    if (!stop_hit_) {
+      update.text += decoder_->finish();
+      // The held-back text completed a stop string only now: the answer ended at it.
+      if (decoder_->stopped()) update.finish = FinishReason::kStop;
+    }
+  }
+  update.token_texts.clear();
+  update.top_texts.clear();
+  for (const TokenEvent& t : update.tokens) {
+    update.token_texts.push_back(backend_.token_text(t.token));
+    std::vector<std::string> alternatives;
+    for (const auto& a : t.top) alternatives.push_back(backend_.token_text(a.token));
+    update.top_texts.push_back(std::move(alternatives));
+  }
   return true;
 }
 
@@ -134,20 +144,6 @@ void Generation::cancel() {
     cancelled_ = true;
   }
   backend_.cancel(id_);
-}
-
-ProcessMemory process_memory() {
-  ProcessMemory m;
-  FILE* f = std::fopen("/proc/self/status", "r");
-  if (!f) return m;
-  char line[256];
-  while (std::fgets(line, sizeof line, f)) {
-    unsigned long long kb = 0;
-    if (std::sscanf(line, "VmRSS: %llu kB", &kb) == 1) m.rss = size_t(kb) * 1024;
-    if (std::sscanf(line, "VmHWM: %llu kB", &kb) == 1) m.peak_rss = size_t(kb) * 1024;
-  }
-  std::fclose(f);
-  return m;
 }
 
 }  // namespace nextn::server

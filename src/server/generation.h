@@ -1,10 +1,11 @@
 // server/generation.h — one in-flight generation seen from an HTTP handler.
-// Bridges the engine's callbacks (engine thread) to the handler thread: tokens
-// are detokenized incrementally, stop strings are matched across token
-// boundaries (the stop text is never emitted and generation is cancelled at once),
-// and the handler collects text/logprob updates until the request is done. A
-// handler that loses its client calls cancel(); the engine's next callback then
-// returns false, so the sequence stops within one step.
+// Bridges the engine's callbacks (engine thread) to the handler thread. The engine
+// callback only queues the token; the handler thread detokenizes it when it collects
+// the update, so engine steps never wait on text work. The exception is a request with
+// stop strings: its tokens are detokenized in the callback, because a stop string must
+// end the generation (finish reason `stop`) before the engine runs another step, and
+// the stop text is never emitted. A handler that loses its client calls cancel(); the
+// engine's next callback then ends the sequence within one step.
 #pragma once
 #include <condition_variable>
 #include <memory>
@@ -36,25 +37,27 @@ struct GenerationUpdate {
   std::string text;                  // new text since the last update
   std::vector<TokenEvent> tokens;    // new tokens (filled only when logprobs were requested)
   std::vector<std::string> token_texts;  // their decoded pieces
+  std::vector<std::vector<std::string>> top_texts;  // the pieces of their top_logprobs alternatives
   bool done = false;
   FinishReason finish = FinishReason::kNone;
-  bool stopped_by_string = false;
   Timings timings;
   std::string error;
   int completion_tokens = 0;         // total so far
 };
 
-struct GenerationSpec {
-  GenerationRequest request;         // prompt, sampling, limits (callbacks are set here)
-  std::vector<std::string> stop;
-  bool want_token_texts = false;     // logprobs
-  bool ignore_eos = false;
+// What to generate: the engine request (prompt, sampling, limits; Generation sets
+// its callbacks) plus what the HTTP layer adds on top.
+struct GenerationJob {
+  GenerationRequest request;
+  std::vector<std::string> stop;     // stop strings
+  bool want_token_texts = false;     // logprobs: the text of every token
+  bool ignore_eos = false;           // end-of-turn tokens do not end the generation
 };
 
 class Generation {
  public:
   // Submits to the backend; throws nextn::Error from submit (queue full, ...).
-  static std::shared_ptr<Generation> start(Backend& backend, GenerationSpec spec);
+  static std::shared_ptr<Generation> start(Backend& backend, GenerationJob job);
 
   // Waits up to timeout_s for news; moves it into `update` (text is consumed).
   // Returns true when there was news or the generation is done.
@@ -65,28 +68,26 @@ class Generation {
 
  private:
   Generation(Backend& backend, const std::vector<std::string>& stops);
-  bool on_token(const TokenEvent& ev);
+  TokenReply on_token(const TokenEvent& ev);
   void on_done(FinishReason reason, const Timings& timings, const std::string& error);
+  // Detokenizes one token into `into` (notes a stop string).
+  void decode(const TokenEvent& ev, GenerationUpdate& into);
 
   Backend& backend_;
   std::unique_ptr<TextDecoder> decoder_;
-  std::vector<int32_t> eos_;
+  bool decode_in_callback_ = false;  // the request has stop strings
   bool want_token_texts_ = false;
   uint64_t id_ = 0;
   int n_prompt_ = 0;
 
   std::mutex mu_;
   std::condition_variable cv_;
+  std::vector<TokenEvent> queued_;   // emitted, not yet detokenized
   GenerationUpdate pending_;
   bool cancelled_ = false;
   bool stop_hit_ = false;
+  bool flushed_ = false;             // the decoder's held-back text was released (handler thread)
   bool news_ = false;
 };
-
-// Resident and peak resident memory of this process (bytes), from /proc/self/status.
-struct ProcessMemory {
-  size_t rss = 0, peak_rss = 0;
-};
-ProcessMemory process_memory();
 
 }  // namespace nextn::server

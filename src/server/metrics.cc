@@ -52,16 +52,16 @@ std::string render_metrics(const MetricsInput& in) {
   metric(out, "kv_cache_f16_equivalent_bytes", "gauge", "Bytes the same KV entries would take in F16",
          double(e.kv_bytes_f16_equivalent));
   metric(out, "kv_cache_compression_ratio", "gauge", "F16-equivalent bytes / stored bytes", compression(e));
-  metric(out, "spec_decode_num_drafts_total", "counter", "Speculative verification steps", double(e.spec_num_drafts));
-  metric(out, "spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed", double(e.spec_num_draft_tokens));
+  metric(out, "spec_decode_num_drafts_total", "counter", "Speculative verification steps", double(e.speculative.drafts));
+  metric(out, "spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed", double(e.speculative.draft_tokens));
   metric(out, "spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted (bonus excluded)",
-         double(e.spec_num_accepted_tokens));
-  if (!e.spec_accepted_per_pos.empty()) {
+         double(e.speculative.accepted));
+  if (!e.speculative.accepted_per_pos.empty()) {
     out += "# HELP nextn:spec_decode_num_accepted_tokens_per_pos_total Verification steps whose draft at position k was accepted\n";
     out += "# TYPE nextn:spec_decode_num_accepted_tokens_per_pos_total counter\n";
-    for (size_t k = 0; k < e.spec_accepted_per_pos.size(); ++k)
+    for (size_t k = 0; k < e.speculative.accepted_per_pos.size(); ++k)
       out += fmt::format("nextn:spec_decode_num_accepted_tokens_per_pos_total{{position=\"{}\"}} {}\n", k,
-                         e.spec_accepted_per_pos[k]);
+                         e.speculative.accepted_per_pos[k]);
   }
   metric(out, "uptime_seconds", "gauge", "Seconds since the server started", in.uptime_s);
   return out;
@@ -73,13 +73,13 @@ json render_health(const MetricsInput& in) {
   const ModelInfo& m = *in.info;
   json spec = {{"mode", m.speculative},
                {"num_draft_tokens", m.num_draft_tokens},
-               {"num_drafts", e.spec_num_drafts},
-               {"num_draft_tokens_total", e.spec_num_draft_tokens},
-               {"num_accepted_tokens", e.spec_num_accepted_tokens},
-               {"acceptance_rate", ratio(double(e.spec_num_accepted_tokens), double(e.spec_num_draft_tokens))},
+               {"num_drafts", e.speculative.drafts},
+               {"num_draft_tokens_total", e.speculative.draft_tokens},
+               {"num_accepted_tokens", e.speculative.accepted},
+               {"acceptance_rate", ratio(double(e.speculative.accepted), double(e.speculative.draft_tokens))},
                {"mean_acceptance_length",
-                e.spec_num_drafts > 0 ? 1.0 + double(e.spec_num_accepted_tokens) / double(e.spec_num_drafts) : 1.0},
-               {"accepted_per_pos", e.spec_accepted_per_pos}};
+                e.speculative.drafts > 0 ? 1.0 + double(e.speculative.accepted) / double(e.speculative.drafts) : 1.0},
+               {"accepted_per_pos", e.speculative.accepted_per_pos}};
   return {{"status", "ok"},
           {"model", m.id},
           {"model_path", m.path},

@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "server/backend.h"
 #include "server/generation.h"
+#include "util/process_memory.h"
 
 namespace nextn::server {
 

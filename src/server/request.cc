@@ -7,6 +7,7 @@
 
 #include "server/api_error.h"
 #include "server/json_fields.h"
+#include "speculative/step.h"  // kMaxDraftsPerStep
 
 namespace nextn::server {
 
@@ -213,13 +214,13 @@ void parse_common(const json& body, const RequestDefaults& d, ParsedRequest& r) 
     if (auto v = opt_bool(so, "include_usage")) r.include_usage = *v;
   }
 
-  // nextn extensions (SwiftLM / llama.cpp names).
+  // nextn extensions (field names as llama.cpp's server spells them where it has them).
   if (auto v = opt_bool(body, "speculative")) r.speculative = *v;
-  if (auto v = opt_int(body, "num_draft_tokens", 0, 16)) {
+  if (auto v = opt_int(body, "num_draft_tokens", 0, kMaxDraftsPerStep)) {
     r.num_draft_tokens = int(*v);
     if (*v == 0) r.speculative = false;
   }
-  if (auto v = opt_int(body, "speculative.n_max", 0, 16)) {
+  if (auto v = opt_int(body, "speculative.n_max", 0, kMaxDraftsPerStep)) {
     r.num_draft_tokens = int(*v);
     if (*v == 0) r.speculative = false;
   }
@@ -231,8 +232,9 @@ void parse_common(const json& body, const RequestDefaults& d, ParsedRequest& r) 
   if (bits) {
     KvOptions kv = d.kv;
     kv.type = *bits == 8 ? KvType::kQ8 : KvType::kQ4;
-    kv.group_size = group ? int(*group) : 64;
+    kv.group_size = group ? int(*group) : KvOptions{}.group_size;
     r.kv = kv;
+    r.kv_group_size_given = group.has_value();
   }
 }
 

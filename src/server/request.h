@@ -47,7 +47,8 @@ struct ParsedRequest {
   int top_logprobs = 0;
   bool speculative = true;
   int num_draft_tokens = -1;
-  std::optional<KvOptions> kv;
+  std::optional<KvOptions> kv;   // kv_bits given: the request's own KV storage
+  bool kv_group_size_given = false;  // kv_group_size was in the body (must then fit the model)
 };
 
 ParsedRequest parse_chat_request(const nlohmann::ordered_json& body, const RequestDefaults& defaults);

@@ -49,20 +49,21 @@ json timings_json(const Timings& t) {
             {"predicted_per_token_ms", t.predicted_n > 0 ? round3(t.predicted_ms / t.predicted_n) : 0.0},
             {"predicted_per_second", round3(per_second(t.predicted_n, t.predicted_ms))}};
   if (!t.kv_type.empty()) j["kv_type"] = t.kv_type;
-  if (t.draft_n > 0 || t.draft_steps > 0) {
+  const SpeculativeCounters& c = t.speculative;
+  if (c.draft_tokens > 0 || c.drafts > 0) {
     if (!t.drafter.empty()) j["drafter"] = t.drafter;
-    j["draft_n"] = t.draft_n;
-    j["draft_n_accepted"] = t.draft_n_accepted;
-    j["draft_acceptance_rate"] = t.draft_n > 0 ? round3(double(t.draft_n_accepted) / t.draft_n) : 0.0;
-    j["draft_steps"] = t.draft_steps;
-    j["mean_acceptance_length"] = t.draft_steps > 0 ? round3(1.0 + double(t.draft_n_accepted) / t.draft_steps) : 1.0;
+    j["draft_n"] = c.draft_tokens;
+    j["draft_n_accepted"] = c.accepted;
+    j["draft_acceptance_rate"] = round3(c.acceptance_rate());
+    j["draft_steps"] = c.drafts;
+    j["mean_acceptance_length"] = c.drafts > 0 ? round3(c.mean_accepted_length()) : 1.0;
     json per_pos = json::array();
-    for (size_t k = 0; k < t.accepted_per_pos.size(); ++k) {
-      int drafted = k < t.drafted_per_pos.size() ? t.drafted_per_pos[k] : 0;
-      per_pos.push_back(drafted > 0 ? round3(double(t.accepted_per_pos[k]) / drafted) : 0.0);
+    for (size_t k = 0; k < c.accepted_per_pos.size(); ++k) {
+      uint64_t drafted = k < c.drafted_per_pos.size() ? c.drafted_per_pos[k] : 0;
+      per_pos.push_back(drafted > 0 ? round3(double(c.accepted_per_pos[k]) / double(drafted)) : 0.0);
     }
-    j["draft_accepted_per_pos"] = t.accepted_per_pos;
-    j["draft_drafted_per_pos"] = t.drafted_per_pos;
+    j["draft_accepted_per_pos"] = c.accepted_per_pos;
+    j["draft_drafted_per_pos"] = c.drafted_per_pos;
     j["draft_acceptance_per_pos"] = per_pos;
   }
   if (t.synthetic_accept >= 0) j["synthetic_accept"] = t.synthetic_accept;
@@ -129,22 +130,63 @@ json tool_calls_json(const std::vector<ParsedToolCall>& calls, bool stream) {
   return out;
 }
 
+// Every response object and stream chunk starts with these fields, in this order.
+static json response_head(const ResponseIds& ids, const char* object, json choices) {
+  return json{{"id", ids.id},
+              {"object", object},
+              {"created", ids.created},
+              {"model", ids.model},
+              {"system_fingerprint", "nextn-" NEXTN_VERSION},
+              {"choices", std::move(choices)}};
+}
+
 json chat_chunk(const ResponseIds& ids, const json& delta, const json& finish_reason) {
-  return {{"id", ids.id},
-          {"object", "chat.completion.chunk"},
-          {"created", ids.created},
-          {"model", ids.model},
-          {"system_fingerprint", "nextn-" NEXTN_VERSION},
-          {"choices", json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}})}};
+  return response_head(ids, "chat.completion.chunk",
+                       json::array({{{"index", 0}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}}));
 }
 
 json completion_chunk(const ResponseIds& ids, const std::string& text, const json& finish_reason) {
-  return {{"id", ids.id},
-          {"object", "text_completion"},
-          {"created", ids.created},
-          {"model", ids.model},
-          {"system_fingerprint", "nextn-" NEXTN_VERSION},
-          {"choices", json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}})}};
+  return response_head(ids, "text_completion",
+                       json::array({{{"index", 0}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish_reason}}}));
+}
+
+// The response object of either endpoint around its choices (the usage chunk of a
+// stream has none).
+static json response_object(const ResponseIds& ids, const char* object, json choices, const json& usage,
+                            const json& timings) {
+  json j = response_head(ids, object, std::move(choices));
+  j["usage"] = usage;
+  j["timings"] = timings;
+  return j;
+}
+
+json chat_completion_body(const ResponseIds& ids, OutputParser& parser, const std::string& raw, const json& logprobs,
+                          FinishReason finish, const json& usage, const json& timings) {
+  OutputDelta d1 = parser.feed(raw);
+  OutputDelta d2 = parser.finish();
+  std::string content = d1.content + d2.content;
+  std::string reasoning = d1.reasoning + d2.reasoning;
+  const auto& calls = parser.tool_calls();
+  json message = {{"role", "assistant"}};
+  bool blank = content.find_first_not_of(" \n\r\t") == std::string::npos;
+  message["content"] = (!calls.empty() && blank) ? json(nullptr) : json(content);
+  if (!reasoning.empty()) message["reasoning_content"] = reasoning;
+  if (!calls.empty()) message["tool_calls"] = tool_calls_json(calls, false);
+  json choice = {{"index", 0},
+                 {"message", message},
+                 {"logprobs", logprobs},
+                 {"finish_reason", finish_reason_text(finish, !calls.empty())}};
+  return response_object(ids, "chat.completion", json::array({choice}), usage, timings);
+}
+
+json text_completion_body(const ResponseIds& ids, const std::string& text, const json& logprobs, FinishReason finish,
+                          const json& usage, const json& timings) {
+  json choice = {{"index", 0}, {"text", text}, {"logprobs", logprobs}, {"finish_reason", finish_reason_text(finish, false)}};
+  return response_object(ids, "text_completion", json::array({choice}), usage, timings);
+}
+
+json usage_chunk(const ResponseIds& ids, bool chat, const json& usage, const json& timings) {
+  return response_object(ids, chat ? "chat.completion.chunk" : "text_completion", json::array(), usage, timings);
 }
 
 }  // namespace nextn::server

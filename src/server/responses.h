@@ -36,4 +36,16 @@ nlohmann::ordered_json tool_calls_json(const std::vector<ParsedToolCall>& calls,
 nlohmann::ordered_json chat_chunk(const ResponseIds& ids, const nlohmann::ordered_json& delta, const nlohmann::ordered_json& finish_reason);
 nlohmann::ordered_json completion_chunk(const ResponseIds& ids, const std::string& text, const nlohmann::ordered_json& finish_reason);
 
+// The non-streamed answers. chat: `raw` (the model's output) goes through the parser
+// into content, reasoning_content and tool_calls. logprobs: null when not requested.
+nlohmann::ordered_json chat_completion_body(const ResponseIds& ids, OutputParser& parser, const std::string& raw,
+                                            const nlohmann::ordered_json& logprobs, FinishReason finish,
+                                            const nlohmann::ordered_json& usage, const nlohmann::ordered_json& timings);
+nlohmann::ordered_json text_completion_body(const ResponseIds& ids, const std::string& text,
+                                            const nlohmann::ordered_json& logprobs, FinishReason finish,
+                                            const nlohmann::ordered_json& usage, const nlohmann::ordered_json& timings);
+// The stream's last data chunk when usage was asked for: no choices, usage and timings.
+nlohmann::ordered_json usage_chunk(const ResponseIds& ids, bool chat, const nlohmann::ordered_json& usage,
+                                   const nlohmann::ordered_json& timings);
+
 }  // namespace nextn::server

@@ -1,4 +1,6 @@
-// server/server.cc — routes, auth, CORS, streaming and the server lifecycle.
+// server/server.cc — routes, auth, CORS, the server lifecycle, and the generation
+// handler: request → job (generation_job.cc) → Generation → the whole answer
+// (responses.cc) or the streamed one (sse_writer.cc).
 #include "server/server.h"
 
 #include <httplib.h>
@@ -9,46 +11,32 @@
 
 #include "server/api_error.h"
 #include "server/generation.h"
+#include "server/generation_job.h"
+#include "server/http_connection.h"
 #include "server/json_fields.h"
 #include "server/output_parser.h"
 #include "server/responses.h"
+#include "server/sse_writer.h"
+#include "speculative/counters.h"
 #include "util/log.h"
+#include "util/process_memory.h"
 #include "util/timer.h"
 
 namespace nextn::server {
 
 using json = nlohmann::ordered_json;
 
-// httplib::Server with a way to stop accepting without cutting streams short:
-// httplib's stop() makes every chunked response end at once, so a graceful stop
-// shuts the listening socket down instead; the accept loop then ends and
-// listen() returns once the in-flight handlers are done.
-class HttplibServer : public httplib::Server {
- public:
-  void stop_accepting() {
-    auto sock = svr_sock_.load();
-    if (sock != INVALID_SOCKET) ::shutdown(sock, SHUT_RDWR);
-  }
-};
-
 namespace {
 
 constexpr const char* kJson = "application/json; charset=utf-8";
 
+// A stream that ended early waits at most 600 × 50 ms = 30 s for its generation to end.
+constexpr int kReleaseWaitPolls = 600;
+constexpr double kReleaseWaitPollSeconds = 0.05;
+
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
   res.set_content(dump_json(body), kJson);
-}
-
-std::string basename_of(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  size_t slash = p.rfind('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
-}
-
-bool model_matches(const std::string& m, const ModelInfo& info) {
-  return m.empty() || m == info.id || m == info.path || m == basename_of(info.path);
 }
 
 bool constant_time_equal(const std::string& a, const std::string& b) {
@@ -58,48 +46,19 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-// The prompt opened a <think> block that the model continues (Qwen3.5/DeepSeek-R1 templates).
-bool prompt_opens_think(const std::string& rendered) {
-  size_t e = rendered.size();
-  while (e > 0 && (rendered[e - 1] == '\n' || rendered[e - 1] == ' ' || rendered[e - 1] == '\r')) --e;
-  return e >= 7 && rendered.compare(e - 7, 7, "<think>") == 0;
+// The per-request log line at debug level (the engine logs its own "slot done" line at
+// info level): what the server adds is the process's memory.
+void log_request_done(uint64_t id, const ResponsePlan& plan, const GenerationUpdate& u) {
+  const Timings& t = u.timings;
+  ProcessMemory mem = process_memory();
+  std::string line = fmt::format("srv  slot done: id {} | gen_tokens={} | prompt={}t cached={}t | {:.1f} t/s | rss={:.2f}GB peak_rss={:.2f}GB",
+                                 id, u.completion_tokens, plan.n_prompt, t.cache_n,
+                                 t.predicted_ms > 0 ? t.predicted_n * 1000.0 / t.predicted_ms : 0.0, mem.rss / 1e9,
+                                 mem.peak_rss / 1e9);
+  if (t.speculative.draft_tokens > 0)
+    line += " | accepted=" + format_acceptance(t.speculative.accepted, t.speculative.draft_tokens);
+  log_debug("{}", line);
 }
-
-bool write_all(httplib::DataSink& sink, const std::string& text) {
-  // Two writes: a write to a connection whose peer has gone fails on the
-  // second send, so a disconnect is noticed within the same step.
-  if (text.size() > 2) {
-    return sink.write(text.data(), text.size() - 2) && sink.write(text.data() + text.size() - 2, 2);
-  }
-  return sink.write(text.data(), text.size());
-}
-
-std::string sse(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
-
-double per_second(int n, double ms) { return ms > 0 ? n * 1000.0 / ms : 0.0; }
-
-// Everything a generation handler needs after the prompt is built.
-struct GenContext {
-  std::shared_ptr<Generation> gen;
-  bool chat = true;
-  bool stream = false;
-  bool include_usage = false;
-  bool logprobs = false;
-  int top_logprobs = 0;
-  int n_prompt = 0;
-  std::string echo;  // completions echo text
-  ResponseIds ids;
-  std::unique_ptr<OutputParser> parser;
-  // Accumulated (non-stream) or bookkeeping (stream).
-  std::string text, reasoning;
-  std::vector<TokenEvent> tokens;
-  std::vector<std::string> token_texts;
-  std::vector<std::vector<std::string>> top_texts;
-  size_t text_offset = 0;
-  bool sent_role = false;
-  bool finished = false;
-  int completion_tokens = 0;
-};
 
 }  // namespace
 
@@ -112,7 +71,8 @@ HttpServer::~HttpServer() {
   if (grace_thread_.joinable()) grace_thread_.join();
 }
 
-int HttpServer::bind() {
+// Every cpp-httplib setting the server uses, in one place.
+void HttpServer::configure_http() {
   int threads = options_.http_threads > 0 ? options_.http_threads : 64;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
   http_->set_payload_max_length(options_.max_body_bytes);
@@ -121,6 +81,10 @@ int HttpServer::bind() {
   http_->set_write_timeout(30, 0);
   http_->set_keep_alive_timeout(5);
   http_->set_keep_alive_max_count(1000);
+}
+
+int HttpServer::bind() {
+  configure_http();
   int port = options_.port;
   if (port == 0) {
     port = http_->bind_to_any_port(options_.host);
@@ -166,6 +130,12 @@ void HttpServer::track(const std::shared_ptr<Generation>& g, bool add) {
   std::lock_guard<std::mutex> lock(active_mu_);
   if (add) active_.insert(g);
   else active_.erase(g);
+}
+
+jinja::RenderLimits HttpServer::render_limits() const {
+  jinja::RenderLimits limits = options_.template_limits;
+  limits.cancel = &stopping_;  // a render in progress must not hold up a shutdown
+  return limits;
 }
 
 bool HttpServer::authorized(const httplib::Request& req) const {
@@ -375,93 +345,20 @@ void HttpServer::handle_apply_template(const httplib::Request& req, httplib::Res
   json body = parse_body(req.body, options_.max_json_depth);
   ParsedRequest pr = parse_chat_request(body, options_.defaults);
   bool add_generation_prompt = opt_bool(body, "add_generation_prompt").value_or(true);
-  std::string prompt;
-  try {
-    prompt = b->apply_chat_template(pr.messages, pr.tools, add_generation_prompt, pr.template_kwargs);
-  } catch (const Error& e) {
-    throw ApiError(400, "invalid_request_error", std::string("chat template: ") + e.what(), "messages",
-                   "template_error");
-  }
-  send_json(res, 200, {{"prompt", prompt}});
+  send_json(res, 200, {{"prompt", render_chat_prompt(*b, pr, add_generation_prompt, render_limits())}});
 }
 
 void HttpServer::handle_generation(const httplib::Request& req, httplib::Response& res, bool chat) {
   Backend* b = backend();
   if (!b) throw unavailable("Loading model");
   if (stopping_) throw unavailable("Server is shutting down");
-  const ModelInfo& info = b->info();
   json body = parse_body(req.body, options_.max_json_depth);
-  ParsedRequest pr = chat ? parse_chat_request(body, options_.defaults) : parse_completion_request(body, options_.defaults);
-  if (!model_matches(pr.model, info)) {
-    ApiError e = not_found("The model '" + pr.model + "' does not exist (this server serves '" + info.id + "')",
-                           "model_not_found");
-    e.param = "model";
-    throw e;
-  }
-
-  // Group-quantized KV: the group must divide head_dim (the default shrinks to fit).
-  if (pr.kv && info.head_dim > 0 && info.head_dim % pr.kv->group_size != 0) {
-    if (body.contains("kv_group_size") && !body["kv_group_size"].is_null())
-      bad_field("kv_group_size", fmt::format("must divide the model's head_dim ({})", info.head_dim));
-    while (pr.kv->group_size > 1 && info.head_dim % pr.kv->group_size != 0) pr.kv->group_size /= 2;
-  }
-
-  // The prompt.
-  auto ctx = std::make_shared<GenContext>();
-  std::vector<int32_t> prompt;
-  bool opens_think = false;
-  if (chat) {
-    std::string rendered;
-    try {
-      rendered = b->apply_chat_template(pr.messages, pr.tools, true, pr.template_kwargs);
-    } catch (const Error& e) {
-      throw ApiError(400, "invalid_request_error", std::string("chat template: ") + e.what(), "messages",
-                     "template_error");
-    }
-    prompt = b->tokenize(rendered, false, true);
-    opens_think = prompt_opens_think(rendered);
-  } else if (pr.prompt_is_tokens) {
-    for (size_t i = 0; i < pr.prompt_tokens.size(); ++i)
-      if (pr.prompt_tokens[i] >= info.vocab_size)
-        bad_field(fmt::format("prompt[{}]", i), fmt::format("token id {} is outside the vocabulary ({})",
-                                                             pr.prompt_tokens[i], info.vocab_size));
-    prompt = pr.prompt_tokens;
-    if (pr.echo) ctx->echo = b->detokenize(prompt);
-  } else {
-    prompt = b->tokenize(pr.prompt_text, true, true);
-    if (pr.echo) ctx->echo = pr.prompt_text;
-  }
-  if (prompt.empty()) bad_field(chat ? "messages" : "prompt", "the prompt is empty");
-  if (int(prompt.size()) >= info.n_ctx) throw context_exceeded(int(prompt.size()), info.n_ctx);
-
-  int max_tokens = pr.max_tokens.value_or(options_.defaults.max_tokens);
-  max_tokens = std::min<int64_t>(max_tokens, int64_t(info.n_ctx) - int64_t(prompt.size()));
-
-  GenerationSpec spec;
-  spec.request.prompt = prompt;
-  spec.request.max_tokens = max_tokens;
-  spec.request.sampling = pr.sampling;
-  spec.request.logprobs = pr.logprobs;
-  spec.request.top_logprobs = pr.top_logprobs;
-  spec.request.speculative = pr.speculative;
-  spec.request.num_draft_tokens = pr.num_draft_tokens;
-  spec.request.kv = pr.kv;
-  spec.stop = pr.stop;
-  spec.want_token_texts = pr.logprobs;
-  spec.ignore_eos = pr.ignore_eos;
-
-  ctx->chat = chat;
-  ctx->stream = pr.stream;
-  ctx->include_usage = pr.include_usage;
-  ctx->logprobs = pr.logprobs;
-  ctx->top_logprobs = pr.top_logprobs;
-  ctx->n_prompt = int(prompt.size());
-  ctx->ids = new_response_ids(chat, info.id);
-  ctx->parser = std::make_unique<OutputParser>(opens_think, chat ? pr.tools : json());
-  ctx->text_offset = ctx->echo.size();
-
+  ParsedRequest parsed =
+      chat ? parse_chat_request(body, options_.defaults) : parse_completion_request(body, options_.defaults);
+  PreparedGeneration prepared = prepare_generation(*b, std::move(parsed), options_.defaults.max_tokens, render_limits());
+  std::shared_ptr<Generation> gen;
   try {
-    ctx->gen = Generation::start(*b, std::move(spec));
+    gen = Generation::start(*b, std::move(prepared.job));
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::kResource) {
       counters_.rejected_overload++;
@@ -469,206 +366,83 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
     }
     throw;
   }
-  track(ctx->gen, true);
+  track(gen, true);
+  ResponseIds ids = new_response_ids(chat, b->info().id);
+  if (prepared.plan.stream) stream_answer(res, gen, std::move(prepared.plan), std::move(ids));
+  else whole_answer(res, gen, prepared.plan, ids);
+}
 
-  // Called with each update: collects logprob texts for this update.
-  auto top_texts_of = [b](const std::vector<TokenEvent>& toks) {
-    std::vector<std::vector<std::string>> out;
-    for (const auto& t : toks) {
-      std::vector<std::string> alt;
-      for (const auto& a : t.top) alt.push_back(b->token_text(a.token));
-      out.push_back(std::move(alt));
+// Bookkeeping once a generation has ended: untrack, count, log.
+void HttpServer::generation_ended(const std::shared_ptr<Generation>& gen, const ResponsePlan& plan,
+                                  const GenerationUpdate& last) {
+  track(gen, false);
+  if (last.finish == FinishReason::kError) counters_.completions_failed++;
+  else counters_.completions_ok++;
+  counters_.prompt_tokens_cached += uint64_t(std::max(0, last.timings.cache_n));
+  if (options_.log_requests && log_level() <= LogLevel::kDebug) log_request_done(gen->id(), plan, last);
+}
+
+void HttpServer::whole_answer(httplib::Response& res, const std::shared_ptr<Generation>& gen,
+                              const ResponsePlan& plan, const ResponseIds& ids) {
+  GenerationUpdate u;
+  std::string raw;
+  std::vector<TokenEvent> tokens;
+  std::vector<std::string> token_texts;
+  std::vector<std::vector<std::string>> top_texts;
+  for (;;) {
+    bool got = gen->wait(u, 0.25);
+    if (!u.done && client_disconnected()) {  // nobody to answer: free the slot
+      counters_.cancelled++;
+      log_info("srv  client disconnected: id {} | cancelling", gen->id());
+      gen->cancel();
     }
-    return out;
-  };
-
-  // The engine logs the SwiftLM-style "slot done ... | MTP_ACCEPTED=a/t (x%)" line;
-  // this adds the server's view (memory) at debug level.
-  auto log_done = [this](const GenContext& c, const GenerationUpdate& u) {
-    if (!options_.log_requests || log_level() > LogLevel::kDebug) return;
-    ProcessMemory mem = process_memory();
-    std::string line = fmt::format("srv  slot done: id {} | gen_tokens={} | prompt={}t cached={}t | {:.1f} t/s | OS_RAM={:.1f}GB | MEM_DEMAND={:.1f}GB | GPU_MEM=0.0GB",
-                                   c.gen->id(), u.completion_tokens, c.n_prompt, u.timings.cache_n,
-                                   per_second(u.timings.predicted_n, u.timings.predicted_ms), mem.rss / 1e9,
-                                   mem.rss / 1e9);
-    if (u.timings.draft_n > 0)
-      line += fmt::format(" | MTP_ACCEPTED={}/{} ({:.1f}%)", u.timings.draft_n_accepted, u.timings.draft_n,
-                          100.0 * u.timings.draft_n_accepted / u.timings.draft_n);
-    log_debug("{}", line);
-  };
-
-  auto account = [this](const GenerationUpdate& u) {
-    if (u.finish == FinishReason::kError) counters_.completions_failed++;
-    else counters_.completions_ok++;
-    counters_.prompt_tokens_cached += uint64_t(std::max(0, u.timings.cache_n));
-  };
-
-  if (!ctx->stream) {
-    GenerationUpdate u;
-    std::string raw;
-    for (;;) {
-      if (!ctx->gen->wait(u, 1.0)) continue;
-      raw += u.text;
-      if (ctx->logprobs) {
-        auto tops = top_texts_of(u.tokens);
-        ctx->tokens.insert(ctx->tokens.end(), u.tokens.begin(), u.tokens.end());
-        ctx->token_texts.insert(ctx->token_texts.end(), u.token_texts.begin(), u.token_texts.end());
-        ctx->top_texts.insert(ctx->top_texts.end(), tops.begin(), tops.end());
-      }
-      if (u.done) break;
+    if (!got) continue;
+    raw += u.text;
+    if (plan.logprobs) {
+      tokens.insert(tokens.end(), u.tokens.begin(), u.tokens.end());
+      token_texts.insert(token_texts.end(), u.token_texts.begin(), u.token_texts.end());
+      top_texts.insert(top_texts.end(), u.top_texts.begin(), u.top_texts.end());
     }
-    track(ctx->gen, false);
-    account(u);
-    log_done(*ctx, u);
-    if (u.finish == FinishReason::kError) throw internal_error("generation failed: " + u.error);
-    json usage = usage_json(ctx->n_prompt, u.completion_tokens, u.timings.cache_n);
-    json timings = timings_json(u.timings);
-    // The non-streamed response object of either endpoint around its one choice.
-    auto completion_body = [&](const char* object, const json& choice) {
-      return json{{"id", ctx->ids.id},
-                  {"object", object},
-                  {"created", ctx->ids.created},
-                  {"model", ctx->ids.model},
-                  {"system_fingerprint", "nextn-" NEXTN_VERSION},
-                  {"choices", json::array({choice})},
-                  {"usage", usage},
-                  {"timings", timings}};
-    };
-    if (chat) {
-      OutputDelta d1 = ctx->parser->feed(raw);
-      OutputDelta d2 = ctx->parser->finish();
-      std::string content = d1.content + d2.content;
-      std::string reasoning = d1.reasoning + d2.reasoning;
-      const auto& calls = ctx->parser->tool_calls();
-      json message = {{"role", "assistant"}};
-      bool blank = content.find_first_not_of(" \n\r\t") == std::string::npos;
-      message["content"] = (!calls.empty() && blank) ? json(nullptr) : json(content);
-      if (!reasoning.empty()) message["reasoning_content"] = reasoning;
-      if (!calls.empty()) message["tool_calls"] = tool_calls_json(calls, false);
-      json choice = {{"index", 0},
-                     {"message", message},
-                     {"logprobs", ctx->logprobs ? chat_logprobs(ctx->tokens, ctx->token_texts, ctx->top_texts) : json(nullptr)},
-                     {"finish_reason", finish_reason_text(u.finish, !calls.empty())}};
-      send_json(res, 200, completion_body("chat.completion", choice));
-    } else {
-      json choice = {{"index", 0},
-                     {"text", ctx->echo + raw},
-                     {"logprobs", ctx->logprobs ? completion_logprobs(ctx->tokens, ctx->token_texts, ctx->top_texts, ctx->text_offset)
-                                                : json(nullptr)},
-                     {"finish_reason", finish_reason_text(u.finish, false)}};
-      send_json(res, 200, completion_body("text_completion", choice));
-    }
-    return;
+    if (u.done) break;
   }
+  generation_ended(gen, plan, u);
+  if (u.finish == FinishReason::kError) throw internal_error("generation failed: " + u.error);
+  json usage = usage_json(plan.n_prompt, u.completion_tokens, u.timings.cache_n);
+  json timings = timings_json(u.timings);
+  if (plan.chat) {
+    OutputParser parser(plan.opens_think, plan.tools);
+    json logprobs = plan.logprobs ? chat_logprobs(tokens, token_texts, top_texts) : json(nullptr);
+    send_json(res, 200, chat_completion_body(ids, parser, raw, logprobs, u.finish, usage, timings));
+  } else {
+    json logprobs =
+        plan.logprobs ? completion_logprobs(tokens, token_texts, top_texts, plan.echo.size()) : json(nullptr);
+    send_json(res, 200, text_completion_body(ids, plan.echo + raw, logprobs, u.finish, usage, timings));
+  }
+}
 
-  // Streaming: one provider call per update.
+void HttpServer::stream_answer(httplib::Response& res, const std::shared_ptr<Generation>& gen, ResponsePlan plan,
+                               ResponseIds ids) {
+  SseWriter::Hooks hooks;
+  hooks.finished = [this, gen, plan](const GenerationUpdate& u) { generation_ended(gen, plan, u); };
+  hooks.client_gone = [this, gen] {
+    counters_.cancelled++;
+    log_info("srv  client disconnected: id {} | cancelling", gen->id());
+  };
+  auto writer = std::make_shared<SseWriter>(gen, std::move(plan), std::move(ids), std::move(hooks));
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
-  auto provider = [this, ctx, top_texts_of, log_done, account](size_t, httplib::DataSink& sink) -> bool {
-    GenContext& c = *ctx;
-    auto chunk_with_usage = [&](json chunk) {
-      if (c.include_usage) chunk["usage"] = nullptr;
-      return chunk;
-    };
-    auto fail_write = [&] {
-      if (!c.finished) {
-        counters_.cancelled++;
-        log_info("srv  client disconnected: id {} | cancelling", c.gen->id());
-        c.gen->cancel();
-      }
-      return false;
-    };
-    if (c.finished) {
-      sink.done();
-      return true;
-    }
-    std::string out;
-    if (!c.sent_role) {
-      c.sent_role = true;
-      if (c.chat) out += sse(chunk_with_usage(chat_chunk(c.ids, {{"role", "assistant"}, {"content", ""}}, nullptr)));
-      else if (!c.echo.empty()) out += sse(chunk_with_usage(completion_chunk(c.ids, c.echo, nullptr)));
-      if (!out.empty() && !write_all(sink, out)) return fail_write();
-      out.clear();
-    }
-    GenerationUpdate u;
-    if (!c.gen->wait(u, 5.0)) {
-      // Idle (queued or slow step): a comment keeps proxies open and detects gone clients.
-      if (!write_all(sink, ": keep-alive\n\n")) return fail_write();
-      return true;
-    }
-    c.completion_tokens = u.completion_tokens;
-    json lp = nullptr;
-    if (c.logprobs && !u.tokens.empty()) {
-      auto tops = top_texts_of(u.tokens);
-      lp = c.chat ? chat_logprobs(u.tokens, u.token_texts, tops)
-                  : completion_logprobs(u.tokens, u.token_texts, tops, c.text_offset);
-    }
-    if (c.chat) {
-      OutputDelta d = c.parser->feed(u.text);
-      if (u.done) {
-        OutputDelta f = c.parser->finish();
-        d.content += f.content;
-        d.reasoning += f.reasoning;
-      }
-      if (!d.empty() || !lp.is_null()) {
-        json delta = json::object();
-        if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
-        if (!d.content.empty()) delta["content"] = d.content;
-        json chunk = chat_chunk(c.ids, delta, nullptr);
-        chunk["choices"][0]["logprobs"] = lp;
-        out += sse(chunk_with_usage(chunk));
-      }
-    } else if (!u.text.empty() || !lp.is_null()) {
-      json chunk = completion_chunk(c.ids, u.text, nullptr);
-      chunk["choices"][0]["logprobs"] = lp;
-      out += sse(chunk_with_usage(chunk));
-      c.text_offset += u.text.size();
-    }
-    if (u.done) {
-      c.finished = true;
-      track(c.gen, false);
-      account(u);
-      log_done(c, u);
-      if (u.finish == FinishReason::kError) {
-        out += sse(internal_error("generation failed: " + u.error).to_json());
-      } else {
-        bool calls = c.chat && !c.parser->tool_calls().empty();
-        if (calls) out += sse(chunk_with_usage(chat_chunk(c.ids, {{"tool_calls", tool_calls_json(c.parser->tool_calls(), true)}}, nullptr)));
-        const char* reason = finish_reason_text(u.finish, calls);
-        json last = c.chat ? chat_chunk(c.ids, json::object(), reason) : completion_chunk(c.ids, "", reason);
-        last["timings"] = timings_json(u.timings);
-        out += sse(chunk_with_usage(last));
-        if (c.include_usage) {
-          json usage_chunk = {{"id", c.ids.id},
-                              {"object", c.chat ? "chat.completion.chunk" : "text_completion"},
-                              {"created", c.ids.created},
-                              {"model", c.ids.model},
-                              {"system_fingerprint", "nextn-" NEXTN_VERSION},
-                              {"choices", json::array()},
-                              {"usage", usage_json(c.n_prompt, u.completion_tokens, u.timings.cache_n)},
-                              {"timings", timings_json(u.timings)}};
-          out += sse(usage_chunk);
-        }
-      }
-      out += "data: [DONE]\n\n";
-      if (!write_all(sink, out)) return false;
-      sink.done();
-      return true;
-    }
-    if (!out.empty() && !write_all(sink, out)) return fail_write();
-    return true;
-  };
-  auto releaser = [this, ctx](bool) {
-    if (!ctx->finished) {
-      ctx->gen->cancel();
-      // Wait for the engine to let go so the slot is free when we return.
-      GenerationUpdate u;
-      for (int i = 0; i < 600 && !u.done; ++i) ctx->gen->wait(u, 0.05);
-      track(ctx->gen, false);
-    }
-  };
   res.status = 200;
-  res.set_chunked_content_provider("text/event-stream", provider, releaser);
+  res.set_chunked_content_provider(
+      "text/event-stream", [writer](size_t, httplib::DataSink& sink) { return writer->write_next(sink); },
+      [this, writer, gen](bool) {
+        if (writer->finished()) return;
+        gen->cancel();
+        // Wait for the engine to let go so the slot is free when we return: it ends a
+        // cancelled sequence within one step, so this is a bound, not a delay.
+        GenerationUpdate u;
+        for (int i = 0; i < kReleaseWaitPolls && !u.done; ++i) gen->wait(u, kReleaseWaitPollSeconds);
+        track(gen, false);
+      });
 }
 
 }  // namespace nextn::server

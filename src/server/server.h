@@ -26,6 +26,9 @@ struct Response;
 namespace nextn::server {
 
 class Generation;
+struct GenerationUpdate;
+struct ResponsePlan;
+struct ResponseIds;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -37,6 +40,7 @@ struct ServerOptions {
   int max_json_depth = 64;
   int http_threads = 0;          // 0: derived from parallel + queue
   double shutdown_grace_s = 10;  // in-flight generations get this long before being cancelled
+  jinja::RenderLimits template_limits;  // bounds on each chat-template render (cancel is set by the server)
   bool log_requests = true;
 };
 
@@ -58,9 +62,18 @@ class HttpServer {
   const ServerOptions& options() const { return options_; }
 
  private:
+  void configure_http();
   void install_routes();
   bool authorized(const httplib::Request& req) const;
+  // The configured template limits, cancelled when the server stops.
+  jinja::RenderLimits render_limits() const;
   void handle_generation(const httplib::Request& req, httplib::Response& res, bool chat);
+  void whole_answer(httplib::Response& res, const std::shared_ptr<Generation>& gen, const ResponsePlan& plan,
+                    const ResponseIds& ids);
+  void stream_answer(httplib::Response& res, const std::shared_ptr<Generation>& gen, ResponsePlan plan,
+                     ResponseIds ids);
+  void generation_ended(const std::shared_ptr<Generation>& gen, const ResponsePlan& plan,
+                        const GenerationUpdate& last);
   void handle_tokenize(const httplib::Request& req, httplib::Response& res);
   void handle_detokenize(const httplib::Request& req, httplib::Response& res);
   void handle_apply_template(const httplib::Request& req, httplib::Response& res);

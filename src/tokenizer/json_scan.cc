@@ -1,6 +1,8 @@
 // tokenizer/json_scan.cc — the minimal JSON reader behind fast tokenizer.json loading.
 #include "tokenizer/json_scan.h"
 
+#include <cstdint>
+
 #include "tokenizer/utf8.h"
 #include "util/error.h"
 
@@ -97,7 +99,10 @@ int64_t JsonScanner::read_int() {
   if (pos_ < text_.size() && text_[pos_] == '-') { neg = true; ++pos_; }
   if (pos_ >= text_.size() || text_[pos_] < '0' || text_[pos_] > '9') error("expected an integer");
   int64_t v = 0;
-  while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') v = v * 10 + (text_[pos_++] - '0');
+  while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+    if (v > (INT64_MAX - 9) / 10) error("integer out of range");
+    v = v * 10 + (text_[pos_++] - '0');
+  }
   return neg ? -v : v;
 }
 

@@ -2,6 +2,7 @@
 // encode/decode pipelines.
 #include "tokenizer/tokenizer.h"
 
+#include <charconv>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -22,6 +23,11 @@
 namespace nextn {
 
 namespace {
+
+// Token ids index dense tables (id -> text here, embedding rows in the model). Real
+// vocabularies stay below 300K entries, so an id past 2^24 means a damaged file; refusing
+// it keeps a single bad entry from allocating gigabytes.
+constexpr int64_t kMaxTokenId = int64_t{1} << 24;
 
 nlohmann::json parse_json(std::string_view text, const std::string& where) {
   try {
@@ -64,7 +70,10 @@ RawTokenizerJson scan_tokenizer_json(const std::string& text, const std::string&
           do {
             std::string token = s.read_string();
             s.expect(':');
-            raw.vocab.emplace(std::move(token), static_cast<int32_t>(s.read_int()));
+            int64_t id = s.read_int();
+            if (id < 0 || id >= kMaxTokenId)
+              s.error(fmt::format("model.vocab id {} of token '{}' is outside 0..{}", id, token, kMaxTokenId - 1));
+            raw.vocab.emplace(std::move(token), static_cast<int32_t>(id));
           } while (s.consume(','));
           s.expect('}');
         }
@@ -133,14 +142,27 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& model_dir) {
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::load_files(const std::string& json_path, const std::string& config_path) {
-  nlohmann::json config = nlohmann::json::object();
-  if (!config_path.empty()) config = parse_json(read_file(config_path), config_path);
-  if (!config.is_object()) fail(ErrorKind::kBadInput, "{}: expected a JSON object", config_path);
-  return load_text(read_file(json_path), json_path, std::move(config));
+  try {
+    nlohmann::json config = nlohmann::json::object();
+    if (!config_path.empty()) config = parse_json(read_file(config_path), config_path);
+    if (!config.is_object()) fail(ErrorKind::kBadInput, "{}: expected a JSON object", config_path);
+    return parse_text(read_file(json_path), json_path, std::move(config), config_path);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type, e.g. "special": "yes"
+    fail(ErrorKind::kBadInput, "{}: {}", config_path.empty() ? json_path : json_path + " / " + config_path, e.what());
+  }
 }
 
 std::unique_ptr<Tokenizer> Tokenizer::load_text(const std::string& text, const std::string& json_path,
                                                 nlohmann::json config) {
+  try {
+    return parse_text(text, json_path, std::move(config), json_path);
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::kBadInput, "{}: {}", json_path, e.what());
+  }
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::parse_text(const std::string& text, const std::string& json_path,
+                                                 nlohmann::json config, const std::string& config_path) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   RawTokenizerJson raw = scan_tokenizer_json(text, json_path);
   t->config_ = std::move(config);
@@ -166,24 +188,38 @@ std::unique_ptr<Tokenizer> Tokenizer::load_text(const std::string& text, const s
 
   // Added tokens: tokenizer.json first, then tokenizer_config.json's added_tokens_decoder.
   t->added_ = std::make_unique<AddedTokens>();
-  auto add_token = [&](const nlohmann::json& a, int32_t id) {
+  auto add_token = [&](const nlohmann::json& a, int64_t id, const std::string& where) {
+    if (id < 0 || id >= kMaxTokenId)
+      fail(ErrorKind::kBadInput, "{}: added token id {} is outside 0..{}", where, id, kMaxTokenId - 1);
+    if (!a.is_object() || !a.contains("content") || !a["content"].is_string())
+      fail(ErrorKind::kBadInput, "{}: added token {} has no string 'content'", where, id);
     AddedToken tok;
-    tok.id = id;
+    tok.id = static_cast<int32_t>(id);
     tok.content = a.at("content").get<std::string>();
     tok.special = a.value("special", false);
     tok.lstrip = a.value("lstrip", false);
     tok.rstrip = a.value("rstrip", false);
     tok.single_word = a.value("single_word", false);
     tok.normalized = a.value("normalized", !tok.special);
-    max_id = std::max(max_id, id);
+    max_id = std::max(max_id, tok.id);
     t->added_->add(std::move(tok));
   };
-  if (raw.root.contains("added_tokens"))
-    for (auto& a : raw.root["added_tokens"]) add_token(a, a.at("id").get<int32_t>());
+  if (raw.root.contains("added_tokens")) {
+    const nlohmann::json& list = raw.root["added_tokens"];
+    if (!list.is_array()) fail(ErrorKind::kBadInput, "{}: added_tokens must be an array", json_path);
+    for (auto& a : list) {
+      if (!a.is_object() || !a.contains("id") || !a["id"].is_number_integer())
+        fail(ErrorKind::kBadInput, "{}: an added_tokens entry has no integer 'id'", json_path);
+      add_token(a, a["id"].get<int64_t>(), json_path);
+    }
+  }
   if (t->config_.contains("added_tokens_decoder") && t->config_["added_tokens_decoder"].is_object())
     for (auto& [key, a] : t->config_["added_tokens_decoder"].items()) {
-      int32_t id = std::stoi(key);
-      if (!t->added_->find_id(id)) add_token(a, id);
+      int64_t id = -1;
+      auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+      if (ec != std::errc() || end != key.data() + key.size())
+        fail(ErrorKind::kBadInput, "{}: added_tokens_decoder key '{}' is not a token id", config_path, key);
+      if (id < 0 || id >= kMaxTokenId || !t->added_->find_id(static_cast<int32_t>(id))) add_token(a, id, config_path);
     }
 
   t->id_to_token_.assign(static_cast<size_t>(max_id + 1), std::string());

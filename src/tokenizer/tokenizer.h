@@ -68,6 +68,10 @@ class Tokenizer {
   static std::string clean_up_tokenization(std::string text);
 
  private:
+  // load_text without the translation of JSON type errors into a message naming the file;
+  // config_path names where `config` came from in messages.
+  static std::unique_ptr<Tokenizer> parse_text(const std::string& text, const std::string& json_path,
+                                               nlohmann::json config, const std::string& config_path);
   Tokenizer();
   void encode_text(std::string_view text, bool first_section, std::vector<int32_t>& out) const;
 

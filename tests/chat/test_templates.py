@@ -139,7 +139,10 @@ def run_nextn(model_dir, cases):
     with open(batch, "w", encoding="utf-8") as f:
         for c in cases:
             f.write(json.dumps(c, ensure_ascii=False) + "\n")
-    out = subprocess.run([BIN, "chat-template", "--model", model_dir, "--batch", batch], check=True,
+    # Rendered under 1 % of the default step and output budgets and a quarter of the default
+    # depth: the limits that stop hostile templates leave real ones far inside them.
+    limits = ["--template-max-steps", "50000", "--template-max-output", "167772", "--template-max-depth", "100"]
+    out = subprocess.run([BIN, "chat-template", "--model", model_dir, "--batch", batch, *limits], check=True,
                          capture_output=True, text=True, encoding="utf-8").stdout
     return [json.loads(l) for l in out.splitlines()]
 

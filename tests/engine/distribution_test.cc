@@ -5,7 +5,8 @@
 // (rejections resampled from p instead of norm(max(0, p - q))) fails the same test.
 #include <map>
 
-#include "../spec/chi_square.h"
+#include "../speculative/chi_square.h"
+#include "../speculative/wrong_rejection_rule.h"
 #include "engine_test_util.h"
 
 namespace nextn {
@@ -40,8 +41,8 @@ std::map<std::pair<int, int32_t>, double> histogram(EngineOptions o, uint64_t se
     EXPECT_EQ(int(r.tokens.size()), kTokens);
     for (size_t p = 0; p < r.tokens.size(); ++p) h[{int(p), r.tokens[p]}] += 1;
     tokens += long(r.tokens.size());
-    drafted += r.timings.draft_n;
-    accepted += r.timings.draft_n_accepted;
+    drafted += r.timings.speculative.draft_tokens;
+    accepted += r.timings.speculative.accepted;
   }
   EXPECT_GE(tokens, 100000);
   if (acceptance) *acceptance = drafted ? double(accepted) / double(drafted) : 0.0;
@@ -71,13 +72,13 @@ TEST(Distribution, MtpIsLossless) { expect_lossless(spec_options(target_model(),
 
 TEST(Distribution, AssistantIsLossless) {
   EngineOptions o = spec_options(target_model(), "assistant", 2);
-  o.spec.assistant_dir = assistant_model();
+  o.speculative.assistant_dir = assistant_model();
   expect_lossless(o, "assistant");
 }
 
 TEST(Distribution, DraftModelIsLossless) {
   EngineOptions o = spec_options(target_model(), "draft", 3);
-  o.spec.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
+  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
   expect_lossless(o, "draft");
 }
 
@@ -85,8 +86,8 @@ TEST(Distribution, NgramIsLossless) { expect_lossless(spec_options(target_model(
 
 TEST(Distribution, BrokenAcceptanceRuleIsDetected) {
   EngineOptions o = spec_options(target_model(), "draft", 3);
-  o.spec.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
-  o.spec.broken_acceptance_for_tests = true;
+  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
+  o.speculative.rejection_rule = testing::resample_from_target;
   double acc = 0;
   auto bad = histogram(o, 2000000, &acc);
   auto r = homogeneity(plain_histogram(), bad);

@@ -68,7 +68,7 @@ TEST(Engine, PrefixCacheReusesThePromptAndKeepsOutputs) {
 
 TEST(Engine, CallbackCancellationStopsWithinTheStep) {
   EngineOptions o = spec_options(qwen3_model(), "draft", 4);
-  o.spec.draft_model_dir = qwen3_model();  // accepts everything: 5 tokens per step
+  o.speculative.draft_model_dir = qwen3_model();  // accepts everything: 5 tokens per step
   Engine engine(o);
   auto req = greedy_request(kPrompt, 100);
   int seen = 0;
@@ -149,20 +149,20 @@ TEST(Engine, BadRequests) {
 
 TEST(Engine, SyntheticAcceptanceIsStamped) {
   EngineOptions o = spec_options(mimo_model(), "mtp", 3);
-  o.spec.synthetic_accept = 1.0;
+  o.speculative.synthetic_accept = 1.0;
   Engine engine(o);
   auto r = run_one(engine, greedy_request(kPrompt, 33));
   EXPECT_EQ(r.tokens.size(), 33u);
   EXPECT_DOUBLE_EQ(r.timings.synthetic_accept, 1.0);
-  EXPECT_EQ(r.timings.draft_n, r.timings.draft_n_accepted);
-  EXPECT_EQ(r.timings.draft_steps, 8);  // 1 token from the prompt pass + 8 steps of 4
-  EXPECT_DOUBLE_EQ(r.timings.mean_accepted_length(), 4.0);
-  ASSERT_EQ(r.timings.accepted_per_pos.size(), 3u);
+  EXPECT_EQ(r.timings.speculative.draft_tokens, r.timings.speculative.accepted);
+  EXPECT_EQ(r.timings.speculative.drafts, 8);  // 1 token from the prompt pass + 8 steps of 4
+  EXPECT_DOUBLE_EQ(r.timings.speculative.mean_accepted_length(), 4.0);
+  ASSERT_EQ(r.timings.speculative.accepted_per_pos.size(), 3u);
   auto stats = engine.stats();
-  EXPECT_EQ(stats.spec_num_drafts, 8u);
-  EXPECT_EQ(stats.spec_num_draft_tokens, 24u);
-  EXPECT_EQ(stats.spec_num_accepted_tokens, 24u);
-  EXPECT_EQ(stats.spec_accepted_per_pos, (std::vector<uint64_t>{8, 8, 8}));
+  EXPECT_EQ(stats.speculative.drafts, 8u);
+  EXPECT_EQ(stats.speculative.draft_tokens, 24u);
+  EXPECT_EQ(stats.speculative.accepted, 24u);
+  EXPECT_EQ(stats.speculative.accepted_per_pos, (std::vector<uint64_t>{8, 8, 8}));
   EXPECT_GT(stats.kv_bytes_used, 0u);
 }
 
@@ -171,23 +171,23 @@ TEST(Engine, PerRequestSpeculationSwitch) {
   auto req = greedy_request(kPrompt, 10);
   req.speculative = false;
   auto r = run_one(engine, std::move(req));
-  EXPECT_EQ(r.timings.draft_n, 0);
+  EXPECT_EQ(r.timings.speculative.draft_tokens, 0);
   auto req2 = greedy_request(kPrompt, 10);
   req2.num_draft_tokens = 1;
   auto r2 = run_one(engine, std::move(req2));
-  EXPECT_EQ(r2.timings.drafted_per_pos.size(), 1u);
+  EXPECT_EQ(r2.timings.speculative.drafted_per_pos.size(), 1u);
   EXPECT_EQ(r2.tokens, r.tokens);
 }
 
 TEST(Engine, AdaptiveDepthKeepsGreedyOutput) {
   EngineOptions o = spec_options(qwen3_model(), "draft", 8);
-  o.spec.adaptive = true;
-  o.spec.draft_model_dir = qwen3_model();
+  o.speculative.adaptive = true;
+  o.speculative.draft_model_dir = qwen3_model();
   Engine engine(o);
   auto r = run_one(engine, greedy_request(kPrompt, 60));
   Engine plain(base_options(qwen3_model()));
   EXPECT_EQ(r.tokens, run_one(plain, greedy_request(kPrompt, 60)).tokens);
-  EXPECT_GT(r.timings.draft_n, 0);
+  EXPECT_GT(r.timings.speculative.draft_tokens, 0);
 }
 
 TEST(Engine, StartupErrors) {
@@ -201,7 +201,7 @@ TEST(Engine, StartupErrors) {
   };
   expect_error(spec_options(qwen3_model(), "mtp", 3), "no MTP layers");
   EngineOptions d = spec_options(qwen3_model(), "draft", 3);
-  d.spec.draft_model_dir = checkpoint("qwen3_v512", "--arch qwen3 --vocab 512 --seed 4");
+  d.speculative.draft_model_dir = checkpoint("qwen3_v512", "--arch qwen3 --vocab 512 --seed 4");
   expect_error(d, "512");
   expect_error(d, "448");
   expect_error(spec_options(qwen3_model(), "bogus", 3), "unknown drafter");

@@ -88,8 +88,8 @@ inline EngineOptions base_options(const std::string& model) {
 
 inline EngineOptions spec_options(const std::string& model, const std::string& mode, int n) {
   EngineOptions o = base_options(model);
-  o.spec.mode = mode;
-  o.spec.num_draft_tokens = n;
+  o.speculative.mode = mode;
+  o.speculative.num_draft_tokens = n;
   return o;
 }
 

@@ -41,9 +41,9 @@ std::vector<int32_t> plain_tokens(const std::string& model, const std::vector<in
 
 void check_equal(const Case& c, int n, double* acceptance = nullptr, SamplingParams sp = {}, int n_tokens = kTokens) {
   EngineOptions o = spec_options(c.model, c.mode, n);
-  if (c.mode == "assistant") o.spec.assistant_dir = c.extra;
-  if (c.mode == "draft") o.spec.draft_model_dir = c.extra;
-  o.spec.draft_vocab = c.draft_vocab;
+  if (c.mode == "assistant") o.speculative.assistant_dir = c.extra;
+  if (c.mode == "draft") o.speculative.draft_model_dir = c.extra;
+  o.speculative.draft_vocab = c.draft_vocab;
   Engine engine(o);
   int drafted = 0, accepted = 0;
   for (const auto& prompt : {kPrompt, kPrompt2}) {
@@ -52,10 +52,10 @@ void check_equal(const Case& c, int n, double* acceptance = nullptr, SamplingPar
     req.sampling = sp;
     auto r = run_one(engine, std::move(req));
     EXPECT_EQ(r.tokens, want) << c.name << " N=" << n;
-    EXPECT_GT(r.timings.draft_n, 0) << c.name;
+    EXPECT_GT(r.timings.speculative.draft_tokens, 0) << c.name;
     EXPECT_EQ(r.timings.drafter, c.mode);
-    drafted += r.timings.draft_n;
-    accepted += r.timings.draft_n_accepted;
+    drafted += r.timings.speculative.draft_tokens;
+    accepted += r.timings.speculative.accepted;
   }
   if (acceptance) *acceptance = drafted ? double(accepted) / drafted : 0.0;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""nextn generate: ids and the timing line (contract 7), greedy equality through the
+"""nextn generate: ids and the timing line, greedy equality through the
 CLI for --mtp / --spec-type ngram / --draft-model, acceptance per position, bad flags."""
 import os
 import re

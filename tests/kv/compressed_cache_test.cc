@@ -268,7 +268,11 @@ TEST(TurboAttention, IdenticalToF16BeforeCompression) {
     f16.append(0, pos, n, k.data(), v.data());
     turbo.attend(0, pos, n, q.data(), a.data(), 0.125f);
     f16.attend(0, pos, n, q.data(), b.data(), 0.125f);
-    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 2e-6);
+    // Same F16 keys and values; the two caches only group the float32 sums differently
+    // (the turbo cache walks its window separately). Each sum of at most 109 + 64 terms is
+    // within n·2^-24 of exact (Higham's bound for recursive summation), values are O(1):
+    // the two results may differ by twice that, ~2e-5, whatever the SIMD width.
+    for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 2e-5);
     pos += n;
   }
   EXPECT_EQ(turbo.bytes_used(), f16.bytes_used());

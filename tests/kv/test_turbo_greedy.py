@@ -4,8 +4,13 @@ compression threshold (2048 tokens) run on the full-precision window only, so gr
 decoding must give exactly the tokens of the default F16 cache. Runs `$NEXTN_BIN
 debug-logits --kv-type {f16,turbo3,turbo4}` on random checkpoints from
 tools/make_checkpoint.py (Qwen3 and Llama shapes, chunked prefill) and compares the
-greedy tokens (identical) and the logits (same F16 data, only the summation order of
-attention differs: relative difference <= 1e-4)."""
+greedy tokens (identical) and the logits (same F16 data, only the float32 summation
+order of attention differs). That order depends on the SIMD width, so the logit bound
+is set from the error model, not from one machine: per attention output the two orders
+differ by up to ~2·(prompt + head_dim)·2^-24 ≈ 1e-5 relative, grown by the random-weight
+layers above it; measured worst relative difference (max |a - b| / max |a|) over AVX3,
+AVX2, SSE4 and SCALAR: 1.9e-4 (AVX2). The bound 1e-3 keeps a 5x margin, far below what
+a real defect does (a dropped key or a wrong position moves logits by > 1e-1)."""
 import os
 import subprocess
 import tempfile
@@ -44,7 +49,7 @@ class TurboGreedyIdentical(unittest.TestCase):
             for part in ("prefill", "decode"):
                 scale = max(float(np.max(np.abs(base[part]))), 1e-30)
                 rel = float(np.max(np.abs(got[part].astype(np.float64) - base[part]))) / scale
-                self.assertLessEqual(rel, 1e-4, f"{name} {kv} {part} logits differ by {rel:g}")
+                self.assertLessEqual(rel, 1e-3, f"{name} {kv} {part} logits differ by {rel:g}")
 
     def test_qwen3_chunked(self):
         self.check("qwen3", ["--arch", "qwen3", "--seed", "5"], 300, 64)

@@ -122,7 +122,7 @@ class ReferenceTest(unittest.TestCase):
         if not BIN:
             raise unittest.SkipTest("NEXTN_BIN is not set")
         if HELP is None:
-            raise AssertionError(f"{BIN} debug-logits is not available (contract 2)")
+            raise AssertionError(f"{BIN} debug-logits is not available (the reference comparison needs it)")
         os.makedirs(TMP_ROOT, exist_ok=True)
         cls._tmp = tempfile.TemporaryDirectory(prefix="reference-", dir=TMP_ROOT)
         cls.tmp = cls._tmp.name

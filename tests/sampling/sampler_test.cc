@@ -7,7 +7,7 @@
 #include <map>
 #include <numeric>
 
-#include "../spec/chi_square.h"
+#include "../speculative/chi_square.h"
 #include "sampling/sampler.h"
 
 namespace nextn {

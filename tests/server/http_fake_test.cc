@@ -50,7 +50,8 @@ class FakeBackend : public Backend {
     };
     return std::make_unique<Dec>(stops);
   }
-  std::string apply_chat_template(const json& messages, const json&, bool, const json&) const override {
+  std::string apply_chat_template(const json& messages, const json&, bool, const json&,
+                                  const jinja::RenderLimits&) const override {
     std::string out;
     for (const auto& m : messages) out += m["role"].get<std::string>() + ":" + m["content"].get<std::string>() + "\n";
     return out;
@@ -67,8 +68,8 @@ class FakeBackend : public Backend {
       for (; n < int(reply_.size()) && n < req.max_tokens; ++n) {
         TokenEvent ev;
         ev.token = uint8_t(reply_[size_t(n)]);
-        if (!req.on_token(ev)) {
-          reason = FinishReason::kCancelled;
+        if (TokenReply reply = req.on_token(ev); !reply) {
+          reason = reply.finish();  // cancelled, or stop (a stop string)
           ++n;
           break;
         }

@@ -1,0 +1,115 @@
+// server/generation_job.cc — request → generation job (see generation_job.h).
+#include "server/generation_job.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "server/api_error.h"
+
+namespace nextn::server {
+
+namespace {
+
+std::string basename_of(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+bool model_matches(const std::string& m, const ModelInfo& info) {
+  return m.empty() || m == info.id || m == info.path || m == basename_of(info.path);
+}
+
+// The prompt opened a <think> block that the model continues (Qwen3.5/DeepSeek-R1 templates).
+bool prompt_opens_think(const std::string& rendered) {
+  size_t e = rendered.size();
+  while (e > 0 && (rendered[e - 1] == '\n' || rendered[e - 1] == ' ' || rendered[e - 1] == '\r')) --e;
+  return e >= 7 && rendered.compare(e - 7, 7, "<think>") == 0;
+}
+
+// The engine's prompt rules (find_prompt_problem), as errors naming the request field.
+void check_prompt(const std::vector<int32_t>& prompt, const ModelInfo& info, bool chat) {
+  PromptProblem p = find_prompt_problem(prompt, info.n_ctx, info.vocab_size);
+  switch (p.kind) {
+    case PromptProblem::Kind::kNone: return;
+    case PromptProblem::Kind::kEmpty: bad_field(chat ? "messages" : "prompt", "the prompt is empty");
+    case PromptProblem::Kind::kBadToken:
+      bad_field(fmt::format("prompt[{}]", p.index),
+                fmt::format("token id {} is outside the vocabulary ({})", p.token, info.vocab_size));
+    case PromptProblem::Kind::kTooLong: throw context_exceeded(int(prompt.size()), info.n_ctx);
+  }
+}
+
+}  // namespace
+
+std::string render_chat_prompt(const Backend& backend, const ParsedRequest& request, bool add_generation_prompt,
+                               const jinja::RenderLimits& limits) {
+  try {
+    return backend.apply_chat_template(request.messages, request.tools, add_generation_prompt,
+                                       request.template_kwargs, limits);
+  } catch (const Error& e) {
+    throw ApiError(400, "invalid_request_error", std::string("chat template: ") + e.what(), "messages",
+                   "template_error");
+  }
+}
+
+PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, int default_max_tokens,
+                                      const jinja::RenderLimits& template_limits) {
+  const ModelInfo& info = backend.info();
+  if (!model_matches(pr.model, info)) {
+    ApiError e = not_found("The model '" + pr.model + "' does not exist (this server serves '" + info.id + "')",
+                           "model_not_found");
+    e.param = "model";
+    throw e;
+  }
+
+  // Group-quantized KV: a group the request names must divide head_dim; the default shrinks to fit.
+  if (pr.kv && info.head_dim > 0 && info.head_dim % pr.kv->group_size != 0) {
+    if (pr.kv_group_size_given)
+      bad_field("kv_group_size", fmt::format("must divide the model's head_dim ({})", info.head_dim));
+    pr.kv->group_size = group_size_fitting(pr.kv->group_size, info.head_dim);
+  }
+
+  PreparedGeneration out;
+  ResponsePlan& plan = out.plan;
+  std::vector<int32_t> prompt;
+  if (pr.chat) {
+    std::string rendered = render_chat_prompt(backend, pr, true, template_limits);
+    prompt = backend.tokenize(rendered, false, true);
+    plan.opens_think = prompt_opens_think(rendered);
+    plan.tools = pr.tools;
+  } else if (pr.prompt_is_tokens) {
+    prompt = pr.prompt_tokens;
+  } else {
+    prompt = backend.tokenize(pr.prompt_text, true, true);
+  }
+  check_prompt(prompt, info, pr.chat);
+  if (!pr.chat && pr.echo) plan.echo = pr.prompt_is_tokens ? backend.detokenize(prompt) : pr.prompt_text;
+
+  int max_tokens = pr.max_tokens.value_or(default_max_tokens);
+  max_tokens = int(std::min<int64_t>(max_tokens, int64_t(info.n_ctx) - int64_t(prompt.size())));
+
+  plan.chat = pr.chat;
+  plan.stream = pr.stream;
+  plan.include_usage = pr.include_usage;
+  plan.logprobs = pr.logprobs;
+  plan.n_prompt = int(prompt.size());
+
+  GenerationJob& job = out.job;
+  job.request.prompt = std::move(prompt);
+  job.request.max_tokens = max_tokens;
+  job.request.sampling = pr.sampling;
+  job.request.logprobs = pr.logprobs;
+  job.request.top_logprobs = pr.top_logprobs;
+  job.request.speculative = pr.speculative;
+  job.request.num_draft_tokens = pr.num_draft_tokens;
+  job.request.kv = pr.kv;
+  job.stop = pr.stop;
+  job.want_token_texts = pr.logprobs;
+  job.ignore_eos = pr.ignore_eos;
+  return out;
+}
+
+}  // namespace nextn::server

@@ -1,0 +1,332 @@
+// server/http_connection.cc — see http_connection.h.
+#include "server/http_connection.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include "server/api_error.h"
+#include "server/json_fields.h"
+
+namespace nextn::server {
+
+namespace {
+
+constexpr size_t kMaxHeadBytes = 64 * 1024;      // request line + headers (431 beyond)
+constexpr size_t kMaxReadAhead = 1 << 20;        // pipelined bytes buffered while a handler runs
+constexpr double kHeadSeconds = 30;              // a request head must arrive within this (slow clients)
+constexpr int kIdleSliceMs = 50;                 // how often an idle connection looks at the stop flag
+constexpr int kLingerMs = 1000;                  // draining after our last response, before close()
+constexpr const char* kProcessing = "HTTP/1.1 102 Processing\r\n\r\n";
+
+using Clock = std::chrono::steady_clock;
+
+int poll_fd(int fd, short events, int timeout_ms, short* revents = nullptr) {
+  pollfd p{fd, events, 0};
+  int r;
+  do r = ::poll(&p, 1, timeout_ms);
+  while (r < 0 && errno == EINTR);
+  if (revents) *revents = r > 0 ? p.revents : 0;
+  return r;
+}
+
+void address_of(int fd, bool peer, std::string& ip, int& port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  int r = peer ? getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len)
+               : getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ip.clear();
+  port = 0;
+  if (r != 0) return;
+  char text[INET6_ADDRSTRLEN] = {0};
+  if (addr.ss_family == AF_INET) {
+    auto* a = reinterpret_cast<sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &a->sin_addr, text, sizeof text);
+    port = ntohs(a->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text);
+    port = ntohs(a->sin6_port);
+  }
+  ip = text;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 408: return "Request Timeout";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    default: return "Error";
+  }
+}
+
+// What the framing check decided about the request at the front of the buffer.
+struct Framing {
+  int status = 0;                  // 0: acceptable; else the error status to answer
+  std::string problem;             // why, for the error body
+  size_t head_bytes = 0;           // request line + headers + blank line
+  long long content_length = -1;   // -1: no Content-Length header
+};
+
+// The checks httplib does not make, on a complete head (it ends with "\r\n\r\n").
+Framing check_head(const std::string& head) {
+  Framing f;
+  f.head_bytes = head.size();
+  int lengths = 0, codings = 0;
+  std::string coding;
+  size_t line_start = head.find("\r\n") + 2;  // the request line is httplib's to parse
+  if (head.substr(0, line_start - 2).find_first_of("\r\n") != std::string::npos) {
+    f.status = 400;
+    f.problem = "bare CR or LF in the request line";
+    return f;
+  }
+  while (line_start + 2 < head.size()) {  // the last "\r\n" ends the head
+    size_t end = head.find("\r\n", line_start);
+    std::string line = head.substr(line_start, end - line_start);
+    line_start = end + 2;
+    auto refuse = [&](const std::string& why) {
+      f.status = 400;
+      f.problem = why;
+      return f;
+    };
+    if (line.find_first_of("\r\n") != std::string::npos) return refuse("bare CR or LF in a header line");
+    if (line[0] == ' ' || line[0] == '\t') return refuse("folded header line (obsolete line folding)");
+    size_t colon = line.find(':');
+    if (colon == std::string::npos || colon == 0) return refuse("header line without a field name and ':'");
+    std::string name = line.substr(0, colon);
+    if (name.find_first_of(" \t") != std::string::npos) return refuse("whitespace before ':' in header '" + name + "'");
+    std::string key = lower(name), value = trim(line.substr(colon + 1));
+    if (key == "content-length") {
+      if (++lengths > 1) return refuse("more than one Content-Length header");
+      if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos)
+        return refuse("Content-Length '" + value + "' is not a byte count");
+      f.content_length = std::stoll(value);
+    } else if (key == "transfer-encoding") {
+      if (++codings > 1) return refuse("more than one Transfer-Encoding header");
+      coding = lower(value);
+    }
+  }
+  if (codings && lengths) {
+    f.status = 400;
+    f.problem = "both Content-Length and Transfer-Encoding";
+  } else if (codings && coding != "chunked") {
+    f.status = 501;
+    f.problem = "Transfer-Encoding '" + coding + "' is not supported (only chunked)";
+  }
+  return f;
+}
+
+// One accepted socket as an httplib::Stream whose read buffer lives as long as the
+// connection (see the header for what that and the rest fix).
+class Connection final : public httplib::Stream {
+ public:
+  Connection(int fd, double read_s, double write_s)
+      : fd_(fd), read_ms_(int(read_s * 1000)), write_ms_(int(write_s * 1000)) {}
+
+  bool is_readable() const override { return pos_ < buf_.size() || poll_fd(fd_, POLLIN, read_ms_) > 0; }
+
+  // Writable within the timeout and not reset by the peer. The end of the client's input
+  // is not a reason to stop writing (a half-closed client is still reading).
+  bool is_writable() const override {
+    short ev = 0;
+    return poll_fd(fd_, POLLOUT, write_ms_, &ev) > 0 && !(ev & (POLLERR | POLLHUP | POLLNVAL));
+  }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (pos_ == buf_.size() && !fill(read_ms_)) return eof_ ? 0 : -1;
+    size_t n = std::min(size, buf_.size() - pos_);
+    std::memcpy(ptr, buf_.data() + pos_, n);
+    pos_ += n;
+    consumed_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!is_writable()) return -1;
+    ssize_t n;
+    do n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n > 0) response_started_ = true;
+    return n;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { address_of(fd_, true, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { address_of(fd_, false, ip, port); }
+  socket_t socket() const override { return fd_; }
+
+  // Waits for the first byte of the next request; false when the client closed, stayed
+  // idle past `idle_s` or the server is stopping.
+  bool next_request(double idle_s, const std::atomic<bool>& stopping) {
+    auto deadline = Clock::now() + std::chrono::duration<double>(idle_s);
+    while (pos_ == buf_.size()) {
+      if (eof_ || stopping || Clock::now() > deadline) return false;
+      fill(kIdleSliceMs);
+    }
+    return true;
+  }
+
+  // Buffers the whole head of the request at the front and checks its framing.
+  Framing frame() {
+    response_started_ = probed_ = false;
+    request_start_ = consumed_;
+    auto deadline = Clock::now() + std::chrono::duration<double>(kHeadSeconds);
+    size_t end;
+    while ((end = buf_.find("\r\n\r\n", pos_)) == std::string::npos) {
+      if (buf_.size() - pos_ > kMaxHeadBytes) return {431, "request head larger than 64 KiB"};
+      int left = int(std::chrono::duration<double, std::milli>(deadline - Clock::now()).count());
+      if (left <= 0) return {408, "request head not complete within 30 s"};
+      if (!fill(std::min(left, read_ms_)) && (eof_ || poll_fd(fd_, POLLIN, 0) < 0)) return {-1, "closed"};
+    }
+    if (end + 4 - pos_ > kMaxHeadBytes) return {431, "request head larger than 64 KiB"};
+    return check_head(buf_.substr(pos_, end + 4 - pos_));
+  }
+
+  // Whether httplib read all of the request's body (it leaves it unread when it
+  // refuses a request early, e.g. 413): if not, the next bytes are not a request.
+  bool body_consumed(const Framing& f) const {
+    return f.content_length < 0 || consumed_ - request_start_ >= f.head_bytes + size_t(f.content_length);
+  }
+
+  // Answers a request that cannot be framed, in the API's error shape, and closes.
+  void refuse(int status, const std::string& problem) {
+    ApiError e(status, "invalid_request_error", "Malformed HTTP request: " + problem, {}, "bad_http_framing");
+    std::string body = dump_json(e.to_json());
+    std::string text = "HTTP/1.1 " + std::to_string(status) + " " + reason_phrase(status) +
+                       "\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: " +
+                       std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+    write(text.data(), text.size());
+  }
+
+  // See client_disconnected().
+  bool gone() {
+    short ev = 0;
+    if (poll_fd(fd_, POLLIN | POLLRDHUP, 0, &ev) <= 0) return false;
+    if (ev & (POLLERR | POLLHUP | POLLNVAL)) return true;  // reset: the client closed and our bytes bounced
+    if ((ev & POLLIN) && !eof_ && buf_.size() - pos_ < kMaxReadAhead) {
+      char tmp[16 * 1024];
+      ssize_t n = ::recv(fd_, tmp, sizeof tmp, MSG_DONTWAIT);
+      if (n > 0) {  // a pipelined request: keep it for later
+        buf_.append(tmp, size_t(n));
+        return false;
+      }
+      if (n == 0) eof_ = true;
+    }
+    if (ev & POLLRDHUP) eof_ = true;
+    // The client sent its end of input: it half-closed (and still reads) or it closed.
+    // Only a write tells, because a closed socket answers it with a reset; before the
+    // response has begun that write is an interim 102, which HTTP/1.1 clients skip.
+    if (eof_ && !response_started_ && !probed_) {
+      probed_ = true;
+      ::send(fd_, kProcessing, std::strlen(kProcessing), MSG_NOSIGNAL);
+    }
+    return false;
+  }
+
+  // Ends the connection so that our last response is not lost to a reset: stop
+  // sending, read what the client still sends for a moment, then close.
+  void close_gracefully() {
+    ::shutdown(fd_, SHUT_WR);
+    auto deadline = Clock::now() + std::chrono::milliseconds(kLingerMs);
+    char tmp[16 * 1024];
+    size_t drained = 0;
+    while (!eof_ && drained < kMaxReadAhead) {
+      int left = int(std::chrono::duration<double, std::milli>(deadline - Clock::now()).count());
+      if (left <= 0 || poll_fd(fd_, POLLIN, left) <= 0) break;
+      ssize_t n = ::recv(fd_, tmp, sizeof tmp, 0);
+      if (n <= 0) break;
+      drained += size_t(n);
+    }
+    ::close(fd_);
+  }
+
+ private:
+  // Reads what the socket has (waiting up to timeout_ms); false on timeout, error or EOF.
+  bool fill(int timeout_ms) {
+    if (eof_) return false;
+    if (pos_ == buf_.size()) {
+      buf_.clear();
+      pos_ = 0;
+    } else if (pos_ > 64 * 1024) {
+      buf_.erase(0, pos_);
+      pos_ = 0;
+    }
+    if (poll_fd(fd_, POLLIN, timeout_ms) <= 0) return false;
+    char tmp[16 * 1024];
+    ssize_t n;
+    do n = ::recv(fd_, tmp, sizeof tmp, 0);
+    while (n < 0 && errno == EINTR);
+    if (n == 0) eof_ = true;
+    if (n <= 0) return false;
+    buf_.append(tmp, size_t(n));
+    return true;
+  }
+
+  int fd_;
+  int read_ms_, write_ms_;
+  std::string buf_;             // bytes received and not yet read by httplib: buf_[pos_..]
+  size_t pos_ = 0;
+  size_t consumed_ = 0;         // bytes httplib has read on this connection
+  size_t request_start_ = 0;    // consumed_ when the current request began
+  bool eof_ = false;            // the client shut down its sending side
+  bool response_started_ = false;  // some of the current response has been sent
+  bool probed_ = false;         // the 102 probe was sent for the current request
+};
+
+// The connection this thread is serving (handlers run on the connection's thread).
+thread_local Connection* current_connection = nullptr;
+
+}  // namespace
+
+void HttplibServer::stop_accepting() {
+  stopping_ = true;
+  auto sock = svr_sock_.load();
+  if (sock != INVALID_SOCKET) ::shutdown(sock, SHUT_RDWR);
+}
+
+bool HttplibServer::process_and_close_socket(socket_t sock) {
+  int one = 1;
+  setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  Connection conn(sock, double(read_timeout_sec_) + read_timeout_usec_ / 1e6,
+                  double(write_timeout_sec_) + write_timeout_usec_ / 1e6);
+  current_connection = &conn;
+  bool ok = true;
+  size_t served = 0;
+  while (conn.next_request(double(keep_alive_timeout_sec_), stopping_)) {
+    Framing f = conn.frame();
+    if (f.status < 0) break;  // the client went away mid-head
+    if (f.status > 0) {
+      conn.refuse(f.status, f.problem);
+      break;
+    }
+    bool close = stopping_ || ++served >= keep_alive_max_count_;
+    bool closed = false;
+    ok = process_request(conn, close, closed, nullptr);
+    if (!ok || closed || close || !conn.body_consumed(f)) break;
+  }
+  current_connection = nullptr;
+  conn.close_gracefully();
+  return ok;
+}
+
+bool client_disconnected() { return current_connection && current_connection->gone(); }
+
+}  // namespace nextn::server

@@ -1,0 +1,107 @@
+// speculative/adaptive_depth.cc — the adaptive draft-length policy and the verify cost model.
+#include "speculative/adaptive_depth.h"
+
+#include <algorithm>
+
+namespace nextn {
+
+namespace {
+constexpr double kDecay = 0.97;       // per step: recent behaviour dominates
+constexpr double kPriorAccept = 1.4;  // prior pseudo-counts: 0.7 acceptance, weight 2
+constexpr double kPriorReached = 2.0;
+constexpr double kCostSmoothing = 0.2;
+constexpr int kProbeEvery = 8;
+}  // namespace
+
+VerifyCostModel::VerifyCostModel(int max_rows) : ema_(size_t(max_rows) + 2, -1.0) {}
+
+void VerifyCostModel::record(int rows, double seconds) {
+  if (rows <= 0) return;
+  if (rows >= int(ema_.size())) ema_.resize(size_t(rows) + 1, -1.0);
+  double& e = ema_[size_t(rows)];
+  e = e < 0 ? seconds : (1 - kCostSmoothing) * e + kCostSmoothing * seconds;
+}
+
+double VerifyCostModel::cost(int rows) const {
+  if (rows < int(ema_.size()) && ema_[size_t(rows)] >= 0) return ema_[size_t(rows)];
+  // nearest measured neighbours below and above
+  int lo = -1, hi = -1;
+  for (int r = std::min(rows, int(ema_.size()) - 1); r >= 1; --r)
+    if (ema_[size_t(r)] >= 0) {
+      lo = r;
+      break;
+    }
+  for (int r = rows; r < int(ema_.size()); ++r)
+    if (ema_[size_t(r)] >= 0) {
+      hi = r;
+      break;
+    }
+  if (lo < 0 && hi < 0) return double(rows);  // nothing measured: relative units
+  if (lo >= 0 && hi >= 0) {
+    double t = double(rows - lo) / double(hi - lo);
+    return ema_[size_t(lo)] + t * (ema_[size_t(hi)] - ema_[size_t(lo)]);
+  }
+  if (lo < 0) return ema_[size_t(hi)];
+  // Above every measurement: extrapolate from the slope of the two highest
+  // measurements, or assume each extra row costs 10% of one row (optimistic, so
+  // that it gets tried and measured).
+  int lo2 = -1;
+  for (int r = lo - 1; r >= 1; --r)
+    if (ema_[size_t(r)] >= 0) {
+      lo2 = r;
+      break;
+    }
+  double slope = lo2 > 0 ? std::max(0.0, (ema_[size_t(lo)] - ema_[size_t(lo2)]) / double(lo - lo2))
+                         : 0.1 * ema_[size_t(lo)] / double(lo);
+  return ema_[size_t(lo)] + slope * double(rows - lo);
+}
+
+AdaptiveDepth::AdaptiveDepth(int max_k)
+    : max_k_(std::max(1, max_k)), reached_(size_t(max_k_), 0.0), accepted_(size_t(max_k_), 0.0) {}
+
+double AdaptiveDepth::acceptance(int pos) const {
+  return (accepted_[size_t(pos)] + kPriorAccept) / (reached_[size_t(pos)] + kPriorReached);
+}
+
+int AdaptiveDepth::choose(const VerifyCostModel& costs) {
+  double draft = draft_cost_ >= 0 ? draft_cost_ : 0.05 * costs.cost(1);
+  double base = costs.cost(1);
+  int best = 0;
+  double best_rate = 1.0 / base;
+  double expected = 1.0, chain = 1.0;
+  for (int k = 1; k <= max_k_; ++k) {
+    chain *= acceptance(k - 1);
+    expected += chain;
+    double rate = expected / (draft * k + costs.cost(k + 1));
+    if (rate > best_rate) {
+      best_rate = rate;
+      best = k;
+    }
+  }
+  ++steps_;
+  // Probes keep the neighbours measured: alternately one deeper (its acceptance) and
+  // one shallower (its verify cost; k = 0 measures the plain decode row).
+  if (steps_ % kProbeEvery == 0) {
+    bool deeper = (steps_ / kProbeEvery) % 2 == 1;
+    if (deeper && best < max_k_) return best + 1;
+    if (!deeper && best > 0) return best - 1;
+  }
+  return best;
+}
+
+void AdaptiveDepth::record(int k, int accepted, double draft_seconds) {
+  for (int i = 0; i < max_k_; ++i) {
+    reached_[size_t(i)] *= kDecay;
+    accepted_[size_t(i)] *= kDecay;
+  }
+  for (int i = 0; i < k && i <= accepted && i < max_k_; ++i) {
+    reached_[size_t(i)] += 1.0;
+    if (i < accepted) accepted_[size_t(i)] += 1.0;
+  }
+  if (k > 0) {
+    double per = draft_seconds / k;
+    draft_cost_ = draft_cost_ < 0 ? per : (1 - kCostSmoothing) * draft_cost_ + kCostSmoothing * per;
+  }
+}
+
+}  // namespace nextn

@@ -1,0 +1,51 @@
+// speculative/counters.cc — speculative decoding counters and their text forms.
+#include "speculative/counters.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace nextn {
+
+void SpeculativeCounters::record(int k, int a) {
+  if (k <= 0) return;
+  drafts += 1;
+  draft_tokens += uint64_t(k);
+  accepted += uint64_t(a);
+  if (drafted_per_pos.size() < size_t(k)) {
+    drafted_per_pos.resize(size_t(k), 0);
+    accepted_per_pos.resize(size_t(k), 0);
+  }
+  for (int i = 0; i < k; ++i) drafted_per_pos[size_t(i)] += 1;
+  for (int i = 0; i < a; ++i) accepted_per_pos[size_t(i)] += 1;
+}
+
+void SpeculativeCounters::add(const SpeculativeCounters& o) {
+  drafts += o.drafts;
+  draft_tokens += o.draft_tokens;
+  accepted += o.accepted;
+  size_t n = std::max(drafted_per_pos.size(), o.drafted_per_pos.size());
+  drafted_per_pos.resize(n, 0);
+  accepted_per_pos.resize(n, 0);
+  for (size_t i = 0; i < o.drafted_per_pos.size(); ++i) {
+    drafted_per_pos[i] += o.drafted_per_pos[i];
+    accepted_per_pos[i] += o.accepted_per_pos[i];
+  }
+}
+
+std::string format_acceptance(uint64_t accepted, uint64_t total) {
+  double pct = total ? 100.0 * double(accepted) / double(total) : 0.0;
+  return fmt::format("{}/{} ({:.1f}%)", accepted, total, pct);
+}
+
+std::string format_acceptance_per_pos(const std::vector<uint64_t>& drafted, const std::vector<uint64_t>& accepted) {
+  std::string out;
+  for (size_t i = 0; i < drafted.size(); ++i) {
+    if (!out.empty()) out += ", ";
+    uint64_t a = i < accepted.size() ? accepted[i] : 0;
+    out += fmt::format("pos{} {}", i + 1, format_acceptance(a, drafted[i]));
+  }
+  return out;
+}
+
+}  // namespace nextn

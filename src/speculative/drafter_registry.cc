@@ -1,0 +1,35 @@
+// speculative/drafter_registry.cc — the table of drafters: one line each.
+#include <functional>
+#include <utility>
+
+#include "speculative/drafter.h"
+#include <fmt/ranges.h>
+
+#include "util/error.h"
+
+namespace nextn {
+
+namespace {
+using Factory = std::unique_ptr<Drafter> (*)(Model&, const SpeculativeOptions&);
+const std::pair<const char*, Factory> kDrafters[] = {
+    {"mtp", make_mtp_drafter},              // MTP layers inside the checkpoint
+    {"assistant", make_assistant_drafter},  // MTP layers from --mtp-assistant-model
+    {"draft", make_draft_model_drafter},    // an independent smaller model
+    {"ngram", make_ngram_drafter},          // prompt lookup in the sequence's own tokens
+};
+}  // namespace
+
+std::vector<std::string> drafter_names() {
+  std::vector<std::string> names;
+  for (auto& [name, factory] : kDrafters) names.push_back(name);
+  return names;
+}
+
+std::unique_ptr<Drafter> make_drafter(Model& target, const SpeculativeOptions& options) {
+  if (options.mode.empty() || options.mode == "none") return nullptr;
+  for (auto& [name, factory] : kDrafters)
+    if (options.mode == name) return factory(target, options);
+  fail(ErrorKind::kBadInput, "unknown drafter '{}' (known: {})", options.mode, fmt::join(drafter_names(), ", "));
+}
+
+}  // namespace nextn
