@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "chat/jinja.h"
+#include "io/gguf.h"
+#include "tokenizer/gguf_vocab.h"
 #include "util/error.h"
 #include "util/file.h"
 
@@ -35,7 +37,10 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   fs::path config_path = fs::path(dir) / "tokenizer_config.json";
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
-  if (fs::exists(config_path)) {
+  if (const std::string gguf = gguf_model_file(dir); !gguf.empty()) {
+    // GGUF: tokenizer.chat_template and the special tokens from tokenizer.ggml.*.
+    config = nlohmann::ordered_json::parse(tokenizer_config_from_gguf(GgufFile::open(gguf)->metadata(), gguf).dump());
+  } else if (fs::exists(config_path)) {
     try {
       config = nlohmann::ordered_json::parse(read_file(config_path.string()));
     } catch (const nlohmann::json::exception& e) {

@@ -21,5 +21,7 @@ Command add_chat_template_command(CLI::App& root);
 Command add_debug_logits_command(CLI::App& root);
 Command add_perf_command(CLI::App& root);
 Command add_kv_eval_command(CLI::App& root);
+Command add_quantize_command(CLI::App& root);
+Command add_gguf_dump_command(CLI::App& root);
 
 }  // namespace nextn

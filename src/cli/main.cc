@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
       nextn::add_serve_command(app),
       nextn::add_perf_command(app),
       nextn::add_kv_eval_command(app),
+      nextn::add_quantize_command(app),
+      nextn::add_gguf_dump_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,20 +1,22 @@
 // cli/perf.cc — `nextn perf`: how fast this machine and nextn's kernels are.
 //   nextn perf [--threads T] [--bandwidth-mib M] [--repeats R]
-//              [--model DIR [--mmap] [--prefill P] [--decode-steps N] [--max-k K]] [--json]
+//              [--model DIR|FILE.gguf [--mmap] [--prefill P] [--decode-steps N] [--max-k K]] [--json]
 // Measures the streaming memory read bandwidth; with --model also decode tokens/s
 // (batch 1), prefill tokens/s over P tokens, and the cost of one forward over k
 // rows relative to one row for k = 1..K (what a speculative verify step costs),
 // plus the effective GB/s of weights streamed per decode token as a fraction of
-// the bandwidth. Every figure is the best of --repeats runs (the machine may be shared).
+// the bandwidth, and the stored weight types (GB of matrices per type). Every figure is the best of --repeats runs (the machine may be shared).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <vector>
 
 #include "cli/command.h"
+#include "io/checkpoint.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 #include "util/error.h"
@@ -42,6 +44,7 @@ struct ModelPerf {
   std::string dir;
   std::string architecture;
   double weight_gb = 0;
+  std::map<std::string, double> matrix_gb_by_type;  // stored type of the 2-D tensors → GB
   double load_seconds = 0;
   double prefill_seconds = 0;
   double decode_seconds = 0;            // per token
@@ -74,6 +77,13 @@ double timed_forward(Model& model, KvCache& kv, const std::vector<int32_t>& toke
 
 ModelPerf measure_model(const PerfFlags& f) {
   ModelPerf perf;
+  {
+    // The weight types as stored (a GGUF file mixes them per tensor).
+    auto ckpt = Checkpoint::open(f.model);
+    for (const std::string& name : ckpt->tensor_names())
+      if (const TensorView* t = ckpt->find(name); t && t->shape.size() == 2)
+        perf.matrix_gb_by_type[dtype_name(t->dtype)] += static_cast<double>(t->nbytes) / 1e9;
+  }
   LoadOptions options;
   options.copy_weights = !f.mmap_weights;
   Stopwatch load_watch;
@@ -163,6 +173,7 @@ int run_perf(const PerfFlags& f) {
                     {"architecture", p.architecture},
                     {"weights", f.mmap_weights ? "mmap" : "copied"},
                     {"weight_gb", p.weight_gb},
+                    {"matrix_gb_by_type", p.matrix_gb_by_type},
                     {"load_seconds", p.load_seconds},
                     {"decode_tokens_per_s", decode_tps},
                     {"decode_ms_per_token", p.decode_seconds * 1e3},
@@ -174,6 +185,9 @@ int run_perf(const PerfFlags& f) {
     if (!f.json) {
       fmt::print("model              {} ({}, {:.3f} GB weights, {}; loaded in {:.2f} s)\n", p.dir, p.architecture,
                  p.weight_gb, f.mmap_weights ? "mmap'd" : "copied", p.load_seconds);
+      std::string types;
+      for (const auto& [type, gb] : p.matrix_gb_by_type) types += fmt::format("{}{} {:.3f} GB", types.empty() ? "" : ", ", type, gb);
+      fmt::print("weight types       {}\n", types);
       fmt::print("decode             {:.2f} tok/s  ({:.1f} ms/token, {:.1f} GB/s of weights = {:.0f}% of bandwidth)\n",
                  decode_tps, p.decode_seconds * 1e3, streamed, 100.0 * streamed / bandwidth);
       fmt::print("prefill            {:.1f} tok/s  ({} tokens in {:.2f} s)\n", f.prefill / p.prefill_seconds,

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "io/gguf.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
 #include "util/error.h"
@@ -19,7 +20,22 @@ Checkpoint::~Checkpoint() = default;
 std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) fail(ErrorKind::kNotFound, "{}: model directory not found", dir);
-  if (!fs::is_directory(dir, ec)) fail(ErrorKind::kBadInput, "{}: not a directory", dir);
+  if (fs::is_regular_file(dir, ec) && fs::path(dir).extension() == ".gguf") return open_gguf(dir);
+  if (!fs::is_directory(dir, ec)) fail(ErrorKind::kBadInput, "{}: not a directory or .gguf file", dir);
+  if (!fs::exists(fs::path(dir) / "config.json", ec)) {
+    // A directory holding a GGUF file (or the splits of one) instead of a checkpoint.
+    std::vector<std::string> ggufs;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+      if (entry.path().extension() == ".gguf") ggufs.push_back(entry.path().string());
+    std::sort(ggufs.begin(), ggufs.end());
+    if (!ggufs.empty()) {
+      auto ckpt = open_gguf(ggufs.front());
+      if (ckpt->gguf_files_.size() != ggufs.size())
+        fail(ErrorKind::kBadInput, "{}: holds {} GGUF files that are not the splits of one model; name the file to load",
+             dir, ggufs.size());
+      return ckpt;
+    }
+  }
 
   std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
   ckpt->dir_ = dir;
@@ -91,6 +107,10 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   std::sort(ckpt->tensors_.begin(), ckpt->tensors_.end(),
             [](const TensorView& a, const TensorView& b) { return a.name < b.name; });
   return ckpt;
+}
+
+const nlohmann::json* Checkpoint::gguf_metadata() const {
+  return gguf_files_.empty() ? nullptr : &gguf_files_.front()->metadata();
 }
 
 const TensorView* Checkpoint::find(const std::string& name) const {

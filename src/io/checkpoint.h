@@ -1,7 +1,13 @@
-// io/checkpoint.h — a Hugging Face checkpoint directory.
-// Resolves config.json, generation_config.json, model.safetensors or the sharded
-// model-0000k-of-0000n.safetensors + model.safetensors.index.json, memory-maps the
-// files and validates every header (dtype, shape, offsets within the file size).
+// io/checkpoint.h — a model's tensors and config, from a Hugging Face checkpoint
+// directory or a GGUF file.
+// Directory: resolves config.json, generation_config.json, model.safetensors or the
+// sharded model-0000k-of-0000n.safetensors + model.safetensors.index.json,
+// memory-maps the files and validates every header (dtype, shape, offsets within the
+// file size).
+// GGUF (a FILE.gguf, a directory holding one, or split FILE-00001-of-0000N.gguf):
+// every file validated (io/gguf.h); config.json is derived from the metadata and the
+// tensors are renamed to Hugging Face names (gguf_checkpoint.cc), so the model code
+// sees one kind of checkpoint.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -16,6 +22,7 @@
 namespace nextn {
 
 class SafetensorsFile;
+class GgufFile;
 
 class Checkpoint {
  public:
@@ -35,13 +42,18 @@ class Checkpoint {
   std::vector<std::string> tensor_names() const;
   // Where tensor names are listed (model.safetensors or model.safetensors.index.json), for messages.
   const std::string& tensor_source() const { return tensor_source_; }
+  // GGUF checkpoints: the first file's metadata (tokenizer.ggml.*, chat template); else null.
+  const nlohmann::json* gguf_metadata() const;
 
  private:
   Checkpoint() = default;
+  static std::unique_ptr<Checkpoint> open_gguf(const std::string& path);
   std::string dir_;
   nlohmann::json config_;
   nlohmann::json generation_config_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
+  std::vector<std::unique_ptr<GgufFile>> gguf_files_;
+  std::vector<std::unique_ptr<uint8_t[]>> owned_;  // tensors rearranged at load (llama Q/K rows)
   std::vector<TensorView> tensors_;  // sorted by name
   std::map<std::string, std::pair<std::string, std::string>> other_dtypes_;  // non-float: name -> (file, dtype)
   std::string tensor_source_;

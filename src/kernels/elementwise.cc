@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/weight_format.h"
 #include "util/thread_pool.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -186,6 +187,7 @@ void softmax(float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxImpl)(x, n); }
 
 void convert_row(DType dtype, const void* src, int64_t n, float* dst) {
   if (n <= 0) return;
+  if (is_quantized(dtype)) return weight_format(dtype)->dequantize(static_cast<const uint8_t*>(src), n, dst);
   HWY_DYNAMIC_DISPATCH(ConvertRowImpl)(dtype, src, n, dst);
 }
 

@@ -1,6 +1,6 @@
 // kernels/kernels.h — the math of a forward pass on float32 activations.
-// Weights stay in their stored format (F32/F16/BF16, [out, in] row-major as in
-// Hugging Face); activations are float32 rows. Every kernel is multithreaded over
+// Weights stay in their stored format (F32/F16/BF16 or a GGUF block type, [out, in]
+// row-major as in Hugging Face); activations are float32 rows. Every kernel is multithreaded over
 // the global ThreadPool and dispatched at run time to the best SIMD target
 // (AVX-512/BF16, AVX2, NEON) via Highway.
 #pragma once
@@ -14,10 +14,10 @@
 namespace nextn {
 
 struct WeightMatrix {
-  DType dtype = DType::kF32;
-  int64_t rows = 0;  // out_features
-  int64_t cols = 0;  // in_features
-  const void* data = nullptr;
+  DType dtype = DType::kF32;   // float, or a GGUF block type (kernels/weight_format.h)
+  int64_t rows = 0;            // out_features
+  int64_t cols = 0;            // in_features (a multiple of the block for quantized types)
+  const void* data = nullptr;  // [rows, dtype_row_bytes(dtype, cols)]
 };
 
 // y[r, o] = sum_i x[r, i] * W[o, i] (+ bias[o]) for r < n_rows.

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/weight_format.h"
 #include "util/thread_pool.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -254,8 +255,36 @@ namespace nextn {
 HWY_EXPORT(MatmulImpl);
 HWY_EXPORT(TargetNameImpl);
 
+// Quantized weights: the activations are quantized once (by the calling thread),
+// then the output rows are split over the pool; every format's matmul reads them.
+static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias) {
+  const WeightFormat* format = weight_format(w.dtype);
+  thread_local std::vector<int16_t> q;
+  thread_local std::vector<float> scale, sum;
+  const int64_t stride = quantized_rows_stride(w.cols);
+  q.resize(static_cast<size_t>(n_rows * w.cols));
+  scale.resize(static_cast<size_t>(n_rows * stride));
+  sum.resize(static_cast<size_t>(n_rows * stride));
+  QuantMatmulJob job;
+  quantize_rows(x, n_rows, w.cols, q.data(), scale.data(), sum.data(), job.x);
+  job.w = static_cast<const uint8_t*>(w.data);
+  job.w_row_bytes = dtype_row_bytes(w.dtype, w.cols);
+  job.cols = w.cols;
+  job.y = y;
+  job.y_stride = w.rows;
+  job.bias = bias;
+  const double work = static_cast<double>(w.rows) * w.cols * n_rows;
+  if (work < 64 * 1024) {
+    format->matmul(job, 0, w.rows);
+    return;
+  }
+  parallel_for(
+      static_cast<size_t>(w.rows), [&](size_t begin, size_t end, int) { format->matmul(job, begin, end); }, 8);
+}
+
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias) {
   if (n_rows <= 0 || w.rows <= 0) return;
+  if (is_quantized(w.dtype)) return quantized_matmul(w, x, n_rows, y, bias);
   HWY_DYNAMIC_DISPATCH(MatmulImpl)(w, x, n_rows, y, bias);
 }
 

@@ -54,6 +54,10 @@ Linear WeightStore::linear(const std::string& prefix, int64_t rows, int64_t cols
 const float* WeightStore::vector(const std::string& name, int64_t n) {
   const TensorView& t = ckpt_.require(name, {n});
   float* out = static_cast<float*>(allocate(static_cast<size_t>(n) * sizeof(float)));
+  if (is_quantized(t.dtype)) {  // GGUF keeps 1-D tensors in F32, but a file may quantize them
+    convert_row(t.dtype, t.data, n, out);
+    return out;
+  }
   for (int64_t i = 0; i < n; ++i) {
     switch (t.dtype) {
       case DType::kF32: {
@@ -69,13 +73,14 @@ const float* WeightStore::vector(const std::string& name, int64_t n) {
         out[i] = t.dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
         break;
       }
+      default: break;  // quantized: handled above
     }
   }
   return out;
 }
 
 void embed_rows(const WeightMatrix& embedding, const int32_t* tokens, int64_t n, float* out) {
-  const size_t row_bytes = static_cast<size_t>(embedding.cols) * dtype_size(embedding.dtype);
+  const size_t row_bytes = dtype_row_bytes(embedding.dtype, embedding.cols);
   for (int64_t r = 0; r < n; ++r) {
     int32_t tok = tokens[r];
     if (tok < 0 || tok >= embedding.rows)

@@ -8,9 +8,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "io/gguf.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/decoder.h"
+#include "tokenizer/gguf_vocab.h"
 #include "tokenizer/json_scan.h"
 #include "tokenizer/normalizer.h"
 #include "tokenizer/pre_tokenizer.h"
@@ -125,6 +127,13 @@ Tokenizer::~Tokenizer() = default;
 
 std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& model_dir) {
   namespace fs = std::filesystem;
+  if (const std::string gguf = gguf_model_file(model_dir); !gguf.empty()) {
+    // The vocabulary lives in the GGUF metadata (tokenizer.ggml.*).
+    std::string text;
+    nlohmann::json config;
+    tokenizer_json_from_gguf(GgufFile::open(gguf)->metadata(), gguf, text, config);
+    return load_text(text, gguf + " (tokenizer.ggml.*)", std::move(config));
+  }
   fs::path dir(model_dir);
   fs::path json = dir / "tokenizer.json";
   if (!fs::exists(json)) fail(ErrorKind::kNotFound, "{}: no tokenizer.json in the model directory", json.string());
@@ -134,18 +143,29 @@ std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& model_dir) {
 
 std::unique_ptr<Tokenizer> Tokenizer::load_files(const std::string& json_path, const std::string& config_path) {
   try {
-    return parse_files(json_path, config_path);
+    nlohmann::json config = nlohmann::json::object();
+    if (!config_path.empty()) config = parse_json(read_file(config_path), config_path);
+    if (!config.is_object()) fail(ErrorKind::kBadInput, "{}: expected a JSON object", config_path);
+    return parse_text(read_file(json_path), json_path, std::move(config), config_path);
   } catch (const nlohmann::json::exception& e) {  // a field of the wrong type, e.g. "special": "yes"
     fail(ErrorKind::kBadInput, "{}: {}", config_path.empty() ? json_path : json_path + " / " + config_path, e.what());
   }
 }
 
-std::unique_ptr<Tokenizer> Tokenizer::parse_files(const std::string& json_path, const std::string& config_path) {
+std::unique_ptr<Tokenizer> Tokenizer::load_text(const std::string& text, const std::string& json_path,
+                                                nlohmann::json config) {
+  try {
+    return parse_text(text, json_path, std::move(config), json_path);
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::kBadInput, "{}: {}", json_path, e.what());
+  }
+}
+
+std::unique_ptr<Tokenizer> Tokenizer::parse_text(const std::string& text, const std::string& json_path,
+                                                 nlohmann::json config, const std::string& config_path) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
-  std::string text = read_file(json_path);
   RawTokenizerJson raw = scan_tokenizer_json(text, json_path);
-  if (!config_path.empty()) t->config_ = parse_json(read_file(config_path), config_path);
-  if (!t->config_.is_object()) fail(ErrorKind::kBadInput, "{}: expected a JSON object", config_path);
+  t->config_ = std::move(config);
 
   // Model.
   std::string type = raw.model.value("type", "");

@@ -32,13 +32,18 @@ class AddedTokens;
 
 class Tokenizer {
  public:
-  // Loads model_dir/tokenizer.json and (if present) model_dir/tokenizer_config.json.
+  // Loads model_dir/tokenizer.json and (if present) model_dir/tokenizer_config.json;
+  // for a GGUF model (a .gguf file, or a directory holding one and no tokenizer.json)
+  // the tokenizer.ggml.* metadata (tokenizer/gguf_vocab.h).
   // Missing tokenizer.json → kNotFound; unsupported model/component types (Unigram,
   // WordPiece, ...) → kUnsupported, e.g. "tokenizer.json: unsupported model type 'Unigram'".
   static std::unique_ptr<Tokenizer> load(const std::string& model_dir);
   // Same from explicit paths (config_path may be empty).
   static std::unique_ptr<Tokenizer> load_files(const std::string& tokenizer_json_path,
                                                const std::string& config_path);
+  // From tokenizer.json text (json_path names it in errors) and a tokenizer_config object.
+  static std::unique_ptr<Tokenizer> load_text(const std::string& text, const std::string& json_path,
+                                              nlohmann::json config);
   ~Tokenizer();
 
   std::vector<int32_t> encode(std::string_view text, bool add_special_tokens) const;
@@ -63,8 +68,10 @@ class Tokenizer {
   static std::string clean_up_tokenization(std::string text);
 
  private:
-  // load_files without the translation of JSON type errors into a message naming the file.
-  static std::unique_ptr<Tokenizer> parse_files(const std::string& json_path, const std::string& config_path);
+  // load_text without the translation of JSON type errors into a message naming the file;
+  // config_path names where `config` came from in messages.
+  static std::unique_ptr<Tokenizer> parse_text(const std::string& text, const std::string& json_path,
+                                               nlohmann::json config, const std::string& config_path);
   Tokenizer();
   void encode_text(std::string_view text, bool first_section, std::vector<int32_t>& out) const;
 

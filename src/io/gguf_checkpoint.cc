@@ -1,0 +1,206 @@
+// io/gguf_checkpoint.cc — a GGUF model as a Checkpoint: split files, config.json
+// derived from the metadata (llama.cpp's key names), tensors renamed to Hugging Face
+// names, and llama's Q/K rows put back in Hugging Face order.
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include "io/checkpoint.h"
+#include "io/gguf.h"
+#include "io/gguf_names.h"
+#include "io/safetensors.h"
+#include "util/error.h"
+
+namespace nextn {
+namespace {
+
+namespace fs = std::filesystem;
+
+// general.architecture → (Hugging Face architecture, model_type).
+const std::map<std::string, std::pair<std::string, std::string>>& known_architectures() {
+  static const std::map<std::string, std::pair<std::string, std::string>> table = {
+      {"llama", {"LlamaForCausalLM", "llama"}},
+      {"qwen2", {"Qwen2ForCausalLM", "qwen2"}},
+      {"qwen3", {"Qwen3ForCausalLM", "qwen3"}},
+  };
+  return table;
+}
+
+// The files of a model: FILE-00001-of-0000N.gguf expands to all N splits.
+std::vector<std::string> split_paths(const std::string& path) {
+  static const std::regex split(R"((.*)-(\d{5})-of-(\d{5})\.gguf)");
+  std::smatch m;
+  const std::string name = fs::path(path).filename().string();
+  if (!std::regex_match(name, m, split)) return {path};
+  const int count = std::stoi(m[3].str());
+  if (count < 1) fail(ErrorKind::kBadInput, "{}: split count 0 in the file name", path);
+  std::vector<std::string> paths;
+  for (int i = 1; i <= count; ++i) {
+    char part[32];
+    std::snprintf(part, sizeof(part), "-%05d-of-%05d.gguf", i, count);
+    paths.push_back((fs::path(path).parent_path() / (m[1].str() + part)).string());
+  }
+  return paths;
+}
+
+class Metadata {
+ public:
+  Metadata(const nlohmann::json& kv, const std::string& path, const std::string& arch)
+      : kv_(kv), path_(path), arch_(arch) {}
+  bool has(const std::string& key) const { return kv_.contains(arch_ + "." + key); }
+  int64_t integer(const std::string& key) const {
+    const std::string full = arch_ + "." + key;
+    if (!kv_.contains(full)) fail(ErrorKind::kBadInput, "{}: missing metadata key '{}'", path_, full);
+    const nlohmann::json& v = kv_.at(full);
+    if (!v.is_number_integer())
+      fail(ErrorKind::kUnsupported, "{}: metadata key '{}' must be one integer, got {}", path_, full,
+           v.is_array() ? "an array" : v.dump());
+    return v.get<int64_t>();
+  }
+  int64_t integer(const std::string& key, int64_t fallback) const { return has(key) ? integer(key) : fallback; }
+  double number(const std::string& key, double fallback) const {
+    if (!has(key)) return fallback;
+    const nlohmann::json& v = kv_.at(arch_ + "." + key);
+    if (!v.is_number()) fail(ErrorKind::kBadInput, "{}: metadata key '{}.{}' must be a number", path_, arch_, key);
+    return v.get<double>();
+  }
+  std::string string(const std::string& key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    const nlohmann::json& v = kv_.at(arch_ + "." + key);
+    if (!v.is_string()) fail(ErrorKind::kBadInput, "{}: metadata key '{}.{}' must be a string", path_, arch_, key);
+    return v.get<std::string>();
+  }
+
+ private:
+  const nlohmann::json& kv_;
+  const std::string& path_;
+  const std::string& arch_;
+};
+
+// llama.cpp stores llama-architecture Q and K rows of each head interleaved (row
+// 2j + s of a head is Hugging Face row s·head_dim/2 + j); this undoes it.
+std::unique_ptr<uint8_t[]> unpermute_rows(const TensorView& t, int64_t n_heads) {
+  const int64_t rows = t.shape[0];
+  const int64_t head_dim = rows / n_heads;
+  const size_t row_bytes = t.nbytes / static_cast<size_t>(rows);
+  auto out = std::make_unique<uint8_t[]>(t.nbytes);
+  const uint8_t* src = static_cast<const uint8_t*>(t.data);
+  for (int64_t h = 0; h < n_heads; ++h)
+    for (int64_t j = 0; j < head_dim / 2; ++j)
+      for (int64_t s = 0; s < 2; ++s) {
+        const int64_t hf_row = h * head_dim + s * (head_dim / 2) + j;
+        const int64_t gguf_row = h * head_dim + 2 * j + s;
+        std::memcpy(out.get() + hf_row * row_bytes, src + gguf_row * row_bytes, row_bytes);
+      }
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
+  std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
+  ckpt->dir_ = path;
+  ckpt->tensor_source_ = path;
+  const std::vector<std::string> paths = split_paths(path);
+  std::map<std::string, std::string> owner;  // HF tensor name → file
+  for (const std::string& p : paths) {
+    auto file = GgufFile::open(p);
+    if (paths.size() > 1 && file->metadata().contains("split.count") &&
+        file->metadata()["split.count"] != static_cast<uint64_t>(paths.size()))
+      fail(ErrorKind::kBadInput, "{}: split.count is {} but the file name says {}", p,
+           file->metadata()["split.count"].dump(), paths.size());
+    ckpt->gguf_files_.push_back(std::move(file));
+  }
+  const GgufFile& first = *ckpt->gguf_files_.front();
+  const nlohmann::json& kv = first.metadata();
+  if (!kv.contains("general.architecture") || !kv["general.architecture"].is_string())
+    fail(ErrorKind::kBadInput, "{}: missing metadata key 'general.architecture'", path);
+  const std::string arch = kv["general.architecture"].get<std::string>();
+  auto known = known_architectures().find(arch);
+  if (known == known_architectures().end()) {
+    std::string supported;
+    for (const auto& [name, hf] : known_architectures()) supported += (supported.empty() ? "" : ", ") + name;
+    fail(ErrorKind::kUnsupported, "{}: GGUF architecture '{}' is not supported (supported: {})", path, arch, supported);
+  }
+  const Metadata md(kv, path, arch);
+
+  // Heads, for llama's Q/K row order.
+  const int64_t n_heads = md.integer("attention.head_count");
+  const int64_t n_kv_heads = md.integer("attention.head_count_kv", n_heads);
+  if (n_heads <= 0 || n_kv_heads <= 0)
+    fail(ErrorKind::kBadInput, "{}: metadata key '{}.attention.head_count' must be positive", path, arch);
+
+  for (const auto& file : ckpt->gguf_files_)
+    for (const TensorView& t : file->tensors()) {
+      TensorView view = t;
+      const std::string hf = hf_name_from_gguf(t.name);
+      if (hf.empty()) continue;  // tensors the decoder never reads (rope_freqs is checked below)
+      view.name = hf;
+      auto [it, inserted] = owner.emplace(hf, file->path());
+      if (!inserted) fail(ErrorKind::kBadInput, "{}: tensor '{}' is also stored in {}", file->path(), t.name, it->second);
+      const bool is_q = t.name.ends_with(".attn_q.weight") || t.name.ends_with(".attn_q.bias");
+      const bool is_k = t.name.ends_with(".attn_k.weight") || t.name.ends_with(".attn_k.bias");
+      if (arch == "llama" && (is_q || is_k)) {
+        const int64_t heads = is_q ? n_heads : n_kv_heads;
+        if (t.shape.empty() || t.shape[0] % (2 * heads) != 0)
+          fail(ErrorKind::kBadInput, "{}: tensor '{}' has {} rows, not a multiple of 2 × {} heads", file->path(),
+               t.name, t.shape.empty() ? 0 : t.shape[0], heads);
+        ckpt->owned_.push_back(unpermute_rows(t, heads));
+        view.data = ckpt->owned_.back().get();
+      }
+      ckpt->tensors_.push_back(std::move(view));
+    }
+  std::sort(ckpt->tensors_.begin(), ckpt->tensors_.end(),
+            [](const TensorView& a, const TensorView& b) { return a.name < b.name; });
+  for (const auto& file : ckpt->gguf_files_)
+    for (const TensorView& t : file->tensors())
+      if (t.name == "rope_freqs.weight")
+        fail(ErrorKind::kUnsupported, "{}: tensor 'rope_freqs.weight' (per-frequency RoPE factors) is not supported",
+             file->path());
+
+  // config.json in Hugging Face terms.
+  nlohmann::json& c = ckpt->config_;
+  c = nlohmann::json::object();
+  c["architectures"] = nlohmann::json::array({known->second.first});
+  c["model_type"] = known->second.second;
+  const int64_t n_mtp = md.integer("nextn_predict_layers", 0);
+  const int64_t blocks = md.integer("block_count");
+  if (n_mtp < 0 || n_mtp >= blocks)
+    fail(ErrorKind::kBadInput, "{}: metadata key '{}.nextn_predict_layers' ({}) must be below block_count ({})", path,
+         arch, n_mtp, blocks);
+  c["num_hidden_layers"] = blocks - n_mtp;  // llama.cpp counts the MTP layers as blocks
+  if (n_mtp > 0) c["num_nextn_predict_layers"] = n_mtp;
+  c["hidden_size"] = md.integer("embedding_length");
+  c["intermediate_size"] = md.integer("feed_forward_length");
+  c["num_attention_heads"] = n_heads;
+  c["num_key_value_heads"] = n_kv_heads;
+  if (md.has("attention.key_length")) c["head_dim"] = md.integer("attention.key_length");
+  c["rms_norm_eps"] = md.number("attention.layer_norm_rms_epsilon", 1e-6);
+  c["rope_theta"] = md.number("rope.freq_base", 10000.0);
+  c["max_position_embeddings"] = md.integer("context_length", 4096);
+  const std::string scaling = md.string("rope.scaling.type", "none");
+  if (scaling == "linear") {
+    c["rope_scaling"] = {{"type", "linear"}, {"factor", md.number("rope.scaling.factor", 1.0)}};
+  } else if (scaling != "none") {
+    fail(ErrorKind::kUnsupported, "{}: metadata key '{}.rope.scaling.type' = '{}' is not supported (supported: none, "
+         "linear)", path, arch, scaling);
+  }
+  const TensorView* embed = ckpt->find("model.embed_tokens.weight");
+  if (!embed) fail(ErrorKind::kBadInput, "{}: missing tensor 'token_embd.weight'", path);
+  if (embed->shape.size() != 2) fail(ErrorKind::kBadInput, "{}: tensor 'token_embd.weight' is not 2-D", path);
+  c["vocab_size"] = embed->shape[0];
+  // Tied embeddings are decided by the tensors present (a file may lack output.weight).
+  c["tie_word_embeddings"] = ckpt->find("lm_head.weight") == nullptr;
+  for (const char* key : {"bos_token_id", "eos_token_id"}) {
+    const std::string full = std::string("tokenizer.ggml.") + key;
+    if (kv.contains(full) && kv[full].is_number_integer()) c[key] = kv[full];
+  }
+  if (arch == "qwen2" && ckpt->find("model.layers.0.self_attn.q_proj.bias") == nullptr)
+    fail(ErrorKind::kUnsupported, "{}: qwen2 architecture without attention biases is not supported", path);
+  ckpt->generation_config_ = nlohmann::json::object();
+  return ckpt;
+}
+
+}  // namespace nextn

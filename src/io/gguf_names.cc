@@ -1,0 +1,79 @@
+// io/gguf_names.cc — the name tables (llama.cpp gguf-py constants.py TENSOR_NAMES).
+#include "io/gguf_names.h"
+
+#include <cstdlib>
+#include <utility>
+
+namespace nextn {
+namespace {
+
+struct NamePair {
+  const char* gguf;  // after "blk.N." (or the whole name for globals)
+  const char* hf;    // after "model.layers.N." (or the whole name)
+};
+
+constexpr NamePair kGlobal[] = {
+    {"token_embd.weight", "model.embed_tokens.weight"},
+    {"output_norm.weight", "model.norm.weight"},
+    {"output.weight", "lm_head.weight"},
+};
+
+constexpr NamePair kBlock[] = {
+    {"attn_norm.weight", "input_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},
+    {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},
+    {"attn_v.weight", "self_attn.v_proj.weight"},
+    {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+    {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"},
+    // MTP ("nextn") layers: DeepSeek-V3 / GLM-4.5 names.
+    {"nextn.eh_proj.weight", "eh_proj.weight"},
+    {"nextn.enorm.weight", "enorm.weight"},
+    {"nextn.hnorm.weight", "hnorm.weight"},
+    {"nextn.shared_head_norm.weight", "shared_head.norm.weight"},
+    {"nextn.shared_head_head.weight", "shared_head.head.weight"},
+    {"nextn.embed_tokens.weight", "embed_tokens.weight"},
+};
+
+// Splits "<prefix><N>.<rest>" into N and rest.
+bool split_layer(const std::string& name, const std::string& prefix, std::string& layer, std::string& rest) {
+  if (name.compare(0, prefix.size(), prefix) != 0) return false;
+  const size_t dot = name.find('.', prefix.size());
+  if (dot == std::string::npos || dot == prefix.size()) return false;
+  layer = name.substr(prefix.size(), dot - prefix.size());
+  for (char c : layer)
+    if (c < '0' || c > '9') return false;
+  rest = name.substr(dot + 1);
+  return true;
+}
+
+}  // namespace
+
+std::string hf_name_from_gguf(const std::string& gguf_name) {
+  for (const NamePair& p : kGlobal)
+    if (gguf_name == p.gguf) return p.hf;
+  std::string layer, rest;
+  if (!split_layer(gguf_name, "blk.", layer, rest)) return "";
+  for (const NamePair& p : kBlock)
+    if (rest == p.gguf) return "model.layers." + layer + "." + p.hf;
+  return "";
+}
+
+std::string gguf_name_from_hf(const std::string& hf_name) {
+  for (const NamePair& p : kGlobal)
+    if (hf_name == p.hf) return p.gguf;
+  std::string layer, rest;
+  if (!split_layer(hf_name, "model.layers.", layer, rest)) return "";
+  for (const NamePair& p : kBlock)
+    if (rest == p.hf) return "blk." + layer + "." + p.gguf;
+  return "";
+}
+
+}  // namespace nextn

@@ -1,0 +1,97 @@
+// kernels/format_q5_1.cc — Q5_1: 32 elements per 24-byte block,
+// {fp16 d; fp16 m; uint8 qh[4]; uint8 qs[16]}; q as in Q5_0 and x = d·q + m.
+// Quantizer: d = (max − min)/31, m = min.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/format_q5_1.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/quant_matmul-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nextn {
+namespace HWY_NAMESPACE {
+
+struct Q5_1Unpacker {
+  static constexpr int kBlockBytes = 24;
+  static constexpr int kGroups = 1;
+  static constexpr bool kHasMin = true;
+  struct Header {
+    float d;        // step
+    float m;        // offset added to every element
+    uint32_t bits;  // bit e: the fifth bit of element e
+  };
+  static void header(const uint8_t* block, Header& h) {
+    h.d = load_f16(block);
+    h.m = load_f16(block + 2);
+    std::memcpy(&h.bits, block + 4, 4);
+  }
+  static void group(D16 d, const uint8_t* block, const Header& h, int, V16* out) {
+    for (size_t k = 0; k < kVecs; ++k) out[k] = hn::Add(split_nibbles(d, block + 8, k), fifth_bits(d, h.bits, k));
+  }
+  static float scale(const Header& h, int) { return h.d; }
+  static float min(const Header& h, int) { return h.m; }
+};
+
+void MatmulQ5_1(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
+  quant_matmul_outputs<Q5_1Unpacker>(job, o_begin, o_end);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace nextn
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <cmath>
+
+namespace nextn {
+namespace {
+
+HWY_EXPORT(MatmulQ5_1);
+
+void matmul_q5_1(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
+  HWY_DYNAMIC_DISPATCH(MatmulQ5_1)(job, o_begin, o_end);
+}
+
+void dequantize_q5_1(const uint8_t* blocks, int64_t n, float* out) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const uint8_t* p = blocks + b * 24;
+    const float d = load_f16(p), m = load_f16(p + 2);
+    uint32_t qh;
+    std::memcpy(&qh, p + 4, 4);
+    for (int j = 0; j < 16; ++j) {
+      const int lo = (p[8 + j] & 0xF) | (((qh >> j) & 1) << 4);
+      const int hi = (p[8 + j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+      out[b * 32 + j] = d * static_cast<float>(lo) + m;
+      out[b * 32 + j + 16] = d * static_cast<float>(hi) + m;
+    }
+  }
+}
+
+void quantize_q5_1(const float* x, int64_t n, uint8_t* blocks) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const float* xb = x + b * 32;
+    uint8_t* p = blocks + b * 24;
+    float lo = xb[0], hi = xb[0];
+    for (int i = 1; i < 32; ++i) lo = std::fmin(lo, xb[i]), hi = std::fmax(hi, xb[i]);
+    const uint16_t d16 = f16_at_least((hi - lo) / 31.0f), m16 = f32_to_f16(lo);
+    store_f16(p, d16);
+    store_f16(p + 2, m16);
+    const float d = f16_to_f32(d16), m = f16_to_f32(m16);
+    const float inv = d != 0.0f ? 1.0f / d : 0.0f;
+    uint32_t qh = 0;
+    for (int j = 0; j < 16; ++j) {
+      const int a = round_clamp((xb[j] - m) * inv, 0, 31), c = round_clamp((xb[j + 16] - m) * inv, 0, 31);
+      p[8 + j] = static_cast<uint8_t>((a & 0xF) | ((c & 0xF) << 4));
+      qh |= static_cast<uint32_t>(a >> 4) << j;
+      qh |= static_cast<uint32_t>(c >> 4) << (j + 16);
+    }
+    std::memcpy(p + 4, &qh, 4);
+  }
+}
+
+}  // namespace
+
+extern const WeightFormat kQ5_1Format = {DType::kQ5_1, dequantize_q5_1, quantize_q5_1, matmul_q5_1};
+
+}  // namespace nextn
+#endif  // HWY_ONCE

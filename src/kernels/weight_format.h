@@ -1,0 +1,86 @@
+// kernels/weight_format.h — block-quantized weight formats (GGUF's Q8_0, Q4_0, Q4_1,
+// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) behind one interface.
+//
+// A format is one file (format_<name>.cc) that defines a WeightFormat: a scalar
+// dequantizer (embedding rows, tests, tools), a quantizer (`nextn quantize`) and a
+// matmul over its blocks, plus one line in the table of weight_formats.cc (and its
+// DType with block size and GGUF id in util/dtype.h).
+//
+// Matmul scheme shared by every format (quant_matmul-inl.h): the activations are
+// quantized once per matmul to int8-valued blocks of 32 (QuantizedRows); each weight
+// block is unpacked once into int16 values with its integer sub-scales folded in,
+// then multiplied with the matching block of every activation row of the batch
+// (1-8 rows per pass). The integer dot of one 32-element group is exact, so a
+// row's result depends only on that row, never on the rows batched with it.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "util/dtype.h"
+
+namespace nextn {
+
+constexpr int kQuantGroup = 32;  // elements per activation block and per unpacked weight group
+
+// Activation rows quantized to blocks of 32: x[i] ≈ scale[b] * q[i] for i in block b.
+struct QuantizedRows {
+  int64_t n_rows = 0;
+  int64_t blocks = 0;               // 32-element blocks per row (cols / 32)
+  int64_t stride = 0;               // per-block arrays' row stride (blocks rounded up to 16)
+  const int16_t* q = nullptr;       // [n_rows, blocks * 32] values in -127..127
+  const float* scale = nullptr;     // [n_rows, stride] block scales (0 for an all-zero block)
+  const float* sum = nullptr;       // [n_rows, stride] scale * Σq per block; 0 past `blocks`
+};
+
+// Quantizes x: [n_rows, cols] (cols a multiple of 32) into the caller's buffers:
+// q [n_rows * cols], scale and sum [n_rows * quantized_rows_stride(cols)].
+void quantize_rows(const float* x, int64_t n_rows, int64_t cols, int16_t* q, float* scale, float* sum,
+                   QuantizedRows& out);
+inline int64_t quantized_rows_stride(int64_t cols) { return (cols / kQuantGroup + 15) / 16 * 16; }
+
+// One matmul's inputs for a quantized weight: y[r, o] = Σ_i x[r, i] · W[o, i] (+ bias[o]).
+struct QuantMatmulJob {
+  const uint8_t* w = nullptr;  // [rows, row_bytes] blocks in the file's layout
+  size_t w_row_bytes = 0;
+  int64_t cols = 0;            // in_features, a multiple of the format's block
+  QuantizedRows x;
+  float* y = nullptr;          // [x.n_rows, y_stride]
+  int64_t y_stride = 0;        // out_features
+  const float* bias = nullptr; // [out_features] or null
+};
+
+struct WeightFormat {
+  DType dtype;
+  // Converts n elements (a multiple of the block) of consecutive blocks to float32.
+  void (*dequantize)(const uint8_t* blocks, int64_t n, float* out);
+  // Quantizes n elements (a multiple of the block) into blocks.
+  void (*quantize)(const float* x, int64_t n, uint8_t* blocks);
+  // Computes the outputs [o_begin, o_end) of every row of the job (single-threaded).
+  void (*matmul)(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end);
+};
+
+// Helpers for the format files: fp16 fields, and rounding for quantizers.
+inline float load_f16(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return f16_to_f32(h);
+}
+inline void store_f16(uint8_t* p, uint16_t h) { std::memcpy(p, &h, 2); }
+// The fp16 nearest to v ≥ 0, moved up one step if it rounded below v (a scale stored
+// this way never makes the quantized values overflow their range).
+inline uint16_t f16_at_least(float v) {
+  uint16_t h = f32_to_f16(v);
+  if (f16_to_f32(h) < v && h < 0x7bff) ++h;
+  return h;
+}
+// round(v) clamped to [lo, hi].
+inline int round_clamp(float v, int lo, int hi) {
+  const float r = __builtin_rintf(v);
+  return r < static_cast<float>(lo) ? lo : r > static_cast<float>(hi) ? hi : static_cast<int>(r);
+}
+
+// The format of a quantized dtype; null for float dtypes.
+const WeightFormat* weight_format(DType dtype);
+
+}  // namespace nextn

@@ -1,0 +1,250 @@
+// tests/kernels/quant_matmul_test.cc — matmul on block-quantized weights (every
+// format, every SIMD target this machine supports) against a float64 reference on the
+// dequantized weights, with the bound that int8 activation rounding implies; and the
+// bitwise independence of a row's result from its batch, batch size and threads.
+// (Dequantization itself is checked against tests/reference/ggml_quants.py by
+// tests/io/test_gguf_dequantize.py.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hwy/targets.h"
+#include "kernels/kernels.h"
+#include "kernels/weight_format.h"
+#include "util/dtype.h"
+#include "util/thread_pool.h"
+
+namespace nextn {
+namespace {
+
+const DType kQuantTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                             DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+
+// Byte offsets of the fp16 fields of one block (the rest of a block is free bits).
+std::vector<int> f16_fields(DType t) {
+  switch (t) {
+    case DType::kQ8_0: case DType::kQ4_0: case DType::kQ5_0: return {0};
+    case DType::kQ6_K: return {208};
+    default: return {0, 2};
+  }
+}
+
+struct QuantWeights {
+  DType dtype;
+  int64_t rows, cols;
+  std::vector<uint8_t> bytes;
+  std::vector<double> values;  // dequantized
+  WeightMatrix matrix() const { return {dtype, rows, cols, bytes.data()}; }
+};
+
+// Random blocks: every bit pattern of the quants and scales, fp16 fields of either sign.
+QuantWeights random_blocks(DType dtype, int64_t rows, int64_t cols, std::mt19937& rng) {
+  const DTypeInfo& info = dtype_info(dtype);
+  QuantWeights w{dtype, rows, cols, std::vector<uint8_t>(dtype_row_bytes(dtype, cols) * rows), {}};
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  for (auto& b : w.bytes) b = static_cast<uint8_t>(byte(rng));
+  const int64_t n_blocks = rows * cols / info.block_elems;
+  for (int64_t b = 0; b < n_blocks; ++b)
+    for (int off : f16_fields(dtype)) {
+      const uint16_t h = f32_to_f16(scale(rng));
+      std::memcpy(w.bytes.data() + b * info.block_bytes + off, &h, 2);
+    }
+  std::vector<float> deq(rows * cols);
+  weight_format(dtype)->dequantize(w.bytes.data(), rows * cols, deq.data());
+  w.values.assign(deq.begin(), deq.end());
+  return w;
+}
+
+std::vector<float> random_vector(int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// |y − Σ w·x| ≤ Σ_i |w_i|·s_b/2 (rounding x_i to s_b·q_i, s_b = amax_b/127 of its block)
+// plus float32 rounding of the per-block products and sums.
+void expect_close(const QuantWeights& w, const std::vector<float>& x, int64_t n_rows, const std::vector<float>& y,
+                  const float* bias, const std::string& what) {
+  const int64_t blocks = w.cols / 32;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    std::vector<double> step(blocks);
+    for (int64_t b = 0; b < blocks; ++b) {
+      double amax = 0;
+      for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(x[r * w.cols + b * 32 + i]));
+      step[b] = amax / 127.0;
+    }
+    for (int64_t o = 0; o < w.rows; ++o) {
+      double sum = bias ? bias[o] : 0.0, rounding = 0, mag = bias ? std::fabs(bias[o]) : 0.0;
+      for (int64_t i = 0; i < w.cols; ++i) {
+        const double wi = w.values[o * w.cols + i], xi = x[r * w.cols + i];
+        sum += wi * xi;
+        rounding += std::fabs(wi) * step[i / 32] / 2;
+        mag += std::fabs(wi) * (std::fabs(xi) + step[i / 32]);
+      }
+      const double bound = rounding * 1.001 + std::ldexp(1.0, -22) * static_cast<double>(blocks + 32) * mag + 1e-30;
+      ASSERT_NEAR(y[r * w.rows + o], sum, bound) << what << " row " << r << " out " << o;
+    }
+  }
+}
+
+class QuantMatmulTargets : public ::testing::Test {
+ protected:
+  void TearDown() override { hwy::SetSupportedTargetsForTest(0); }
+};
+
+TEST_F(QuantMatmulTargets, MatchesReferenceForEveryFormatShapeAndTarget) {
+  std::mt19937 rng(4321);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (DType dtype : kQuantTypes) {
+      const int64_t unit = dtype_info(dtype).block_elems;
+      for (int64_t cols : {unit, 2 * unit, unit == 32 ? int64_t{608} : int64_t{512}})
+        for (int64_t outs : {1, 3, 7, 18}) {
+          QuantWeights w = random_blocks(dtype, outs, cols, rng);
+          std::vector<float> bias = random_vector(outs, rng);
+          for (int64_t n_rows : {1, 2, 3, 5, 8, 9, 17}) {
+            std::vector<float> x = random_vector(n_rows * cols, rng);
+            for (bool with_bias : {false, true}) {
+              std::vector<float> y(n_rows * outs, -1.0f);
+              matmul(w.matrix(), x.data(), n_rows, y.data(), with_bias ? bias.data() : nullptr);
+              expect_close(w, x, n_rows, y, with_bias ? bias.data() : nullptr,
+                           std::string(hwy::TargetName(target)) + " " + dtype_name(dtype) + " cols=" +
+                               std::to_string(cols) + " outs=" + std::to_string(outs) + " rows=" +
+                               std::to_string(n_rows));
+            }
+          }
+        }
+    }
+  }
+}
+
+TEST(QuantMatmul, QuantizedWeightsOfRealValuesMatchReference) {
+  std::mt19937 rng(5);
+  ThreadPool::set_global_threads(2);
+  for (DType dtype : kQuantTypes) {
+    const int64_t rows = 37, cols = 768;
+    std::vector<float> src = random_vector(rows * cols, rng);
+    QuantWeights w{dtype, rows, cols, std::vector<uint8_t>(dtype_row_bytes(dtype, cols) * rows), {}};
+    weight_format(dtype)->quantize(src.data(), rows * cols, w.bytes.data());
+    std::vector<float> deq(rows * cols);
+    weight_format(dtype)->dequantize(w.bytes.data(), rows * cols, deq.data());
+    w.values.assign(deq.begin(), deq.end());
+    for (int64_t n_rows : {1, 4, 40}) {
+      std::vector<float> x = random_vector(n_rows * cols, rng);
+      std::vector<float> y(n_rows * rows);
+      matmul(w.matrix(), x.data(), n_rows, y.data());
+      expect_close(w, x, n_rows, y, nullptr, dtype_name(dtype));
+    }
+  }
+  ThreadPool::set_global_threads(0);
+}
+
+// Greedy speculative decoding equals plain decoding only if a verify row computes
+// exactly what the same row computes alone: check every batch size, offset, thread
+// count and target.
+TEST_F(QuantMatmulTargets, RowsAreBitwiseIndependentOfBatchAndThreads) {
+  std::mt19937 rng(8);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (DType dtype : kQuantTypes) {
+      QuantWeights w = random_blocks(dtype, 203, 1024, rng);
+      const int64_t n_rows = 40;
+      std::vector<float> x = random_vector(n_rows * w.cols, rng);
+      std::vector<float> bias = random_vector(w.rows, rng);
+      for (int threads : {1, 2, 3}) {
+        ThreadPool::set_global_threads(threads);
+        std::vector<float> batched(n_rows * w.rows);
+        matmul(w.matrix(), x.data(), n_rows, batched.data(), bias.data());
+        for (int64_t k = 1; k <= 9; ++k) {
+          std::vector<float> part(k * w.rows);
+          matmul(w.matrix(), x.data() + 11 * w.cols, k, part.data(), bias.data());
+          ASSERT_EQ(0, std::memcmp(part.data(), batched.data() + 11 * w.rows, part.size() * sizeof(float)))
+              << hwy::TargetName(target) << " " << dtype_name(dtype) << " k=" << k << " threads=" << threads;
+        }
+        std::vector<float> single(w.rows);
+        for (int64_t r : {0, 1, 20, 39}) {
+          matmul(w.matrix(), x.data() + r * w.cols, 1, single.data(), bias.data());
+          ASSERT_EQ(0, std::memcmp(single.data(), batched.data() + r * w.rows, single.size() * sizeof(float)))
+              << hwy::TargetName(target) << " " << dtype_name(dtype) << " row " << r << " threads=" << threads;
+        }
+      }
+    }
+  }
+  ThreadPool::set_global_threads(0);
+}
+
+// quantize → dequantize error per element, bounded from each quantizer's rule
+// (fp16 scales may round by 2^-11 relative; nextn rounds K-quant scales up).
+double round_trip_bound(DType dtype, const float* x, int64_t i) {
+  const double f16 = 1.0 + std::ldexp(1.0, -10);
+  auto range = [&](int64_t begin, int64_t n, double& lo, double& hi, double& amax) {
+    lo = 1e30, hi = -1e30, amax = 0;
+    for (int64_t k = begin; k < begin + n; ++k)
+      lo = std::fmin(lo, x[k]), hi = std::fmax(hi, x[k]), amax = std::fmax(amax, std::fabs(x[k]));
+  };
+  double lo, hi, amax;
+  const int64_t b32 = i / 32 * 32, b256 = i / 256 * 256;
+  switch (dtype) {
+    case DType::kQ8_0: range(b32, 32, lo, hi, amax); return amax / 127 / 2 * f16 + amax * std::ldexp(1.0, -10);
+    case DType::kQ4_0: range(b32, 32, lo, hi, amax); return amax / 8 * f16;    // the value opposite max may clamp
+    case DType::kQ5_0: range(b32, 32, lo, hi, amax); return amax / 16 * f16;
+    case DType::kQ4_1: range(b32, 32, lo, hi, amax); return (hi - lo) / 15 / 2 * f16 + std::fabs(lo) * std::ldexp(1.0, -10);
+    case DType::kQ5_1: range(b32, 32, lo, hi, amax); return (hi - lo) / 31 / 2 * f16 + std::fabs(lo) * std::ldexp(1.0, -10);
+    case DType::kQ4_K: case DType::kQ5_K: {
+      // step_j = d·sc_j ≤ need_j + d, need_j ≤ (hi_j − min(lo_j, 0) + dmin)/levels.
+      const double levels = dtype == DType::kQ4_K ? 15 : 31;
+      double max_neg = 0, his[8], los[8];
+      for (int j = 0; j < 8; ++j) {
+        range(b256 + 32 * j, 32, los[j], his[j], amax);
+        los[j] = std::fmin(los[j], 0.0);
+        max_neg = std::fmax(max_neg, -los[j]);
+      }
+      const double dmin = max_neg / 63 * f16;
+      double max_need = 0;
+      for (int j = 0; j < 8; ++j) max_need = std::fmax(max_need, (his[j] - los[j] + dmin) / levels);
+      const double d = max_need / 63 * f16;
+      const int j = static_cast<int>((i - b256) / 32);
+      return ((his[j] - los[j] + dmin) / levels + d) / 2 * f16 + dmin;
+    }
+    case DType::kQ6_K: {
+      double max_need = 0;
+      for (int s = 0; s < 16; ++s) {
+        range(b256 + 16 * s, 16, lo, hi, amax);
+        max_need = std::fmax(max_need, amax / 31);
+      }
+      range(i / 16 * 16, 16, lo, hi, amax);
+      return (amax / 31 + max_need / 127 * f16) / 2 * f16;
+    }
+    default: return 0;
+  }
+}
+
+TEST(WeightFormats, RoundTripErrorIsWithinTheQuantizersStep) {
+  std::mt19937 rng(3);
+  for (DType dtype : kQuantTypes) {
+    const int64_t n = 256 * 16;
+    std::vector<float> x = random_vector(n, rng);
+    for (int64_t i = 0; i < 256; ++i) x[i] = 0.0f;                      // an all-zero block
+    for (int64_t i = 256; i < 512; ++i) x[i] = -0.5f;                   // a constant block
+    for (int64_t i = 512; i < 768; ++i) x[i] = std::fabs(x[i]) + 1.0f;  // all positive
+    for (int64_t i = 768; i < 1024; ++i) x[i] *= 0.1f;                  // small values
+    std::vector<uint8_t> blocks(dtype_row_bytes(dtype, n));
+    weight_format(dtype)->quantize(x.data(), n, blocks.data());
+    std::vector<float> y(n);
+    weight_format(dtype)->dequantize(blocks.data(), n, y.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const double err = std::fabs(static_cast<double>(y[i]) - x[i]);
+      ASSERT_LE(err, round_trip_bound(dtype, x.data(), i) + 1e-6 * std::fabs(x[i]) + 1e-12)
+          << dtype_name(dtype) << " element " << i << " x=" << x[i] << " y=" << y[i];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nextn
