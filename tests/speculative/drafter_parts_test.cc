@@ -2,16 +2,32 @@
 // the verify cost model and the adaptive depth policy.
 #include <gtest/gtest.h>
 
+#include "model/model.h"
 #include "speculative/adaptive_depth.h"
-#include "speculative/drafter.h"
 #include "speculative/counters.h"
+#include "speculative/drafter.h"
 
 namespace nextn {
 namespace {
 
+// The n-gram drafter never looks at the model; drafters are made from one all the same.
+class NoModel final : public Model {
+ public:
+  const ModelConfig& config() const override { return config_; }
+  const std::string& dir() const override { return dir_; }
+  size_t weight_bytes() const override { return 0; }
+  std::unique_ptr<KvCache> new_kv_cache(int, const KvOptions&) const override { return nullptr; }
+  void forward(std::span<SequenceRows>, ForwardResult&) override {}
+  MtpHead* mtp_head() override { return nullptr; }
+
+ private:
+  ModelConfig config_;
+  std::string dir_;
+};
+
 std::unique_ptr<DraftSession> ngram_session() {
-  // The n-gram drafter needs no model.
-  return make_ngram_drafter(*static_cast<Model*>(nullptr), SpeculativeOptions{})->new_session(1024, KvOptions{});
+  static NoModel model;
+  return make_ngram_drafter(model, SpeculativeOptions{})->new_session(1024, KvOptions{});
 }
 
 TEST(Ngram, ProposesTheContinuationOfTheLatestMatch) {
