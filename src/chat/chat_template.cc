@@ -39,7 +39,8 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
   if (const std::string gguf = gguf_model_file(dir); !gguf.empty()) {
     // GGUF: tokenizer.chat_template and the special tokens from tokenizer.ggml.*.
-    config = nlohmann::ordered_json::parse(tokenizer_config_from_gguf(GgufFile::open(gguf)->metadata(), gguf).dump());
+    config = nlohmann::ordered_json::parse(tokenizer_config_from_gguf(GgufFile::open(gguf)->metadata(), gguf)
+                                                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   } else if (fs::exists(config_path)) {
     try {
       config = nlohmann::ordered_json::parse(read_file(config_path.string()));

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "io/json_file.h"
 #include "util/error.h"
 
 namespace nextn {
@@ -164,7 +165,7 @@ void GgufFile::parse() {
   if (metadata_.contains("general.alignment")) {
     const nlohmann::json& a = metadata_["general.alignment"];
     if (!a.is_number_unsigned() || a.get<uint64_t>() == 0 || a.get<uint64_t>() % 8 != 0 || a.get<uint64_t>() > (1u << 20))
-      fail(ErrorKind::kBadInput, "{}: metadata key 'general.alignment' must be a multiple of 8, got {}", path, a.dump());
+      fail(ErrorKind::kBadInput, "{}: metadata key 'general.alignment' must be a multiple of 8, got {}", path, json_text(a));
     alignment_ = a.get<uint64_t>();
   }
 

@@ -10,6 +10,7 @@
 #include "io/checkpoint.h"
 #include "io/gguf.h"
 #include "io/gguf_names.h"
+#include "io/json_file.h"
 #include "io/safetensors.h"
 #include "util/error.h"
 
@@ -56,7 +57,7 @@ class Metadata {
     const nlohmann::json& v = kv_.at(full);
     if (!v.is_number_integer())
       fail(ErrorKind::kUnsupported, "{}: metadata key '{}' must be one integer, got {}", path_, full,
-           v.is_array() ? "an array" : v.dump());
+           v.is_array() ? "an array" : json_text(v));
     return v.get<int64_t>();
   }
   int64_t integer(const std::string& key, int64_t fallback) const { return has(key) ? integer(key) : fallback; }
@@ -110,7 +111,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
     if (paths.size() > 1 && file->metadata().contains("split.count") &&
         file->metadata()["split.count"] != static_cast<uint64_t>(paths.size()))
       fail(ErrorKind::kBadInput, "{}: split.count is {} but the file name says {}", p,
-           file->metadata()["split.count"].dump(), paths.size());
+           json_text(file->metadata()["split.count"]), paths.size());
     ckpt->gguf_files_.push_back(std::move(file));
   }
   const GgufFile& first = *ckpt->gguf_files_.front();

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "io/json_file.h"
 #include "util/error.h"
 
 namespace nextn {
@@ -106,7 +107,7 @@ void SafetensorsFile::parse() {
            path, name, begin, end, data_size);
     if (overflow || numel > std::numeric_limits<uint64_t>::max() / esize || numel * esize != end - begin)
       fail(ErrorKind::kBadInput, "{}: tensor '{}': shape {} of {} needs {} bytes but data_offsets span {} bytes", path,
-           name, shape_it->dump(), dtype_name, overflow ? std::string("too many") : std::to_string(numel * esize),
+           name, json_text(*shape_it), dtype_name, overflow ? std::string("too many") : std::to_string(numel * esize),
            end - begin);
     spans.push_back({begin, end, &name});
 

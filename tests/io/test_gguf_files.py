@@ -183,6 +183,12 @@ class Damaged(unittest.TestCase):
         Q.write_gguf(path, [("k", 4, 1), ("k", 4, 2)], [t])
         self.check_error(pathlib.Path(path).read_bytes(), "'k'", "twice", name="dup2.gguf")
 
+    def test_invalid_utf8_in_a_value_named_in_the_error(self):
+        # Found by tests/fuzz (gguf_fuzz): the message quoting the bad value used to throw.
+        path = os.path.join(TMP, "utf8.gguf")
+        good_file(path, metadata=[("general.architecture", 8, "test"), ("general.alignment", 8, b"\xff\xfe32")])
+        self.check_error(pathlib.Path(path).read_bytes(), "general.alignment", name="utf8.gguf")
+
     def test_huge_counts_do_not_allocate(self):
         data = good_file(os.path.join(TMP, "good.gguf"))
         self.check_error(data[:8] + struct.pack("<QQ", 1 << 62, 1 << 62) + data[24:], "corrupt")

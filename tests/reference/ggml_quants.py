@@ -191,7 +191,7 @@ def write_gguf(path, metadata, tensors, alignment=32):
     out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(metadata)))
 
     def put_string(s):
-        b = s.encode("utf-8")
+        b = s if isinstance(s, bytes) else s.encode("utf-8")  # bytes: any content, valid UTF-8 or not
         out.extend(struct.pack("<Q", len(b)) + b)
 
     def put_value(t, v, et=None):
