@@ -4,20 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstdlib>
 
 #include "kernels/kernels.h"
 #include "util/error.h"
 
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
-  if (const char* simd = std::getenv("NEXTN_SIMD"); simd && *simd) {
-    try {
-      nextn::limit_simd_target(simd);
-    } catch (const nextn::Error& e) {
-      std::fprintf(stderr, "%s\n", e.what());
-      return 2;
-    }
+  try {
+    nextn::limit_simd_target_from_environment();
+  } catch (const nextn::Error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 2;
   }
   std::printf("SIMD target: %s\n", nextn::simd_target_name());
   return RUN_ALL_TESTS();

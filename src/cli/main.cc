@@ -1,6 +1,5 @@
 // cli/main.cc — the `nextn` binary: one subcommand per file, listed here.
 #include <cstdio>
-#include <cstdlib>
 #include <vector>
 
 #include "cli/command.h"
@@ -31,7 +30,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   try {
-    if (const char* simd = std::getenv("NEXTN_SIMD"); simd && *simd) nextn::limit_simd_target(simd);
+    nextn::limit_simd_target_from_environment();
     for (auto& command : commands)
       if (command.app->parsed()) return command.run();
   } catch (const nextn::Error& e) {

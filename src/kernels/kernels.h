@@ -63,5 +63,7 @@ std::vector<std::string> available_simd_targets();
 // the environment variable NEXTN_SIMD this way. kBadInput, naming the targets on offer,
 // when `name` is not one of them.
 void limit_simd_target(const std::string& name);
+// limit_simd_target(NEXTN_SIMD) when that variable is set and not empty.
+void limit_simd_target_from_environment();
 
 }  // namespace nextn

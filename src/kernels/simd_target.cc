@@ -2,6 +2,7 @@
 // on (kernels/ and kv/ share Highway's one chosen target).
 #include <strings.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,10 @@ void limit_simd_target(const std::string& name) {
     offered += std::string(offered.empty() ? "" : ", ") + hwy::TargetName(t);
   }
   fail(ErrorKind::kBadInput, "SIMD target '{}' is not available here (this build and CPU offer: {})", name, offered);
+}
+
+void limit_simd_target_from_environment() {
+  if (const char* name = std::getenv("NEXTN_SIMD"); name && *name) limit_simd_target(name);
 }
 
 }  // namespace nextn

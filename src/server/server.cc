@@ -389,9 +389,11 @@ void HttpServer::whole_answer(httplib::Response& res, const std::shared_ptr<Gene
   std::vector<TokenEvent> tokens;
   std::vector<std::string> token_texts;
   std::vector<std::vector<std::string>> top_texts;
+  bool abandoned = false;
   for (;;) {
     bool got = gen->wait(u, 0.25);
-    if (!u.done && client_disconnected()) {  // nobody to answer: free the slot
+    if (!u.done && !abandoned && client_disconnected()) {  // nobody to answer: free the slot, once
+      abandoned = true;
       counters_.cancelled++;
       log_info("srv  client disconnected: id {} | cancelling", gen->id());
       gen->cancel();
