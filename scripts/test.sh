@@ -6,7 +6,7 @@
 #      (NEXTN_SIMD=AVX2, SSE4, SCALAR, ...), so results do not hinge on the CI CPU;
 #   3. an AddressSanitizer + UndefinedBehaviorSanitizer build (clang, build-sanitize/):
 #      the GoogleTest binaries and the server's HTTP tests;
-#   4. each libFuzzer target of tests/fuzz/ for FUZZ_SECONDS (default 60) in that build.
+#   4. each libFuzzer target of tests/fuzz/ for FUZZ_SECONDS (default 40) in that build.
 # The last line sums up the parts: "tests: N passed, M failed".
 #   scripts/test.sh              all four parts
 #   scripts/test.sh -R server    part 1 only, with these CTest arguments
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh --tests || exit 1
 BUILD_DIR=${BUILD_DIR:-build}
 SAN_DIR=${SANITIZE_BUILD_DIR:-build-sanitize}
-FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+FUZZ_SECONDS=${FUZZ_SECONDS:-40}
 passed=0; failed=0; report=()
 
 part() {  # part NAME COMMAND...: runs, times and counts one part

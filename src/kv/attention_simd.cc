@@ -56,16 +56,13 @@ void KvStore(DType dtype, const float* src, size_t n, void* dst) {
     for (size_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
     return;
   }
+  size_t i = 0;
+#if NEXTN_F16_DEMOTE_ROUNDS
   const DF df;
   const hn::Rebind<hwy::float16_t, DF> dh;
   const size_t lanes = hn::Lanes(df);
-  size_t i = 0;
   auto* h = static_cast<hwy::float16_t*>(dst);
-#if NEXTN_F16_DEMOTE_ROUNDS
   for (; i + lanes <= n; i += lanes) hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, src + i)), dh, h + i);
-#else
-  (void)h;
-  (void)lanes;
 #endif
   for (; i < n; ++i) d[i] = f32_to_f16(src[i]);
 }

@@ -3,6 +3,7 @@
 // that only ever saw the accepted rows: same drafts, same draft logits.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -91,7 +92,16 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
   b->propose(next, 2, sb, pb2);
   ASSERT_EQ(pa2.q.size(), 2u);
   EXPECT_EQ(pa2.tokens, pb2.tokens);
-  for (int t = 0; t < vocab; ++t) EXPECT_NEAR(pa2.q[0].p(t), pb2.q[0].p(t), 1e-6);
+  // The accepted rows' hidden states come from a 4-row pass in A and an 8-row pass in
+  // B; a matmul may group its float32 sums differently with the row count (the SCALAR
+  // target does), so the states agree to float32 rounding (~1e-7 relative), amplified
+  // through the layers of the target and the head to ~1e-5 in log-probability. 1e-4 is
+  // the bound the engine's logits meet against the float64 reference.
+  for (int t = 0; t < vocab; ++t) {
+    if (pa2.q[0].p(t) == 0.0f && pb2.q[0].p(t) == 0.0f) continue;  // cut by the sampler
+    const double la = std::log(double(pa2.q[0].p(t))), lb = std::log(double(pb2.q[0].p(t)));
+    EXPECT_NEAR(la, lb, 1e-4) << "token " << t;
+  }
   (void)hidden;
 }
 
