@@ -91,10 +91,11 @@ DType mlx_matrix_dtype(const Checkpoint& ckpt, const MlxQuantization& q, const s
   if (!s) fail(ErrorKind::kBadInput, "{}: tensor '{}' must be F32, F16 or BF16", ckpt.tensor_source(), sname);
   if (!b) fail(ErrorKind::kBadInput, "{}: tensor '{}' is missing (MLX affine quantization stores scales and biases)",
                ckpt.tensor_source(), bname);
-  if (w->shape.size() != 2 || w->shape[0] != rows || w->shape[1] <= 0 || (cols * 32) % w->shape[1] != 0)
+  if (w->shape.size() != 2 || w->shape[0] != rows || w->shape[1] <= 0 || w->shape[1] > cols ||
+      (w->shape[1] * 32) % cols != 0)
     fail(ErrorKind::kBadInput, "{}: tensor '{}' has shape {}, expected [{}, {}·bits/32]", w->file, wname,
          TensorView{"", "", DType::kF32, w->shape}.shape_string(), rows, cols);
-  const int64_t bits = cols * 32 / w->shape[1];
+  const int64_t bits = w->shape[1] * 32 / cols;
   if (s->shape.size() != 2 || s->shape[0] != rows || s->shape[1] <= 0 || cols % s->shape[1] != 0)
     fail(ErrorKind::kBadInput, "{}: tensor '{}' has shape {}, expected [{}, {}/group_size]", s->file, sname,
          s->shape_string(), rows, cols);
