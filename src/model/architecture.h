@@ -35,6 +35,10 @@ extern const Architecture kLlamaArchitecture;
 extern const Architecture kQwen2Architecture;
 extern const Architecture kQwen3Architecture;
 extern const Architecture kMiMoArchitecture;
+extern const Architecture kQwen3_5Architecture;             // Qwen3_5ForCausalLM
+extern const Architecture kQwen3_5VisionLanguageArchitecture;  // Qwen3_5ForConditionalGeneration (text part)
+extern const Architecture kQwen3_5MoeArchitecture;          // refused: MoE
+extern const Architecture kQwen3NextArchitecture;           // refused: MoE
 
 // The registration table (architectures.cc).
 const std::vector<const Architecture*>& architectures();

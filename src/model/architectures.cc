@@ -11,6 +11,10 @@ const std::vector<const Architecture*>& architectures() {
       &kQwen2Architecture,
       &kQwen3Architecture,
       &kMiMoArchitecture,
+      &kQwen3_5Architecture,
+      &kQwen3_5VisionLanguageArchitecture,
+      &kQwen3_5MoeArchitecture,
+      &kQwen3NextArchitecture,
   };
   return table;
 }
