@@ -20,6 +20,26 @@ FullPrecisionCache::FullPrecisionCache(const KvShape& shape, KvType type) : shap
   elem_ = dtype_size(dtype_);
   blocks_.resize(shape.n_layers);
   lengths_.assign(shape.n_layers, 0);
+  high_water_.assign(shape.n_layers, 0);
+  // A span of ring_tokens positions starting anywhere touches at most this many blocks.
+  if (shape.window > 0) ring_blocks_ = (shape.ring_tokens + kBlockTokens - 1) / kBlockTokens + 1;
+}
+
+int FullPrecisionCache::first_stored(int layer) const {
+  if (ring_blocks_ == 0 || high_water_[layer] == 0) return 0;
+  // Block b is overwritten by block b + ring_blocks: the newest block written decides.
+  const int newest_block = (high_water_[layer] - 1) / kBlockTokens;
+  return std::max(0, (newest_block - ring_blocks_ + 1) * kBlockTokens);
+}
+
+int FullPrecisionCache::min_truncate_length() const {
+  if (ring_blocks_ == 0) return 0;
+  int n = 0;
+  for (int l = 0; l < shape_.n_layers; ++l) {
+    const int first = first_stored(l);
+    if (first > 0) n = std::max(n, first + shape_.window);  // a query at n needs keys n - window .. n - 1
+  }
+  return n;
 }
 
 int FullPrecisionCache::length() const {
@@ -31,17 +51,24 @@ int FullPrecisionCache::length() const {
 void FullPrecisionCache::truncate(int n_tokens) {
   if (n_tokens < 0 || n_tokens > length())
     fail(ErrorKind::kInternal, "KV truncate to {} tokens, but {} are stored", n_tokens, length());
+  if (n_tokens == length()) return;
+  if (n_tokens > 0 && n_tokens < min_truncate_length())
+    fail(ErrorKind::kInternal, "KV truncate to {} tokens: the window ring no longer holds the keys before it (from {})",
+         n_tokens, min_truncate_length());
   for (int& len : lengths_) len = std::min(len, n_tokens);
+  if (n_tokens == 0) std::fill(high_water_.begin(), high_water_.end(), 0);
 }
 
 size_t FullPrecisionCache::bytes_used() const {
   size_t tokens = 0;
-  for (int len : lengths_) tokens += static_cast<size_t>(len);
+  for (int len : lengths_)
+    tokens += static_cast<size_t>(ring_blocks_ > 0 ? std::min(len, shape_.ring_tokens) : len);
   return tokens * 2 * shape_.n_kv_heads * shape_.head_dim * elem_;
 }
 
 const void* FullPrecisionCache::row(int layer, int t, int head, bool value) const {
-  const unsigned char* block = blocks_[layer][t / kBlockTokens].get();
+  const int b = t / kBlockTokens;
+  const unsigned char* block = blocks_[layer][size_t(ring_blocks_ > 0 ? b % ring_blocks_ : b)].get();
   const size_t offset = (size_t(head) * kBlockTokens + t % kBlockTokens) * shape_.head_dim * elem_;
   return block + (value ? half_block_bytes() : 0) + offset;
 }
@@ -53,7 +80,18 @@ void FullPrecisionCache::append(int layer, int pos, int n, const float* k, const
   if (pos + n > shape_.max_tokens)
     fail(ErrorKind::kResource, "KV cache full: {} + {} tokens exceed the capacity of {}", pos, n, shape_.max_tokens);
   auto& blocks = blocks_[layer];
-  const size_t needed = static_cast<size_t>((pos + n + kBlockTokens - 1) / kBlockTokens);
+  size_t needed = static_cast<size_t>((pos + n + kBlockTokens - 1) / kBlockTokens);
+  if (ring_blocks_ > 0) {
+    needed = std::min(needed, size_t(ring_blocks_));
+    // The first new row needs keys from pos - window + 1 on: they must survive this append.
+    const int hw = std::max(high_water_[layer], pos + n);
+    const int newest_block = (hw - 1) / kBlockTokens;
+    const int first_after = std::max(0, (newest_block - ring_blocks_ + 1) * kBlockTokens);
+    if (first_after > std::max(0, pos - shape_.window + 1))
+      fail(ErrorKind::kInternal, "KV append of {} rows at {} overruns the window ring ({} tokens)", n, pos,
+           shape_.ring_tokens);
+    high_water_[layer] = hw;
+  }
   while (blocks.size() < needed) blocks.emplace_back(new unsigned char[2 * half_block_bytes()]());
   const int D = shape_.head_dim, KV = shape_.n_kv_heads;
   for (int i = 0; i < n; ++i) {
@@ -95,6 +133,9 @@ void FullPrecisionCache::attend(int layer, int pos, int n, const float* q, float
   if (pos + n > lengths_[layer])
     fail(ErrorKind::kInternal, "KV attend over positions up to {} but layer {} holds {} tokens", pos + n, layer,
          lengths_[layer]);
+  if (shape_.window > 0 && std::max(0, pos - shape_.window + 1) < first_stored(layer))
+    fail(ErrorKind::kInternal, "KV attend at {}: the window ring of layer {} starts at {}", pos, layer,
+         first_stored(layer));
   const int D = shape_.head_dim, KV = shape_.n_kv_heads, H = shape_.n_heads;
   const int group = H / KV;
   const int row_chunks = (n + kRowChunk - 1) / kRowChunk;
@@ -117,7 +158,11 @@ void FullPrecisionCache::attend(int layer, int pos, int n, const float* q, float
       std::fill_n(s.l.begin(), states, 0.0f);
       std::fill_n(s.acc.begin(), size_t(states) * D, 0.0f);
       const int visible_end = pos + r1;  // keys [0, visible_end) are seen by the last row
-      const bool multi = states >= kMultiQueryMin;
+      // Windowed: row r sees keys [pos + r - window + 1, pos + r]; per-row lower bounds
+      // only in the one-query-at-a-time path.
+      const int window = shape_.window;
+      const int first_key = window > 0 ? std::max(0, pos + r0 - window + 1) : 0;
+      const bool multi = states >= kMultiQueryMin && window == 0;
       const int lanes = static_cast<int>(attention_lanes());
       const int stride = (kBlockTokens + lanes - 1) / lanes * lanes;
       if (multi) {
@@ -133,7 +178,7 @@ void FullPrecisionCache::attend(int layer, int pos, int n, const float* q, float
             s.accs[state] = s.acc.data() + size_t(state) * D;
           }
       }
-      for (int t0 = 0; t0 < visible_end; t0 += kBlockTokens) {
+      for (int t0 = first_key / kBlockTokens * kBlockTokens; t0 < visible_end; t0 += kBlockTokens) {
         const int count = std::min(kBlockTokens, visible_end - t0);
         const float* kf;
         const float* vf;
@@ -163,12 +208,13 @@ void FullPrecisionCache::attend(int layer, int pos, int n, const float* q, float
         }
         for (int r = r0; r < r1; ++r) {
           const int visible = std::min(count, pos + r + 1 - t0);  // causal: row r sees keys <= pos + r
-          if (visible <= 0) continue;
+          const int skip = window > 0 ? std::max(0, pos + r - window + 1 - t0) : 0;  // keys left of the window
+          if (visible <= skip) continue;
           for (int j = 0; j < group; ++j) {
             const int h = kvh * group + j;
             const int state = (r - r0) * group + j;
-            attend_block(q + (size_t(r) * H + h) * D, kf, vf, visible, D, scale, s.scores.data(), &s.m[state],
-                         &s.l[state], s.acc.data() + size_t(state) * D);
+            attend_block(q + (size_t(r) * H + h) * D, kf + size_t(skip) * D, vf + size_t(skip) * D, visible - skip,
+                         D, scale, s.scores.data(), &s.m[state], &s.l[state], s.acc.data() + size_t(state) * D);
           }
         }
       }

@@ -3,6 +3,9 @@
 // never re-copies); inside a block each KV head's keys (and values) are contiguous
 // [kBlockTokens, head_dim] rows. Attention converts one block at a time to float32
 // and runs an online softmax, parallel over KV heads and query-row chunks.
+// A windowed shape (KvShape::window) keeps a ring of blocks: block b lives in slot
+// b % ring_blocks, so memory stays at the window plus one forward's rows however long
+// the sequence grows; attention then sees each query's last `window` keys only.
 #pragma once
 #include <memory>
 #include <vector>
@@ -22,6 +25,7 @@ class FullPrecisionCache : public KvCache {
   KvType type() const override { return type_; }
   int length() const override;
   void truncate(int n_tokens) override;
+  int min_truncate_length() const override;
   void append(int layer, int pos, int n, const float* k, const float* v) override;
   void attend(int layer, int pos, int n, const float* q, float* out, float scale) const override;
   size_t bytes_used() const override;
@@ -36,6 +40,8 @@ class FullPrecisionCache : public KvCache {
  private:
   const void* row(int layer, int t, int head, bool value) const;
   // Bytes of the K (or V) part of one block.
+  // The first position of `layer` still stored (ring caches overwrite older ones).
+  int first_stored(int layer) const;
   size_t half_block_bytes() const { return size_t(kBlockTokens) * shape_.n_kv_heads * shape_.head_dim * elem_; }
 
   KvShape shape_;
@@ -44,6 +50,8 @@ class FullPrecisionCache : public KvCache {
   size_t elem_;
   std::vector<std::vector<std::unique_ptr<unsigned char[]>>> blocks_;  // [layer][block]: K half then V half
   std::vector<int> lengths_;
+  int ring_blocks_ = 0;            // windowed: blocks per layer in the ring; 0: blocks grow with the sequence
+  std::vector<int> high_water_;    // windowed: per layer, 1 + the highest position ever written
 };
 
 }  // namespace nextn

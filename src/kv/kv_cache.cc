@@ -1,6 +1,8 @@
 // kv/kv_cache.cc — KV type names and the storage factory (one line per type).
 #include "kv/kv_cache.h"
 
+#include <algorithm>
+
 #include "kv/full_precision_cache.h"
 #include "kv/quantized_cache.h"
 #include "kv/turbo_cache.h"
@@ -36,7 +38,8 @@ int group_size_fitting(int group, int head_dim) {
 
 size_t KvCache::f16_equivalent_bytes() const {
   const KvShape& s = shape();
-  return static_cast<size_t>(length()) * s.n_layers * 2 * s.n_kv_heads * s.head_dim * 2;
+  const size_t tokens = s.window > 0 ? std::min(length(), s.ring_tokens) : length();
+  return tokens * s.n_layers * 2 * s.n_kv_heads * s.head_dim * 2;
 }
 
 std::unique_ptr<KvCache> make_kv_cache(const KvShape& shape, const KvOptions& options) {
@@ -44,6 +47,12 @@ std::unique_ptr<KvCache> make_kv_cache(const KvShape& shape, const KvOptions& op
       shape.max_tokens <= 0 || shape.n_heads % shape.n_kv_heads != 0)
     fail(ErrorKind::kInternal, "invalid KV shape: {} layers, {} heads, {} kv heads, head_dim {}, {} tokens",
          shape.n_layers, shape.n_heads, shape.n_kv_heads, shape.head_dim, shape.max_tokens);
+  if (shape.window > 0) {
+    if (shape.ring_tokens < shape.window)
+      fail(ErrorKind::kInternal, "KV ring of {} tokens for a window of {}", shape.ring_tokens, shape.window);
+    const bool full = options.type == KvType::kF32 || options.type == KvType::kF16 || options.type == KvType::kBF16;
+    return std::make_unique<FullPrecisionCache>(shape, full ? options.type : KvType::kF16);
+  }
   switch (options.type) {
     case KvType::kF32:
     case KvType::kF16:

@@ -21,6 +21,12 @@ struct KvShape {
   int n_kv_heads = 0;  // GQA: n_heads % n_kv_heads == 0
   int head_dim = 0;
   int max_tokens = 0;  // capacity (context size)
+  // Sliding-window attention (Gemma): a query at position i sees keys j with
+  // i - window < j <= i; 0: every earlier key. A windowed cache is a ring that keeps
+  // only the newest `ring_tokens` positions (window + the most rows one forward appends,
+  // so rejected speculative rows never overwrite keys the accepted prefix still needs).
+  int window = 0;
+  int ring_tokens = 0;
 };
 
 struct KvOptions {
@@ -44,7 +50,11 @@ class KvCache {
   // Tokens stored (identical for every layer between forward passes).
   virtual int length() const = 0;
   // Rollback: forget every token at position >= n_tokens (n_tokens <= length()).
+  // A ring cache can go back only to n_tokens >= min_truncate_length() (or 0).
   virtual void truncate(int n_tokens) = 0;
+  // The shortest length n > 0 that truncate(n) keeps every key a query at n needs;
+  // 0 for caches that keep every position.
+  virtual int min_truncate_length() const { return 0; }
 
   // Layer `layer`: store rows for positions [pos, pos + n). k and v are
   // [n, n_kv_heads * head_dim] float32, RoPE already applied to k. pos == the
@@ -52,7 +62,8 @@ class KvCache {
   virtual void append(int layer, int pos, int n, const float* k, const float* v) = 0;
 
   // Layer `layer`: causal attention for n query rows at positions [pos, pos + n)
-  // (row i sees keys 0..pos+i). q and out are [n, n_heads * head_dim] float32,
+  // (row i sees keys 0..pos+i, or its last `window` of them). q and out are
+  // [n, n_heads * head_dim] float32,
   // q RoPE'd; scale = 1/sqrt(head_dim) unless given.
   virtual void attend(int layer, int pos, int n, const float* q, float* out, float scale) const = 0;
 
@@ -62,6 +73,8 @@ class KvCache {
   size_t f16_equivalent_bytes() const;
 };
 
+// Windowed shapes always get full-precision ring storage (options.type when it is
+// F32/F16/BF16, else F16): the window bounds their memory already.
 std::unique_ptr<KvCache> make_kv_cache(const KvShape& shape, const KvOptions& options);
 
 }  // namespace nextn

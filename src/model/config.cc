@@ -133,9 +133,18 @@ void check_layers(const ConfigReader& reader, const ModelConfig& c) {
                    a.heads, a.kv_heads);
     if (a.head_dim <= 0 || a.rotary_dim <= 0 || a.rotary_dim > a.head_dim || a.rotary_dim % 2 != 0)
       reader.error(ErrorKind::kBadInput, "layer {}: rotary dims {} do not fit head_dim {}", i, a.rotary_dim, a.head_dim);
-    if (l.mixer == MixerKind::kSlidingAttention)
-      reader.error(ErrorKind::kUnsupported, "layer {}: sliding-window attention is not supported yet", i);
-    if (a.kv_source >= 0) reader.error(ErrorKind::kUnsupported, "layer {}: KV sharing is not supported yet", i);
+    if (l.mixer == MixerKind::kSlidingAttention && a.window <= 0)
+      reader.error(ErrorKind::kBadInput, "layer {}: sliding window must be positive, got {}", i, a.window);
+    if (a.kv_source >= 0) {
+      // The donor is an earlier layer with its own KV of the same kind and shape.
+      if (a.kv_source >= int(i))
+        reader.error(ErrorKind::kBadInput, "layer {} reads the KV of layer {}, which is not earlier", i, a.kv_source);
+      const LayerSpec& d = c.layers[size_t(a.kv_source)];
+      if (d.mixer != l.mixer || d.attention.kv_source >= 0 || d.attention.kv_heads != a.kv_heads ||
+          d.attention.head_dim != a.head_dim || d.attention.window != a.window)
+        reader.error(ErrorKind::kBadInput, "layer {} reads the KV of layer {}, whose kind or shape differs", i,
+                     a.kv_source);
+    }
   }
 }
 

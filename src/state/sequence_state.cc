@@ -3,6 +3,7 @@
 #include "state/sequence_state.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "util/error.h"
 
@@ -45,8 +46,15 @@ SequenceState::SequenceState(const std::vector<LayerStateSpec>& layers, int max_
     layers_[l].index = layers_[size_t(donor)].index;
     layers_[l].layer = layers_[size_t(donor)].layer;
   }
+  max_rows_per_forward_ = std::numeric_limits<int>::max();
   for (const Group& g : groups) {
     KvShape shape;
+    if (g.shape.window > 0) {
+      const int slack = std::max(kMinWindowSlackRows, g.shape.window);
+      shape.window = g.shape.window;
+      shape.ring_tokens = g.shape.window + slack;
+      max_rows_per_forward_ = std::min(max_rows_per_forward_, slack);
+    }
     shape.n_layers = int(g.layers.size());
     shape.n_heads = g.shape.heads;
     shape.n_kv_heads = g.shape.kv_heads;
@@ -60,13 +68,17 @@ SequenceState::~SequenceState() = default;
 
 bool SequenceState::can_return_to(int n) const {
   if (n < 0 || n > length_) return false;
-  if (n == length_ || n == 0 || recurrent_.empty()) return true;
+  if (n == length_ || n == 0) return true;
+  for (auto& c : caches_)
+    if (n < c->min_truncate_length()) return false;
+  if (recurrent_.empty()) return true;
   return snapshot_base_ >= 0 && n >= snapshot_base_ && n <= snapshot_base_ + snapshot_rows_;
 }
 
 int SequenceState::longest_returnable(int n) const {
   // Every length a recurrent state can reach is 0, length() or inside the snapshotted
-  // rows, and those rows end at length() or beyond: below them only 0 is left.
+  // rows, and those rows end at length() or beyond; a window ring reaches every length
+  // from its min_truncate_length() on: below the reachable span only 0 is left.
   n = std::clamp(n, 0, length_);
   return can_return_to(n) ? n : 0;
 }
@@ -91,6 +103,9 @@ void SequenceState::begin_rows(int n, bool snapshots) {
   if (pending_ >= 0) fail(ErrorKind::kInternal, "sequence state: a forward is already in progress");
   if (n < 0 || length_ + n > max_tokens_)
     fail(ErrorKind::kResource, "context is full: {} + {} tokens exceed the capacity of {}", length_, n, max_tokens_);
+  if (n > max_rows_per_forward_)
+    fail(ErrorKind::kInternal, "sequence state: {} rows in one forward, the window rings hold {}", n,
+         max_rows_per_forward_);
   pending_ = n;
   pending_snapshots_ = snapshots && !recurrent_.empty() && n > 0;
   for (auto& r : recurrent_) r->begin(n, pending_snapshots_);

@@ -42,6 +42,11 @@ struct AttentionSlot {
   bool owns = true;  // false: the rows belong to another layer (do not append)
 };
 
+// Sliding-window caches keep the window plus room for one forward's rows: at least
+// this many (a speculative verify is at most kMaxDraftsPerStep + 1 = 17 rows), and
+// at least the window itself, so prefill runs in pieces of `window` rows.
+constexpr int kMinWindowSlackRows = 32;
+
 class SequenceState {
  public:
   // Attention layers of the same shape share one KvCache (one layer of it each), so an
@@ -54,10 +59,13 @@ class SequenceState {
   int num_layers() const { return static_cast<int>(layers_.size()); }
   const KvOptions& kv_options() const { return options_; }
   bool has_recurrent_layers() const { return !recurrent_.empty(); }
+  // The most rows one forward may add (sliding-window rings bound it; else unlimited).
+  int max_rows_per_forward() const { return max_rows_per_forward_; }
 
   // ---- rollback ------------------------------------------------------------------
   // Whether return_to(n) is possible: n <= length(), and for recurrent layers n is 0,
-  // length(), or inside the last snapshotted forward's rows.
+  // length(), or inside the last snapshotted forward's rows; sliding-window rings
+  // must still hold the window before n (n >= their min_truncate_length()).
   bool can_return_to(int n) const;
   // The largest m <= n that can_return_to(m) (0 at worst).
   int longest_returnable(int n) const;
@@ -92,6 +100,7 @@ class SequenceState {
   std::vector<std::unique_ptr<RecurrentState>> recurrent_;
   KvOptions options_;
   int max_tokens_ = 0;
+  int max_rows_per_forward_ = 0;
   int length_ = 0;
   int pending_ = -1;       // rows of the forward in progress (-1: none)
   bool pending_snapshots_ = false;
