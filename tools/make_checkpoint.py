@@ -7,10 +7,11 @@ layout: config.json, generation_config.json, model.safetensors or
 model-0000k-of-0000n.safetensors + model.safetensors.index.json, and a small byte-level BPE
 tokenizer (tokenizer.json + tokenizer_config.json with a ChatML template).
 
-  make_checkpoint.py --arch {llama,qwen2,qwen3,mimo,qwen3_5} [--mtp {none,mimo,deepseek,qwen35}]
-      [--preset {tiny,qwen3-0.6b,llama-3.2-1b,qwen3.5-0.8b,qwen3.5-2b}] [--vision-language] [--dtype {f32,bf16,f16}] [--shards N]
-      [--seed S] [--vocab V] [--layers L] [--mtp-layers K] --out DIR
+  make_checkpoint.py --arch {llama,qwen2,qwen3,mimo,qwen3_5,gemma4} [--mtp {none,mimo,deepseek,qwen35}]
+      [--preset {tiny,qwen3-0.6b,llama-3.2-1b,qwen3.5-0.8b,qwen3.5-2b,gemma4-e2b}] [--vision-language]
+      [--k-eq-v] [--dtype {f32,bf16,f16}] [--shards N] [--seed S] [--vocab V] [--layers L] [--mtp-layers K] --out DIR
   make_checkpoint.py --assistant-of TARGET_DIR --out DIR   # MTP-only assistant checkpoint
+                                                           # (Gemma 4 target: a Gemma4AssistantForCausalLM)
 """
 import argparse
 import json
@@ -23,6 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoint"))
 import architectures as A  # noqa: E402
+import gemma4 as G  # noqa: E402
 import safetensors_reader as R  # noqa: E402
 import safetensors_writer as W  # noqa: E402
 import tokenizer_files as T  # noqa: E402
@@ -105,7 +107,18 @@ def write_json(path, obj):
         f.write("\n")
 
 
+def gemma4_shape(args):
+    s = dict(G.TINY if args.preset == "tiny" else G.PRESETS[args.preset])
+    if args.vocab:
+        s["vocab"] = args.vocab
+    if args.k_eq_v:  # 31B-style full layers: K=V with their own (fewer) key/value heads
+        s["k_eq_v"], s["global_kv_heads"] = True, 1
+    return s
+
+
 def shape_for(args):
+    if args.arch == "gemma4":
+        return gemma4_shape(args)
     if args.preset == "tiny":
         s = dict(A.TINY[args.arch])
     else:
@@ -128,10 +141,15 @@ def shape_for(args):
 
 def make_model(args):
     s = shape_for(args)
-    mtp = args.mtp or A.ARCHS[args.arch][4]
+    mtp = args.mtp or (A.ARCHS[args.arch][4] if args.arch in A.ARCHS else "none")
     st_dtype = W.DTYPE_NAMES[args.dtype]
     os.makedirs(args.out, exist_ok=True)
-    if args.arch == "qwen3_5":
+    if args.arch == "gemma4":
+        tensors = G.tensors(s, "model.language_model." if args.vision_language else "model.")
+        if args.vision_language:  # vision / audio towers the text model ignores
+            tensors.append(("model.vision_tower.patch_embedder.input_proj.weight", (16, 12), A.Init(0.1)))
+            tensors.append(("model.audio_tower.subsample_conv_projection.weight", (16, 12), A.Init(0.1)))
+    elif args.arch == "qwen3_5":
         n_mtp = args.mtp_layers if mtp != "none" else 0
         tensors = A.qwen35_tensors(s, n_mtp, "model.language_model." if args.vision_language
                                    else "model.")
@@ -148,7 +166,9 @@ def make_model(args):
         specs.append(W.TensorSpec(name, shape, st_dtype, make_chunks(args.seed, src, shape, init)))
     specials = T.write_tokenizer(args.out, s["vocab"], s.get("max_pos", 4096))
     dtype_name = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[args.dtype]
-    if args.arch == "qwen3_5":
+    if args.arch == "gemma4":
+        config = G.config(s, dtype_name, specials, args.vision_language)
+    elif args.arch == "qwen3_5":
         config = A.qwen35_config(s, args.mtp_layers if mtp != "none" else 0, dtype_name, specials,
                                  args.vision_language)
     else:
@@ -162,11 +182,40 @@ def make_model(args):
     return sum(sp.nbytes for sp in specs)
 
 
+def make_gemma4_assistant(args, tc):
+    """A Gemma4AssistantForCausalLM drafter for a Gemma 4 target (shape from the target's config)."""
+    t = tc.get("text_config") or tc
+    target = dict(vocab=t["vocab_size"], hidden=t["hidden_size"], kv_heads=t["num_key_value_heads"],
+                  head_dim=t["head_dim"], global_head_dim=t["global_head_dim"], eps=t["rms_norm_eps"],
+                  window=t["sliding_window"],
+                  local_theta=t["rope_parameters"]["sliding_attention"]["rope_theta"],
+                  global_theta=t["rope_parameters"]["full_attention"]["rope_theta"],
+                  partial=t["rope_parameters"]["full_attention"].get("partial_rotary_factor", 1.0),
+                  k_eq_v=t.get("attention_k_eq_v", False),
+                  global_kv_heads=t.get("num_global_key_value_heads"))
+    a = dict(G.TINY_ASSISTANT if args.preset == "tiny" else G.ASSISTANT_PRESETS[args.preset])
+    st_dtype = W.DTYPE_NAMES[args.dtype]
+    specs = []
+    for name, shape, init in G.assistant_tensors(a, target):
+        specs.append(W.TensorSpec(name, shape, st_dtype, make_chunks(args.seed, name, shape, init)))
+    if a["ordered"]:
+        perm = tensor_rng(args.seed, "masked_embedding.token_ordering").permutation(target["vocab"])
+        specs.append(W.TensorSpec("masked_embedding.token_ordering", (target["vocab"],), "I64",
+                                  lambda p=perm: iter([p])))
+    os.makedirs(args.out, exist_ok=True)
+    dtype_name = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[args.dtype]
+    write_json(os.path.join(args.out, "config.json"), G.assistant_config(a, target, dtype_name))
+    write_weights(args.out, specs, args.shards)
+    return sum(sp.nbytes for sp in specs)
+
+
 def make_assistant(args):
     """MTP assistant for a target: its MTP layers re-indexed from 0 when it has them, else
     fresh random layers (layout --mtp, default deepseek) drawn from --seed."""
     with open(os.path.join(args.assistant_of, "config.json")) as f:
         tc = json.load(f)
+    if tc["architectures"][0] in ("Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"):
+        return make_gemma4_assistant(args, tc)
     arch = {v[0]: k for k, v in A.ARCHS.items()}.get(tc["architectures"][0])
     if arch is None:
         raise SystemExit(f"--assistant-of: unsupported target architecture {tc['architectures']}")
@@ -234,7 +283,7 @@ def make_assistant(args):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--arch", choices=sorted(A.ARCHS))
+    p.add_argument("--arch", choices=sorted(A.ARCHS) + ["gemma4"])
     p.add_argument("--mtp", choices=["none", "mimo", "deepseek", "qwen35"],
                    help="MTP layers (default: mimo for --arch mimo, qwen35 for --arch qwen3_5, "
                         "none otherwise)")
@@ -245,7 +294,9 @@ def parse_args(argv):
     p.add_argument("--shared-head", choices=["copy", "random", "none"], default="copy",
                    help="DeepSeek layout: shared_head.head = copy of lm_head (default), "
                         "independent random weights, or absent")
-    p.add_argument("--preset", choices=["tiny"] + sorted(A.PRESETS), default="tiny")
+    p.add_argument("--preset", choices=["tiny"] + sorted(A.PRESETS) + sorted(G.PRESETS), default="tiny")
+    p.add_argument("--k-eq-v", action="store_true",
+                   help="gemma4: K=V full layers with one global key/value head (the 31B form)")
     p.add_argument("--dtype", choices=["f32", "bf16", "f16"])
     p.add_argument("--shards", type=int, default=1)
     p.add_argument("--seed", type=int, default=0)
@@ -268,6 +319,12 @@ def parse_args(argv):
         p.error("--arch qwen3_5 takes --mtp qwen35 or none")
     if args.arch != "qwen3_5" and args.mtp == "qwen35":
         p.error("--mtp qwen35 needs --arch qwen3_5")
+    if args.arch == "gemma4" and args.mtp not in (None, "none"):
+        p.error("--arch gemma4 has no MTP layers (its drafter is a separate --assistant-of checkpoint)")
+    if args.arch == "gemma4" and args.preset != "tiny" and args.preset not in G.PRESETS:
+        p.error(f"--preset {args.preset} is not a gemma4 shape")
+    if args.arch != "gemma4" and args.preset in G.PRESETS:
+        p.error(f"--preset {args.preset} needs --arch gemma4")
     return args
 
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "model/gemma4_assistant.h"
 #include "model/model.h"
 #include "model/mtp_head.h"
 #include "util/error.h"
@@ -24,6 +25,7 @@ struct DebugLogitsFlags {
   int chunk = 0;
   bool mtp = false;
   std::string assistant_dir;
+  int assistant_steps = 4;
   int threads = 0;
   std::string kv_type = "f32";
   bool mmap_weights = false;
@@ -89,8 +91,11 @@ int run_debug_logits(const DebugLogitsFlags& f) {
   const int n_prompt = static_cast<int>(prompt.size());
 
   std::unique_ptr<MtpHead> assistant;
+  std::unique_ptr<Gemma4Assistant> gemma_assistant;
   MtpHead* mtp = nullptr;
-  if (!f.assistant_dir.empty()) {
+  if (!f.assistant_dir.empty() && Gemma4Assistant::is_gemma4_assistant(f.assistant_dir)) {
+    gemma_assistant = Gemma4Assistant::load(f.assistant_dir, *model);
+  } else if (!f.assistant_dir.empty()) {
     assistant = MtpHead::load_assistant(f.assistant_dir, *model);
     mtp = assistant.get();
   } else if (f.mtp) {
@@ -115,7 +120,24 @@ int run_debug_logits(const DebugLogitsFlags& f) {
   write_npy(f.out + ".prefill.npy", "<f4", {size_t(n_prompt), size_t(V)}, prefill.data(), 4);
   write_npy(f.out + ".hidden.npy", "<f4", {size_t(n_prompt), size_t(H)}, hidden.data(), 4);
 
+  // Gemma 4 assistant: greedy draft steps from the end of the prompt (and after the
+  // decode), over the target's KV at its last position.
+  auto assistant_drafts = [&](int32_t token, const float* h, const std::string& path) {
+    std::vector<float> logits(size_t(f.assistant_steps) * V), cur(h, h + H), next(size_t(H), 0.0f);
+    for (int s = 0; s < f.assistant_steps; ++s) {
+      float* row = logits.data() + size_t(s) * V;
+      gemma_assistant->step(*kv, token, cur.data(), row, next.data());
+      token = argmax(row, V);
+      cur.swap(next);
+    }
+    write_npy(path, "<f4", {size_t(f.assistant_steps), size_t(V)}, logits.data(), 4);
+  };
+  if (gemma_assistant)
+    assistant_drafts(argmax(prefill.data() + size_t(n_prompt - 1) * V, V), hidden.data() + size_t(n_prompt - 1) * H,
+                     f.out + ".assistant.npy");
+
   std::vector<float> decode(size_t(f.decode) * V);
+  std::vector<float> last_hidden(hidden.end() - H, hidden.end());
   std::vector<int32_t> tokens(f.decode);
   int32_t next = argmax(prefill.data() + size_t(n_prompt - 1) * V, V);
   for (int step = 0; step < f.decode; ++step) {
@@ -124,10 +146,13 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     rows.state = kv.get();
     rows.tokens = std::span<const int32_t>(&tokens[step], 1);
     rows.logit_rows = {0};
+    rows.hidden_rows = {0};
     model->forward(std::span<SequenceRows>(&rows, 1), result);
     std::copy(result.logits.begin(), result.logits.end(), decode.begin() + size_t(step) * V);
+    last_hidden.assign(result.hidden_post.begin(), result.hidden_post.end());
     next = argmax(result.logits.data(), V);
   }
+  if (gemma_assistant && f.decode > 0) assistant_drafts(next, last_hidden.data(), f.out + ".assistant_end.npy");
   write_npy(f.out + ".decode.npy", "<f4", {size_t(f.decode), size_t(V)}, decode.data(), 4);
   write_npy(f.out + ".tokens.npy", "<i4", {size_t(f.decode)}, tokens.data(), 4);
 
@@ -157,6 +182,9 @@ Command add_debug_logits_command(CLI::App& root) {
   app->add_option("--decode", flags->decode, "Greedy decode steps after the prompt")->capture_default_str();
   app->add_option("--chunk", flags->chunk, "Prefill chunk size (0: the whole prompt at once)")->capture_default_str();
   app->add_flag("--mtp", flags->mtp, "Also write MTP layer 0 logits of the prompt rows (PREFIX.mtp.npy)");
+  app->add_option("--assistant-steps", flags->assistant_steps,
+                  "Gemma 4 assistant: greedy draft steps written after the prompt (PREFIX.assistant.npy) and "
+                  "after the decode (PREFIX.assistant_end.npy)")->capture_default_str();
   app->add_option("--mtp-assistant-model", flags->assistant_dir,
                   "Take the MTP layers from this assistant checkpoint (implies --mtp)");
   app->add_option("-t,--threads", flags->threads, "Compute threads (default: physical cores)");

@@ -18,7 +18,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("-c,--ctx-size", o.ctx_size, "Context size in tokens per sequence")->capture_default_str();
   app.add_option("--prefill-size", o.prefill_size, "Prompt tokens per prefill chunk")->capture_default_str();
   app.add_flag("--mtp", f.mtp, "Draft with the MTP layers inside the checkpoint");
-  app.add_option("--num-mtp-tokens", f.num_mtp_tokens, "Tokens drafted per step by MTP (N or auto)")->capture_default_str();
+  app.add_option("--num-mtp-tokens", f.num_mtp_tokens, "Tokens drafted per step by MTP (N or auto; default 3, or the assistant checkpoint's num_assistant_tokens)");
   app.add_option("--mtp-assistant-model", o.speculative.assistant_dir, "Checkpoint holding only MTP layers for the target");
   app.add_option("--draft-model", o.speculative.draft_model_dir, "Smaller model with the same tokenizer used as drafter");
   app.add_option("--num-draft-tokens", f.num_draft_tokens, "Tokens drafted per step by --draft-model / ngram")->capture_default_str();
@@ -60,7 +60,11 @@ EngineOptions resolve_engine_options(const EngineFlags& f) {
     fail(ErrorKind::kBadInput, "--spec-type: unknown drafter '{}' (known: ngram)", f.spec_type);
   }
   if (o.speculative.mode == "mtp" || o.speculative.mode == "assistant") {
-    if (f.num_mtp_tokens == "auto") {
+    if (f.num_mtp_tokens.empty()) {
+      // Not given: 3, or what the assistant checkpoint asks for (Gemma 4: num_assistant_tokens, else 4).
+      o.speculative.num_draft_tokens =
+          o.speculative.mode == "assistant" ? assistant_default_draft_tokens(o.speculative.assistant_dir, 3) : 3;
+    } else if (f.num_mtp_tokens == "auto") {
       o.speculative.adaptive = true;
       // --num-mtp-tokens auto: the adaptive policy picks k per step, up to this bound,
       // from the acceptance it measures at each draft position.

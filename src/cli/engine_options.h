@@ -12,7 +12,7 @@ namespace nextn {
 struct EngineFlags {
   EngineOptions options;
   bool mtp = false;
-  std::string num_mtp_tokens = "3";  // N or "auto"
+  std::string num_mtp_tokens;  // N or "auto"; empty: 3 (an assistant checkpoint may say otherwise)
   int num_draft_tokens = 4;
   std::string spec_type;             // "" or "ngram"
   bool turbo_kv = false;

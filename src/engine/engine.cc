@@ -352,7 +352,7 @@ void Engine::Impl::collect(Slot& slot, size_t& logit_rows, size_t& hidden_rows) 
     if (a.prefilled + n == n_prompt) rows.logit_rows.push_back(n - 1);
     a.rows = n;
   } else {
-    draft_rows(slot.draft.get(), a.last, choose_k(a, slot), *a.sampler, a.drafted);
+    draft_rows(slot.draft.get(), a.last, choose_k(a, slot), *a.sampler, a.drafted, slot.state.get());
     rows.tokens = std::span<const int32_t>(a.drafted.rows);  // a.drafted keeps the storage alive
     a.rows = int(a.drafted.rows.size());
     for (int i = 0; i < a.rows; ++i) rows.logit_rows.push_back(i);

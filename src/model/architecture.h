@@ -15,6 +15,7 @@ namespace nextn {
 
 class Block;
 class Checkpoint;
+class InputStage;
 class WeightStore;
 
 struct Architecture {
@@ -28,6 +29,8 @@ struct Architecture {
                                        const std::string& prefix) = nullptr;
   // Set for architectures recognized only to be refused: the reason, named at load.
   const char* unsupported = nullptr;
+  // Per-row layer inputs computed before layer 0 (block.h InputStage); nullptr: none.
+  std::unique_ptr<InputStage> (*make_input_stage)(const ModelConfig& config, WeightStore& store) = nullptr;
 };
 
 // Defined one per file.
@@ -39,6 +42,8 @@ extern const Architecture kQwen3_5Architecture;             // Qwen3_5ForCausalL
 extern const Architecture kQwen3_5VisionLanguageArchitecture;  // Qwen3_5ForConditionalGeneration (text part)
 extern const Architecture kQwen3_5MoeArchitecture;          // refused: MoE
 extern const Architecture kQwen3NextArchitecture;           // refused: MoE
+extern const Architecture kGemma4Architecture;              // Gemma4ForCausalLM
+extern const Architecture kGemma4MultimodalArchitecture;    // Gemma4ForConditionalGeneration (text part)
 
 // The registration table (architectures.cc).
 const std::vector<const Architecture*>& architectures();

@@ -15,6 +15,8 @@ const std::vector<const Architecture*>& architectures() {
       &kQwen3_5VisionLanguageArchitecture,
       &kQwen3_5MoeArchitecture,
       &kQwen3NextArchitecture,
+      &kGemma4Architecture,
+      &kGemma4MultimodalArchitecture,
   };
   return table;
 }

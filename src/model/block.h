@@ -24,6 +24,9 @@ struct StateSegment {
   int n = 0;
   int pos = 0;
   bool snapshots = false;
+  // Attend over the state's KV without adding rows (a drafter reading the target's
+  // KV at a fixed position: the Gemma 4 assistant).
+  bool read_only = false;
 };
 
 // One batched call: x [n_rows, hidden] is the residual stream, updated in place.
@@ -32,6 +35,23 @@ struct BlockRows {
   int n_rows = 0;
   const int32_t* positions = nullptr;  // [n_rows]
   std::span<const StateSegment> segments;
+  const int32_t* tokens = nullptr;  // [n_rows] token ids
+  // What the architecture's InputStage made for the layers (Gemma 4's per-layer
+  // embeddings): row r's inputs at layer_inputs + r * layer_input_stride; null: none.
+  const float* layer_inputs = nullptr;
+  int64_t layer_input_stride = 0;
+};
+
+// Per-row inputs of every layer computed once per forward from the token ids and the
+// embedded rows, before layer 0 (Gemma 4: per-layer embeddings). Architectures that
+// need one supply it (Architecture::make_input_stage).
+class InputStage {
+ public:
+  virtual ~InputStage() = default;
+  // Floats per row of the output.
+  virtual int64_t stride() const = 0;
+  // x0: [n_rows, hidden] the embedded (scaled) rows; out: [n_rows, stride()].
+  virtual void forward(const int32_t* tokens, const float* x0, int n_rows, float* out) = 0;
 };
 
 class Block {

@@ -32,6 +32,10 @@ struct AttentionSpec {
   int window = 0;              // kSlidingAttention: keys at i - window < j <= i are visible
   double rope_theta = 10000.0;
   int rotary_dim = 0;          // dims rotated per head (== head_dim, or fewer: partial rotary)
+  // > 0: "proportional" RoPE (Gemma 4 full layers): NeoX over the whole head, pairs
+  // (i, i + head_dim/2), but only the first rotary_pairs frequencies are non-zero.
+  int rotary_pairs = 0;
+  bool value_is_key = false;   // Gemma 4 K=V layers: no v_proj, v = the raw key projection
   bool qkv_bias = false;       // Qwen2 / MiMo
   bool qk_norm = false;        // per-head RMSNorm on q and k before RoPE (Qwen3, Qwen3.5, Gemma)
   bool output_gate = false;    // Qwen3.5: q_proj also yields a per-head gate, o = attn * sigmoid(gate)
@@ -91,6 +95,10 @@ struct ModelConfig {
   std::vector<LayerSpec> layers;
   std::string weight_prefix = "model.";  // tensors of the trunk: model.layers.{i}.*, model.norm, ...
   float norm_offset = 0.0f;              // RMSNorm scale is (offset + w): 1 for Qwen3.5's (1+w) norms
+  float embedding_scale = 1.0f;          // the embedded rows are multiplied by this (Gemma: sqrt(hidden))
+  float final_logit_softcap = 0.0f;      // > 0: logits = cap * tanh(logits / cap) (Gemma)
+  int per_layer_input_size = 0;          // Gemma 4 E-models: per-layer embedding width P (0: none)
+  int per_layer_input_vocab = 0;         // rows of embed_tokens_per_layer
   std::vector<int> eos_token_ids;  // from generation_config.json, else config.json
   int bos_token_id = -1;
 };

@@ -2,6 +2,7 @@
 #include "model/decoder_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "model/architecture.h"
 #include "model/rope_table.h"
@@ -49,6 +50,7 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
     }
     state_layout_.push_back(layer_state_spec(spec));
   }
+  if (arch.make_input_stage) input_stage_ = arch.make_input_stage(c, store_);
   final_norm_ = store_.floats(prefix + "norm.weight", {c.hidden_size}, c.norm_offset);
   if (c.tie_word_embeddings) {
     lm_head_ = embedding_;
@@ -101,6 +103,50 @@ std::unique_ptr<SequenceState> DecoderModel::new_state(int max_tokens, const KvO
 }
 
 void DecoderModel::forward(std::span<SequenceRows> sequences, ForwardResult& result) {
+  bool fits = true;
+  for (const SequenceRows& seq : sequences)
+    if (seq.state && int(seq.tokens.size()) > seq.state->max_rows_per_forward()) fits = false;
+  if (fits) return forward_rows(sequences, result);
+  // Sliding-window rings hold window + one forward's rows: a longer prefill runs
+  // sequence by sequence in pieces, each piece's logit / hidden rows copied into place.
+  const size_t H = size_t(config_.hidden_size), V = size_t(config_.vocab_size);
+  size_t n_logits = 0, n_hidden = 0;
+  for (const SequenceRows& seq : sequences) n_logits += seq.logit_rows.size(), n_hidden += seq.hidden_rows.size();
+  result.logits.resize(n_logits * V);
+  result.hidden_pre.resize(n_hidden * H);
+  result.hidden_post.resize(n_hidden * H);
+  size_t logit_base = 0, hidden_base = 0;
+  ForwardResult part;
+  for (const SequenceRows& seq : sequences) {
+    const int n = int(seq.tokens.size());
+    const int step = seq.state ? std::max(1, seq.state->max_rows_per_forward()) : std::max(1, n);
+    for (int begin = 0; begin < n; begin += step) {
+      const int count = std::min(step, n - begin);
+      SequenceRows piece;
+      piece.state = seq.state;
+      piece.tokens = seq.tokens.subspan(size_t(begin), size_t(count));
+      piece.snapshots = seq.snapshots;
+      std::vector<size_t> logit_to, hidden_to;
+      for (size_t i = 0; i < seq.logit_rows.size(); ++i)
+        if (seq.logit_rows[i] >= begin && seq.logit_rows[i] < begin + count)
+          piece.logit_rows.push_back(seq.logit_rows[i] - begin), logit_to.push_back(logit_base + i);
+      for (size_t i = 0; i < seq.hidden_rows.size(); ++i)
+        if (seq.hidden_rows[i] >= begin && seq.hidden_rows[i] < begin + count)
+          piece.hidden_rows.push_back(seq.hidden_rows[i] - begin), hidden_to.push_back(hidden_base + i);
+      forward_rows(std::span<SequenceRows>(&piece, 1), part);
+      for (size_t i = 0; i < logit_to.size(); ++i)
+        std::copy_n(part.logits.data() + i * V, V, result.logits.data() + logit_to[i] * V);
+      for (size_t i = 0; i < hidden_to.size(); ++i) {
+        std::copy_n(part.hidden_pre.data() + i * H, H, result.hidden_pre.data() + hidden_to[i] * H);
+        std::copy_n(part.hidden_post.data() + i * H, H, result.hidden_post.data() + hidden_to[i] * H);
+      }
+    }
+    logit_base += seq.logit_rows.size();
+    hidden_base += seq.hidden_rows.size();
+  }
+}
+
+void DecoderModel::forward_rows(std::span<SequenceRows> sequences, ForwardResult& result) {
   const int64_t H = config_.hidden_size, V = config_.vocab_size;
   // Lay out the rows of every sequence one after another.
   int n_rows = 0, n_logits = 0, n_hidden = 0;
@@ -142,8 +188,18 @@ void DecoderModel::forward(std::span<SequenceRows> sequences, ForwardResult& res
     }
   }
   embed_rows(embedding_, tokens_.data(), n_rows, x_.data());
+  if (config_.embedding_scale != 1.0f)
+    for (size_t i = 0; i < size_t(n_rows) * H; ++i) x_[i] *= config_.embedding_scale;
   for (const StateSegment& seg : segments_) seg.state->begin_rows(seg.n, seg.snapshots);
   BlockRows rows{x_.data(), n_rows, positions_.data(), segments_};
+  rows.tokens = tokens_.data();
+  if (input_stage_) {
+    const int64_t stride = input_stage_->stride();
+    if (layer_inputs_.size() < size_t(n_rows) * stride) layer_inputs_.resize(size_t(n_rows) * stride);
+    input_stage_->forward(tokens_.data(), x_.data(), n_rows, layer_inputs_.data());
+    rows.layer_inputs = layer_inputs_.data();
+    rows.layer_input_stride = stride;
+  }
   for (int l = 0; l < config_.num_layers; ++l) layers_[size_t(l)]->forward(l, rows, scratch_);
   for (const StateSegment& seg : segments_) seg.state->end_rows();
 
@@ -167,6 +223,8 @@ void DecoderModel::forward(std::span<SequenceRows> sequences, ForwardResult& res
     }
     rms_norm(gathered_.data(), final_norm_, n_logits, H, eps, gathered_.data());
     matmul(lm_head_, gathered_.data(), n_logits, result.logits.data());
+    if (const float cap = config_.final_logit_softcap; cap > 0)
+      for (float& z : result.logits) z = cap * std::tanh(z / cap);
   }
 }
 

@@ -34,6 +34,10 @@ class DecoderModel : public Model {
   bool copy_weights() const { return copy_weights_; }
 
  private:
+  // One pass of every layer over the rows (each sequence within its state's
+  // max_rows_per_forward()); forward() splits longer prefills into such pieces.
+  void forward_rows(std::span<SequenceRows> sequences, ForwardResult& result);
+
   ModelConfig config_;
   std::string dir_;
   bool copy_weights_ = true;
@@ -45,13 +49,14 @@ class DecoderModel : public Model {
   WeightMatrix lm_head_;
   const float* final_norm_ = nullptr;
   std::vector<std::unique_ptr<Block>> layers_;
+  std::unique_ptr<InputStage> input_stage_;  // the architecture's per-layer inputs, or null
   std::vector<LayerStateSpec> state_layout_;  // what each layer keeps per sequence
   size_t weight_bytes_ = 0;
   std::unique_ptr<MtpHead> mtp_;
 
   // Scratch reused across calls.
   BlockScratch scratch_;
-  std::vector<float> x_, gathered_, normed_;
+  std::vector<float> x_, gathered_, normed_, layer_inputs_;
   std::vector<int32_t> positions_, tokens_;
   std::vector<StateSegment> segments_;
 };

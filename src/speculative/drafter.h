@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "state/sequence_state.h"
 #include "sampling/sampler.h"
 #include "speculative/options.h"
 
@@ -47,6 +48,9 @@ class DraftSession {
   virtual void propose(int32_t last, int k, Sampler& sampler, DraftProposal& out) = 0;
   // Memory held by the session's caches.
   virtual size_t kv_bytes() const { return 0; }
+  // The target sequence's state, given before each propose(): drafters that attend over
+  // the target's own KV (the Gemma 4 assistant) read it; they must not change it.
+  virtual void set_target_state(SequenceState* state) {}
 };
 
 class Drafter {
@@ -76,5 +80,10 @@ std::unique_ptr<Drafter> make_mtp_drafter(Model& target, const SpeculativeOption
 std::unique_ptr<Drafter> make_assistant_drafter(Model& target, const SpeculativeOptions& options);
 std::unique_ptr<Drafter> make_draft_model_drafter(Model& target, const SpeculativeOptions& options);
 std::unique_ptr<Drafter> make_ngram_drafter(Model& target, const SpeculativeOptions& options);
+// Gemma 4 "-assistant" checkpoints under --mtp-assistant-model (chosen by make_assistant_drafter).
+std::unique_ptr<Drafter> make_gemma4_assistant_drafter(Model& target, const SpeculativeOptions& options);
+// Drafts per step when --num-mtp-tokens is not given for the assistant in `dir`: its
+// num_assistant_tokens, else 4 for a Gemma 4 assistant, else `fallback`.
+int assistant_default_draft_tokens(const std::string& dir, int fallback);
 
 }  // namespace nextn

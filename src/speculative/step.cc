@@ -5,7 +5,8 @@
 
 namespace nextn {
 
-void draft_rows(DraftSession* session, int32_t last, int k, Sampler& sampler, DraftedRows& out) {
+void draft_rows(DraftSession* session, int32_t last, int k, Sampler& sampler, DraftedRows& out,
+                SequenceState* target) {
   // The drafter fills a DraftProposal; its vectors are the step's, swapped in and out.
   DraftProposal proposal;
   proposal.tokens.swap(out.rows);
@@ -14,6 +15,7 @@ void draft_rows(DraftSession* session, int32_t last, int k, Sampler& sampler, Dr
   out.draft_seconds = 0;
   if (k > 0 && session) {
     Stopwatch sw;
+    session->set_target_state(target);
     session->propose(last, k, sampler, proposal);
     out.draft_seconds = sw.seconds();
   }

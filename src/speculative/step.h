@@ -10,6 +10,7 @@
 
 #include "sampling/sampler.h"
 #include "speculative/drafter.h"
+#include "state/sequence_state.h"
 #include "speculative/verifier.h"
 
 namespace nextn {
@@ -20,6 +21,8 @@ namespace nextn {
 constexpr int kMaxDraftsPerStep = 16;
 // Rows of one decode step at most: `last` plus the drafts.
 constexpr int kMaxRowsPerStep = kMaxDraftsPerStep + 1;
+// A verify must fit one forward of a sliding-window model (its rings' slack).
+static_assert(kMaxRowsPerStep <= kMinWindowSlackRows, "verify rows exceed the sliding-window ring slack");
 
 // What drafting hands to verification.
 struct DraftedRows {
@@ -32,8 +35,10 @@ struct DraftedRows {
 
 // Builds the rows of one decode step: `last` (the token emitted last, not yet in the
 // target's KV) followed by up to k drafts from `session` (k = 0: a plain decode row;
-// session may then be null).
-void draft_rows(DraftSession* session, int32_t last, int k, Sampler& sampler, DraftedRows& out);
+// session may then be null). `target` is the sequence's state (for drafters that read
+// the target's KV).
+void draft_rows(DraftSession* session, int32_t last, int k, Sampler& sampler, DraftedRows& out,
+                SequenceState* target = nullptr);
 
 // The tokens one step emits.
 struct StepTokens {

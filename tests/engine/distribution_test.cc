@@ -87,6 +87,20 @@ TEST(Distribution, AssistantIsLossless) {
   expect_lossless(o, "assistant");
 }
 
+TEST(Distribution, Gemma4AssistantIsLossless) {
+  // The Gemma 4 model's own plain run as the reference; drafts sampled from the
+  // assistant's centroid-masked distribution.
+  static auto plain = histogram(base_options(gemma4_model()), 1000000, nullptr);
+  EngineOptions o = spec_options(gemma4_model(), "assistant", 3);
+  o.speculative.assistant_dir = gemma4_assistant_model();
+  double acc = 0;
+  auto spec = histogram(o, 2000000, &acc);
+  auto r = homogeneity(plain, spec);
+  EXPECT_GT(r.p_value, 0.01) << "gemma4 assistant: chi2 " << r.statistic << " dof " << r.dof;
+  EXPECT_GT(acc, 0.0);
+  std::printf("gemma4 assistant: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
+}
+
 TEST(Distribution, DraftModelIsLossless) {
   EngineOptions o = spec_options(target_model(), "draft", 3);
   o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");

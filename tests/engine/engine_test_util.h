@@ -34,6 +34,12 @@ inline std::string qwen3_model() { return checkpoint("qwen3", "--arch qwen3 --se
 inline std::string qwen3_draft_model() { return checkpoint("qwen3_small", "--arch qwen3 --layers 1 --seed 7"); }
 // Qwen3.5 hybrid (3 Gated DeltaNet + 1 gated attention layer) with its MTP layer.
 inline std::string qwen3_5_model() { return checkpoint("qwen3_5", "--arch qwen3_5 --seed 4"); }
+// Gemma 4 (sliding window 8, KV sharing, per-layer embeddings) and its -assistant drafter.
+inline std::string gemma4_model() { return checkpoint("gemma4", "--arch gemma4 --seed 5"); }
+inline std::string gemma4_assistant_model() {
+  std::string target = gemma4_model();
+  return checkpoint("gemma4_assistant", "--assistant-of " + target + " --seed 6");
+}
 inline std::string assistant_model() {
   std::string target = qwen3_model();
   return checkpoint("qwen3_assistant", "--assistant-of " + target);

@@ -102,6 +102,25 @@ TEST(GreedyEquality, Assistant) {
   for (int n = 1; n <= 4; ++n) check_equal({"assistant", qwen3_model(), "assistant", assistant_model()}, n);
 }
 
+TEST(GreedyEquality, Gemma4Assistant) {
+  // Drafts over the target's own KV (sliding ring included), nothing of its own to roll back.
+  for (int n = 1; n <= 4; ++n)
+    check_equal({"assistant", gemma4_model(), "assistant", gemma4_assistant_model()}, n, nullptr, {}, 150);
+}
+
+TEST(GreedyEquality, SelfDraftGemma4) {
+  // Every draft accepted, past the window and around the ring (150 tokens, ring 8 + 32).
+  double acc = 0;
+  check_equal({"draft", gemma4_model(), "draft", gemma4_model()}, 4, &acc, {}, 150);
+  EXPECT_GT(acc, 0.99);
+}
+
+TEST(GreedyEquality, NgramGemma4) {
+  // Partial acceptance: the verify rows rejected after an accepted prefix are truncated
+  // from the window rings.
+  for (int n = 1; n <= 4; ++n) check_equal({"ngram", gemma4_model(), "ngram", ""}, n, nullptr, {}, 150);
+}
+
 TEST(GreedyEquality, DraftModel) {
   for (int n = 1; n <= 4; ++n) check_equal({"draft", qwen3_model(), "draft", qwen3_draft_model()}, n);
 }

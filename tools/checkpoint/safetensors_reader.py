@@ -24,6 +24,8 @@ def decode(raw, st_dtype, shape):
         a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
     elif st_dtype == "U32":
         return np.frombuffer(raw, dtype="<u4").reshape(shape)
+    elif st_dtype == "I64":
+        return np.frombuffer(raw, dtype="<i8").reshape(shape)
     else:
         raise ValueError(f"unsupported safetensors dtype {st_dtype}")
     return a.reshape(shape)

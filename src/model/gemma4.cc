@@ -1,0 +1,218 @@
+// model/gemma4.cc — Gemma 4 text models (Gemma4ForCausalLM, and the text part of
+// Gemma4ForConditionalGeneration: text_config, tensors under model.language_model.;
+// vision and audio towers are ignored). shared/docs/architectures.md Part 2:
+//   - layer_types: sliding-window layers (head_dim, window, local RoPE theta) between
+//     full layers (global_head_dim, "proportional" RoPE: NeoX over the whole head with
+//     only the first partial_rotary_factor * D / 2 frequencies non-zero)
+//   - every norm is plain x̂·w; q_norm / k_norm per head, v normed without a weight;
+//     attention scale 1.0; K=V full layers (attention_k_eq_v: v = the raw key projection,
+//     num_global_key_value_heads)
+//   - h = x + post_attention_norm(attn(input_norm(x)));
+//     h = h + post_feedforward_norm(GeGLU(pre_feedforward_norm(h)));
+//     PLE: h = h + post_per_layer_input_norm(per_layer_projection(gelu(per_layer_input_gate(h)) ⊙ ple_i));
+//     h = h · layer_scalar
+//   - embedding × √H, tied head, final logits cap·tanh(z / cap)
+//   - the last num_kv_shared_layers layers read the KV of the last earlier layer of the
+//     same type and use 2 × intermediate_size when use_double_wide_mlp
+// The MoE variant (enable_moe_block, 26B-A4B) is refused at load.
+#include <cmath>
+
+#include "io/checkpoint.h"
+#include "model/architecture.h"
+#include "model/decoder_block.h"
+#include "model/gemma4_layers.h"
+#include "model/rope_table.h"
+#include "util/error.h"
+
+namespace nextn {
+namespace {
+
+// rope_parameters.{sliding_attention,full_attention}: (theta, partial factor for "proportional", 0 for "default").
+struct RopeKind {
+  double theta;
+  double partial;  // 0: every frequency rotates
+};
+
+RopeKind rope_kind(const ConfigReader& reader, const char* type, double theta, double partial) {
+  if (!reader.has("rope_parameters")) return {theta, partial};
+  const nlohmann::json& rp = reader.json().at("rope_parameters");
+  if (!rp.is_object()) reader.error(ErrorKind::kBadInput, "key 'rope_parameters' must be an object");
+  if (!rp.contains(type)) return {theta, partial};
+  if (!rp.at(type).is_object()) reader.error(ErrorKind::kBadInput, "rope_parameters.{} must be an object", type);
+  ConfigReader sub(rp.at(type), reader.path() + " rope_parameters." + type);
+  const std::string kind = sub.get_string("rope_type", "default");
+  RopeKind r{sub.get_double("rope_theta", theta), 0.0};
+  if (kind == "proportional") {
+    r.partial = sub.get_double("partial_rotary_factor", 1.0);
+  } else if (kind != "default") {
+    reader.error(ErrorKind::kUnsupported, "rope_parameters.{}: rope_type '{}' is not supported (supported: default, proportional)",
+                 type, kind);
+  }
+  if (!(r.theta > 0)) reader.error(ErrorKind::kBadInput, "rope_parameters.{}: rope_theta must be positive", type);
+  return r;
+}
+
+std::vector<std::string> layer_types(const ConfigReader& reader, int n_layers) {
+  std::vector<std::string> types;
+  if (reader.has("layer_types")) {
+    const nlohmann::json& lt = reader.json().at("layer_types");
+    if (!lt.is_array()) reader.error(ErrorKind::kBadInput, "key 'layer_types' must be a list of strings");
+    for (const auto& t : lt) {
+      if (!t.is_string()) reader.error(ErrorKind::kBadInput, "key 'layer_types' must be a list of strings");
+      types.push_back(t.get<std::string>());
+    }
+    if (int(types.size()) != n_layers)
+      reader.error(ErrorKind::kBadInput, "layer_types lists {} layers but num_hidden_layers is {}", types.size(), n_layers);
+  } else {
+    // Five sliding layers, then a full one; the last layer is always full.
+    for (int i = 0; i < n_layers; ++i) types.push_back((i + 1) % 6 == 0 ? "full_attention" : "sliding_attention");
+  }
+  if (!types.empty()) types.back() = "full_attention";
+  for (size_t i = 0; i < types.size(); ++i)
+    if (types[i] != "sliding_attention" && types[i] != "full_attention")
+      reader.error(ErrorKind::kBadInput, "unknown layer type '{}' at layer {} (supported: sliding_attention, full_attention)",
+                   types[i], i);
+  return types;
+}
+
+void configure_gemma4(const ConfigReader& reader, const Checkpoint& ckpt, ModelConfig& c) {
+  if (reader.get_bool("enable_moe_block", false) || reader.get_int("num_experts", 0) > 0)
+    reader.error(ErrorKind::kUnsupported, "MoE is not supported yet (enable_moe_block: Gemma 4 26B-A4B)");
+  const std::string act = reader.get_string("hidden_activation", "gelu_pytorch_tanh");
+  if (act != "gelu_pytorch_tanh")
+    reader.error(ErrorKind::kUnsupported, "hidden_activation '{}' is not supported (supported: gelu_pytorch_tanh)", act);
+  c.weight_prefix = ckpt.has("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+  c.tie_word_embeddings = reader.get_bool("tie_word_embeddings", true);
+  c.norm_offset = 0.0f;
+  c.embedding_scale = std::sqrt(float(c.hidden_size));
+  if (reader.has("final_logit_softcapping")) {
+    c.final_logit_softcap = float(reader.get_double("final_logit_softcapping", 0.0));
+    if (c.final_logit_softcap < 0) reader.error(ErrorKind::kBadInput, "final_logit_softcapping must be >= 0");
+  }
+
+  const int global_head_dim = reader.get_int("global_head_dim", 512);
+  const bool k_eq_v = reader.get_bool("attention_k_eq_v", false);
+  const int global_kv = reader.has("num_global_key_value_heads") ? reader.get_int("num_global_key_value_heads", 0)
+                                                                  : c.num_kv_heads;
+  const int window = reader.get_int("sliding_window", 512);
+  const int shared = reader.get_int("num_kv_shared_layers", 0);
+  const bool double_wide = reader.get_bool("use_double_wide_mlp", false);
+  if (global_head_dim <= 0 || global_head_dim % 2 != 0)
+    reader.error(ErrorKind::kBadInput, "global_head_dim must be positive and even, got {}", global_head_dim);
+  if (window <= 0) reader.error(ErrorKind::kBadInput, "sliding_window must be positive, got {}", window);
+  if (shared < 0 || shared >= c.num_layers)
+    reader.error(ErrorKind::kBadInput, "num_kv_shared_layers ({}) must be in 0..{}", shared, c.num_layers - 1);
+  if (k_eq_v && global_kv <= 0)
+    reader.error(ErrorKind::kBadInput, "num_global_key_value_heads must be positive, got {}", global_kv);
+
+  const RopeKind local = rope_kind(reader, "sliding_attention", reader.get_double("rope_local_base_freq", 1e4), 0.0);
+  const RopeKind global = rope_kind(reader, "full_attention", reader.get_double("rope_theta", 1e6), 0.25);
+
+  const std::vector<std::string> types = layer_types(reader, c.num_layers);
+  const int first_shared = c.num_layers - shared;
+  c.layers.clear();
+  for (int i = 0; i < c.num_layers; ++i) {
+    const bool full = types[size_t(i)] == "full_attention";
+    LayerSpec l;
+    l.mixer = full ? MixerKind::kAttention : MixerKind::kSlidingAttention;
+    AttentionSpec& a = l.attention;
+    a.heads = c.num_heads;
+    a.kv_heads = full && k_eq_v ? global_kv : c.num_kv_heads;
+    a.head_dim = full ? global_head_dim : c.head_dim;
+    a.window = full ? 0 : window;
+    a.rope_theta = full ? global.theta : local.theta;
+    a.rotary_dim = a.head_dim;
+    const double partial = full ? global.partial : local.partial;
+    if (partial > 0) {
+      a.rotary_pairs = int(partial * a.head_dim / 2);
+      if (!(partial <= 1) || a.rotary_pairs < 1)
+        reader.error(ErrorKind::kBadInput, "partial_rotary_factor {} gives {} rotated pairs of head_dim {}", partial,
+                     a.rotary_pairs, a.head_dim);
+    }
+    a.qk_norm = true;
+    a.value_is_key = full && k_eq_v;
+    l.intermediate = c.intermediate_size * (double_wide && i >= first_shared ? 2 : 1);
+    if (i >= first_shared) {
+      for (int j = first_shared - 1; j >= 0; --j)
+        if (types[size_t(j)] == types[size_t(i)]) {
+          a.kv_source = j;
+          break;
+        }
+      if (a.kv_source < 0)
+        reader.error(ErrorKind::kBadInput, "layer {} shares KV but no earlier non-shared {} layer exists", i,
+                     types[size_t(i)]);
+    }
+    c.layers.push_back(l);
+  }
+
+  // Per-layer embeddings (E2B / E4B).
+  const bool has_ple = ckpt.has(c.weight_prefix + "embed_tokens_per_layer.weight");
+  c.per_layer_input_size = reader.has("hidden_size_per_layer_input")
+                               ? reader.get_int("hidden_size_per_layer_input", 0)
+                               : (has_ple ? 256 : 0);
+  if (c.per_layer_input_size < 0)
+    reader.error(ErrorKind::kBadInput, "hidden_size_per_layer_input must be >= 0, got {}", c.per_layer_input_size);
+  c.per_layer_input_vocab = reader.get_int("vocab_size_per_layer_input", c.vocab_size);
+  if (c.per_layer_input_size > 0 && c.per_layer_input_vocab <= 0)
+    reader.error(ErrorKind::kBadInput, "vocab_size_per_layer_input must be positive");
+}
+
+std::unique_ptr<Block> make_gemma4_block(const ModelConfig& config, const LayerSpec& layer, WeightStore& store,
+                                         const std::string& prefix) {
+  Gemma4BlockOptions o;
+  o.hidden = config.hidden_size;
+  o.eps = float(config.rms_norm_eps);
+  o.per_layer_input = config.per_layer_input_size;
+  o.query_only = layer.attention.kv_source >= 0;  // KV-sharing layers have no K/V of their own
+  return make_gemma4_layer(layer, o, store, prefix);
+}
+
+// Per-layer embeddings, for every layer at once (shared/docs/architectures.md §2.6):
+//   e   = embed_tokens_per_layer[id] · √P                       -> [L, P]
+//   p   = RMSNorm_w(per_layer_model_projection(x0) · H^-1/2)    per layer slice of P
+//   ple = (p + e) · 2^-1/2
+class PerLayerEmbeddings : public InputStage {
+ public:
+  PerLayerEmbeddings(const ModelConfig& c, WeightStore& s)
+      : hidden_(c.hidden_size), layers_(c.num_layers), width_(c.per_layer_input_size), eps_(float(c.rms_norm_eps)) {
+    const std::string& p = c.weight_prefix;
+    const int64_t LP = int64_t(layers_) * width_;
+    table_ = s.matrix(p + "embed_tokens_per_layer.weight", c.per_layer_input_vocab, LP);
+    projection_ = s.matrix(p + "per_layer_model_projection.weight", LP, hidden_);
+    norm_ = s.floats(p + "per_layer_projection_norm.weight", {width_});
+  }
+  int64_t stride() const override { return int64_t(layers_) * width_; }
+  void forward(const int32_t* tokens, const float* x0, int n_rows, float* out) override {
+    const size_t LP = size_t(stride());
+    proj_.resize(size_t(n_rows) * LP);
+    matmul(projection_, x0, n_rows, proj_.data());
+    const float proj_scale = 1.0f / std::sqrt(float(hidden_));
+    for (float& v : proj_) v *= proj_scale;
+    rms_norm(proj_.data(), norm_, int64_t(n_rows) * layers_, width_, eps_, proj_.data());
+    embed_rows(table_, tokens, n_rows, out);
+    const float e_scale = std::sqrt(float(width_)), half = 1.0f / std::sqrt(2.0f);
+    for (size_t i = 0; i < size_t(n_rows) * LP; ++i) out[i] = (proj_[i] + out[i] * e_scale) * half;
+  }
+
+ private:
+  int hidden_, layers_, width_;
+  float eps_;
+  WeightMatrix table_;       // [per_layer_input_vocab, L * P], layer-major columns
+  WeightMatrix projection_;  // [L * P, H]
+  const float* norm_ = nullptr;  // [P]
+  std::vector<float> proj_;
+};
+
+std::unique_ptr<InputStage> make_per_layer_embeddings(const ModelConfig& config, WeightStore& store) {
+  if (config.per_layer_input_size <= 0) return nullptr;
+  return std::make_unique<PerLayerEmbeddings>(config, store);
+}
+
+}  // namespace
+
+const Architecture kGemma4Architecture = {"Gemma4ForCausalLM", "gemma4_text", configure_gemma4, make_gemma4_block,
+                                          nullptr, make_per_layer_embeddings};
+const Architecture kGemma4MultimodalArchitecture = {"Gemma4ForConditionalGeneration", "gemma4", configure_gemma4,
+                                                    make_gemma4_block, nullptr, make_per_layer_embeddings};
+
+}  // namespace nextn

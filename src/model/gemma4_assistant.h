@@ -1,0 +1,42 @@
+// model/gemma4_assistant.h — the Gemma 4 "-assistant" drafter (Gemma4AssistantForCausalLM,
+// model_type gemma4_assistant; shared/docs/architectures.md §2.11). It has no KV of its
+// own: its query-only layers attend over the TARGET's cache of the last non-shared
+// target layer of the same type, always at the target's last position p, so drafting
+// leaves nothing to roll back. One step:
+//   u = pre_projection([E_target[x] · √H_t ; h])        h: the target's post-norm hidden at p (step 0)
+//   u = layers(u) at position p over the target's KV;  n = RMSNorm_w(u; model.norm)
+//   logits = E_d · n, centroid-masked: the tokens of the top-k centroids keep their logit,
+//            every other token gets min(kept) − 1 (as Hugging Face does: a finite floor, so
+//            sampled drafts never pick them and q stays a proper distribution)
+//   h_next = post_projection(n)                          fed to the next step
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "state/sequence_state.h"
+
+namespace nextn {
+
+class Model;
+
+class Gemma4Assistant {
+ public:
+  // Whether `dir`'s config.json names a Gemma 4 assistant.
+  static bool is_gemma4_assistant(const std::string& dir);
+  // Loads and checks it against `target` (a Gemma 4 model that must outlive it):
+  // mismatched hidden size, vocabulary or layer geometry is an error naming both values.
+  static std::unique_ptr<Gemma4Assistant> load(const std::string& dir, const Model& target);
+  virtual ~Gemma4Assistant() = default;
+
+  // The checkpoint's num_assistant_tokens, else 4.
+  virtual int default_draft_tokens() const = 0;
+  virtual int num_layers() const = 0;
+  // One draft step over `target` (its last position p = length() - 1 is the draft
+  // position): token x and h [target hidden] in; logits [vocab] and h_next [target
+  // hidden] out. `target` is only read.
+  virtual void step(SequenceState& target, int32_t token, const float* h, float* logits, float* h_next) = 0;
+};
+
+}  // namespace nextn

@@ -1,0 +1,219 @@
+#!/usr/bin/python3
+"""tests/model/test_gemma4_reference.py — nextn's Gemma 4 text model against the independent
+float64 numpy reference (tests/reference/numpy_gemma4.py) on random checkpoints from
+tools/make_checkpoint.py --arch gemma4: 7 layers S,S,S,F,S,S,F with window 8 (the KV ring
+holds 8 + 32 positions and wraps on the long prompts), per-layer embeddings, the last 3
+layers reading donors 2 and 3, double-wide MLPs, proportional global RoPE, softcap.
+
+`$NEXTN_BIN debug-logits` gives prefill logits (several prefill chunk sizes, all crossing
+the window; 150-token prompts run in ring-sized pieces), post-norm hidden states and 16
+greedy decode steps (past the window). Relative error = max|nextn - ref| / max|ref|:
+F32 <= 1e-4, BF16 <= 2e-2, identical greedy tokens. Each deliberately broken reference
+(norm +1, softcap missing, wrong donor layer, window off by one, global RoPE as plain
+partial RoPE) must miss nextn by far more than the tolerance. Bad configs exit 2 naming the
+problem; the MoE variant is refused."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+SRC = os.environ.get("NEXTN_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+import numpy_gemma4 as M  # noqa: E402
+
+PY = "/usr/bin/python3"
+GEN = os.path.join(SRC, "tools", "make_checkpoint.py")
+BIN = os.environ.get("NEXTN_BIN")
+TMP_ROOT = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
+PROMPT = [1, 37, 205, 12, 99, 250, 7, 64, 3, 180, 41, 9, 17]
+LONG = [int((i * 53 + 7) % 380) for i in range(150)]
+N_DECODE = 16
+TOL = {"f32": 1e-4, "bf16": 2e-2}
+
+# name: (generator args, dtype, debug-logits args, prompt)
+CASES = {
+    "f32": ([], "f32", [], PROMPT),
+    "f32_token_by_token": ([], "f32", ["--chunk", "1"], PROMPT),
+    "f32_chunk5": ([], "f32", ["--chunk", "5"], PROMPT),
+    "f32_seed3": (["--seed", "3"], "f32", [], PROMPT),
+    "multimodal_k_eq_v_f32": (["--vision-language", "--k-eq-v", "--seed", "1"], "f32", [], PROMPT),
+    "bf16": (["--dtype", "bf16"], "bf16", [], PROMPT),
+    "long150_whole": ([], "f32", [], LONG),
+    "long150_chunk13": ([], "f32", ["--chunk", "13"], LONG),
+    "long150_chunk50": ([], "f32", ["--chunk", "50"], LONG),
+    "long150_k_eq_v_chunk33": (["--k-eq-v"], "f32", ["--chunk", "33"], LONG),
+}
+
+RESULTS = []
+
+
+def rel_err(a, b):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise AssertionError(f"shape {a.shape} != reference {b.shape}")
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
+
+
+def make(out, args):
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run([PY, GEN, "--quiet", "--arch", "gemma4", "--out", out, *args], check=True)
+    return out
+
+
+def debug_logits(model_dir, prefix, extra, prompt):
+    cmd = [BIN, "debug-logits", "--model", model_dir, "--prompt-tokens", ",".join(map(str, prompt)),
+           "--decode", str(N_DECODE), "--threads", "2", "--out", prefix, *extra]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout}{p.stderr}")
+    return {part: np.load(f"{prefix}.{part}.npy") for part in
+            ("prefill", "hidden", "decode", "tokens") if os.path.exists(f"{prefix}.{part}.npy")}
+
+
+class Gemma4ReferenceTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not BIN:
+            raise unittest.SkipTest("NEXTN_BIN is not set")
+        os.makedirs(TMP_ROOT, exist_ok=True)
+        cls._tmp = tempfile.TemporaryDirectory(prefix="gemma4-", dir=TMP_ROOT)
+        cls.tmp = cls._tmp.name
+        cls.models = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        if hasattr(cls, "_tmp"):
+            cls._tmp.cleanup()
+
+    def model(self, gen_args):
+        key = " ".join(gen_args)
+        if key not in self.models:
+            d = make(os.path.join(self.tmp, f"ckpt{len(self.models)}"), gen_args)
+            self.models[key] = (d, M.Model(d))
+        return self.models[key]
+
+    def check(self, name, gen_args, dtype, extra, prompt):
+        d, ref = self.model(gen_args)
+        got = debug_logits(d, os.path.join(self.tmp, name), extra, prompt)
+        logits, hidden = ref.forward(prompt)
+        row = {"case": name,
+               "prefill": rel_err(got["prefill"], logits),
+               "hidden": rel_err(got["hidden"], hidden)}
+        ref_tokens, _ = ref.greedy(prompt, N_DECODE)
+        toks = got["tokens"].astype(np.int64).reshape(-1)
+        row["tokens"] = bool(np.array_equal(toks, ref_tokens))
+        row["decode"] = rel_err(got["decode"], ref.forced_decode(prompt, toks))
+        RESULTS.append(row)
+        for part in ("prefill", "hidden", "decode"):
+            self.assertLessEqual(row[part], TOL[dtype], f"{name} {part}: {row}")
+        self.assertTrue(row["tokens"], f"{name}: greedy tokens {toks.tolist()} vs reference "
+                                       f"{ref_tokens.tolist()}")
+
+    def test_broken_references_are_detected(self):
+        d, ref = self.model([])
+        got = debug_logits(d, os.path.join(self.tmp, "broken"), [], LONG[:40])
+        logits, _ = ref.forward(LONG[:40])
+        self.assertLessEqual(rel_err(got["prefill"], logits), TOL["f32"])
+        for bug in M.BROKEN:
+            b_logits, _ = M.Model(d, broken=bug).forward(LONG[:40])
+            err = rel_err(got["prefill"], b_logits)
+            print(f"broken reference {bug}: relative error {err:.3g}")
+            self.assertGreater(err, 100 * TOL["f32"], f"broken reference '{bug}' went unnoticed")
+
+    # ---- bad configs ------------------------------------------------------------------
+    def bad_config(self, name, edit, expect):
+        d, _ = self.model([])
+        dst = os.path.join(self.tmp, "bad-" + name)
+        shutil.rmtree(dst, ignore_errors=True)
+        shutil.copytree(d, dst)
+        path = os.path.join(dst, "config.json")
+        with open(path) as f:
+            c = json.load(f)
+        edit(c)
+        with open(path, "w") as f:
+            json.dump(c, f)
+        p = subprocess.run([BIN, "debug-logits", "--model", dst, "--prompt-tokens", "1,2,3", "--out",
+                            os.path.join(dst, "out")], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, f"{name}: {p.stdout}{p.stderr}")
+        self.assertIn(expect, p.stderr, name)
+        self.assertFalse(os.path.exists(os.path.join(dst, "out.prefill.npy")), name)
+
+    def test_unknown_layer_type(self):
+        def edit(c):
+            c["layer_types"][1] = "chunked_attention"
+        self.bad_config("layer-type", edit, "unknown layer type 'chunked_attention' at layer 1")
+
+    def test_layer_types_length(self):
+        def edit(c):
+            c["layer_types"] = c["layer_types"][:3]
+        self.bad_config("layer-types-length", edit, "layer_types lists 3 layers")
+
+    def test_bad_window(self):
+        def edit(c):
+            c["sliding_window"] = 0
+        self.bad_config("window", edit, "sliding_window must be positive")
+
+    def test_too_many_shared_layers(self):
+        def edit(c):
+            c["num_kv_shared_layers"] = 7
+        self.bad_config("shared", edit, "num_kv_shared_layers (7) must be in 0..6")
+
+    def test_shared_layer_without_donor(self):
+        def edit(c):  # layers 4..6 shared, but no full layer before layer 4
+            c["layer_types"][3] = "sliding_attention"
+        self.bad_config("donor", edit, "no earlier non-shared full_attention layer")
+
+    def test_unknown_rope_type(self):
+        def edit(c):
+            c["rope_parameters"]["full_attention"]["rope_type"] = "yarn"
+        self.bad_config("rope", edit, "rope_type 'yarn' is not supported")
+
+    def test_unknown_activation(self):
+        def edit(c):
+            c["hidden_activation"] = "relu"
+        self.bad_config("act", edit, "hidden_activation 'relu' is not supported")
+
+    def test_missing_tensor(self):
+        def edit(c):
+            c["num_hidden_layers"] = 8
+            c["layer_types"] = c["layer_types"] + ["full_attention"]
+        self.bad_config("missing", edit, "model.layers.")
+
+    def test_moe_is_refused(self):
+        def edit(c):
+            c["enable_moe_block"] = True
+            c["num_experts"] = 4
+        self.bad_config("moe", edit, "MoE is not supported yet (enable_moe_block")
+
+
+def add_case(name, gen_args, dtype, extra, prompt):
+    def test(self):
+        self.check(name, gen_args, dtype, extra, prompt)
+    setattr(Gemma4ReferenceTest, f"test_{name}", test)
+
+
+for _n, (_g, _d, _e, _p) in CASES.items():
+    add_case(_n, _g, _d, _e, _p)
+
+
+def print_summary():
+    if not RESULTS:
+        return
+    print("\nnextn Gemma 4 vs float64 reference (relative error = max|d| / max|ref|)")
+    print(f"{'case':26} {'prefill':>9} {'hidden':>9} {'decode':>9}  tokens")
+    for r in RESULTS:
+        print(f"{r['case']:26} {r['prefill']:9.2e} {r['hidden']:9.2e} {r['decode']:9.2e}"
+              f"  {'same' if r['tokens'] else 'DIFFER'}")
+
+
+if __name__ == "__main__":
+    prog = unittest.main(verbosity=2, exit=False)
+    print_summary()
+    sys.exit(0 if prog.result.wasSuccessful() else 1)

@@ -1,0 +1,223 @@
+# tools/checkpoint/gemma4.py — Gemma 4 shapes (tiny + the E2B preset), the Hugging Face
+# config.json (Gemma4ForCausalLM, or Gemma4ForConditionalGeneration with text_config) and
+# the tensor list, plus the matching "-assistant" drafter (Gemma4AssistantForCausalLM).
+# shared/docs/architectures.md Part 2.
+import math
+
+from architectures import Init, embed_init, linear_init
+
+TINY = dict(
+    # every branch observable (shared/docs/architectures.md §3.2): 7 layers S,S,S,F,S,S,F
+    # (the last three share KV: donors 2 (sliding) and 3 (full)), head 16 / global 32,
+    # window 8 (prompts cross it, the KV ring wraps), PLE P = 8, double-wide MLP on the
+    # shared layers, proportional global RoPE (4 of 16 pairs), softcap 10 (visible at
+    # these logit sizes)
+    hidden=64, layers=7, heads=4, kv_heads=2, head_dim=16, global_head_dim=32, inter=64,
+    vocab=384, window=8, eps=1e-6, local_theta=10000.0, global_theta=1000000.0,
+    partial=0.25, softcap=10.0, ple=8, shared=3, double_wide=True, k_eq_v=False,
+    global_kv_heads=None, layer_types=["sliding_attention"] * 3 + ["full_attention"] +
+    ["sliding_attention"] * 2 + ["full_attention"], max_pos=4096)
+
+PRESETS = {
+    "gemma4-e2b": dict(
+        hidden=1536, layers=35, heads=8, kv_heads=1, head_dim=256, global_head_dim=512,
+        inter=6144, vocab=262144, window=512, eps=1e-6, local_theta=10000.0,
+        global_theta=1000000.0, partial=0.25, softcap=30.0, ple=256, shared=20,
+        double_wide=True, k_eq_v=False, global_kv_heads=None,
+        layer_types=[("full_attention" if (i + 1) % 5 == 0 else "sliding_attention")
+                     for i in range(35)], max_pos=131072),
+}
+
+# The tiny assistant: 4 query-only layers S,S,S,F reading the target's donor layers,
+# drafter width 32, 2 query heads (the target has 4: grouped differently over the same KV),
+# centroid masking over 16 centroids (24 tokens each), top 4.
+TINY_ASSISTANT = dict(hidden=32, layers=4, heads=2, inter=64, centroids=16, top_k=4,
+                      ordered=True, softcap=None, num_assistant_tokens=3)
+ASSISTANT_PRESETS = {
+    "gemma4-e2b": dict(hidden=256, layers=4, heads=4, inter=2048, centroids=2048, top_k=32,
+                       ordered=True, softcap=None, num_assistant_tokens=4),
+}
+
+
+def norm():
+    # plain x̂·w norms: weights around 1, spread 0.3 so that w and 1+w differ clearly
+    return Init(0.3, 1.0)
+
+
+def qk_norm():
+    # attention has no 1/sqrt(D) scale: q/k scales below 1 keep the tiny model's softmax
+    # away from near-ties that float32 cannot resolve to 1e-4
+    return Init(0.15, 0.6)
+
+
+def layer_geometry(s, i):
+    """(head_dim, kv_heads, full, shared, intermediate) of layer i."""
+    full = s["layer_types"][i] == "full_attention"
+    shared = i >= s["layers"] - s["shared"]
+    d = s["global_head_dim"] if full else s["head_dim"]
+    kv = s["global_kv_heads"] if (full and s["k_eq_v"]) else s["kv_heads"]
+    inter = s["inter"] * (2 if (shared and s["double_wide"]) else 1)
+    return d, kv, full, shared, inter
+
+
+def layer_tensors(p, s, i, hidden, query_only, ple):
+    d, kv, full, shared, inter = layer_geometry(s, i)
+    h, nh = hidden, s["heads"]
+    t = [
+        (f"{p}.input_layernorm.weight", (h,), norm()),
+        (f"{p}.self_attn.q_proj.weight", (nh * d, h), linear_init(h)),
+        (f"{p}.self_attn.o_proj.weight", (h, nh * d), linear_init(nh * d)),
+        (f"{p}.self_attn.q_norm.weight", (d,), qk_norm()),
+    ]
+    if not query_only:
+        t.append((f"{p}.self_attn.k_proj.weight", (kv * d, h), linear_init(h)))
+        if not (full and s["k_eq_v"]):
+            t.append((f"{p}.self_attn.v_proj.weight", (kv * d, h), linear_init(h)))
+        t.append((f"{p}.self_attn.k_norm.weight", (d,), qk_norm()))
+    t += [
+        (f"{p}.post_attention_layernorm.weight", (h,), norm()),
+        (f"{p}.pre_feedforward_layernorm.weight", (h,), norm()),
+        (f"{p}.post_feedforward_layernorm.weight", (h,), norm()),
+        (f"{p}.mlp.gate_proj.weight", (inter, h), linear_init(h)),
+        (f"{p}.mlp.up_proj.weight", (inter, h), linear_init(h)),
+        (f"{p}.mlp.down_proj.weight", (h, inter), linear_init(inter)),
+        (f"{p}.layer_scalar", (1,), Init(0.1, 0.8)),
+    ]
+    if ple:
+        P = s["ple"]
+        t += [
+            (f"{p}.per_layer_input_gate.weight", (P, h), linear_init(h)),
+            (f"{p}.per_layer_projection.weight", (h, P), linear_init(P)),
+            (f"{p}.post_per_layer_input_norm.weight", (h,), norm()),
+        ]
+    return t
+
+
+def tensors(s, prefix="model."):
+    h, v, L = s["hidden"], s["vocab"], s["layers"]
+    t = [(f"{prefix}embed_tokens.weight", (v, h), embed_init(h))]
+    if s["ple"]:
+        P = s["ple"]
+        t += [
+            (f"{prefix}embed_tokens_per_layer.weight", (v, L * P), Init(1.0 / math.sqrt(P))),
+            (f"{prefix}per_layer_model_projection.weight", (L * P, h), linear_init(h, 1.0)),
+            (f"{prefix}per_layer_projection_norm.weight", (P,), norm()),
+        ]
+    for i in range(L):
+        shared = i >= L - s["shared"]
+        t += layer_tensors(f"{prefix}layers.{i}", s, i, h, shared, s["ple"])
+    t.append((f"{prefix}norm.weight", (h,), norm()))
+    return t
+
+
+def config(s, dtype_name, specials, multimodal=False):
+    text = {
+        "model_type": "gemma4_text",
+        "vocab_size": s["vocab"],
+        "hidden_size": s["hidden"],
+        "intermediate_size": s["inter"],
+        "num_hidden_layers": s["layers"],
+        "num_attention_heads": s["heads"],
+        "num_key_value_heads": s["kv_heads"],
+        "head_dim": s["head_dim"],
+        "global_head_dim": s["global_head_dim"],
+        "hidden_activation": "gelu_pytorch_tanh",
+        "max_position_embeddings": s["max_pos"],
+        "rms_norm_eps": s["eps"],
+        "sliding_window": s["window"],
+        "layer_types": s["layer_types"],
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": s["local_theta"]},
+            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": s["partial"],
+                               "rope_theta": s["global_theta"]},
+        },
+        "final_logit_softcapping": s["softcap"],
+        "hidden_size_per_layer_input": s["ple"],
+        "vocab_size_per_layer_input": s["vocab"],
+        "num_kv_shared_layers": s["shared"],
+        "use_double_wide_mlp": s["double_wide"],
+        "attention_k_eq_v": s["k_eq_v"],
+        "num_global_key_value_heads": s["global_kv_heads"],
+        "enable_moe_block": False,
+        "attention_bias": False,
+        "tie_word_embeddings": True,
+        "bos_token_id": specials["<|endoftext|>"],
+        "eos_token_id": specials["<|endoftext|>"],
+        "torch_dtype": dtype_name,
+    }
+    if not multimodal:
+        return dict(text, architectures=["Gemma4ForCausalLM"], transformers_version="5.5.0")
+    return {
+        "architectures": ["Gemma4ForConditionalGeneration"],
+        "model_type": "gemma4",
+        "text_config": text,
+        "vision_config": {"hidden_size": 16, "model_type": "gemma4_vision"},
+        "audio_config": {"hidden_size": 16, "model_type": "gemma4_audio"},
+        "tie_word_embeddings": True,
+        "transformers_version": "5.5.0",
+    }
+
+
+def assistant_tensors(a, target):
+    """The drafter's tensors: query-only layers with the target's head geometry."""
+    h, v, ht = a["hidden"], target["vocab"], target["hidden"]
+    geo = dict(target, layers=a["layers"], shared=a["layers"], heads=a["heads"], inter=a["inter"],
+               double_wide=False, layer_types=assistant_layer_types(a))
+    t = [("model.embed_tokens.weight", (v, h), embed_init(h))]
+    for i in range(a["layers"]):
+        t += layer_tensors(f"model.layers.{i}", geo, i, h, True, 0)
+    t += [
+        ("model.norm.weight", (h,), norm()),
+        ("pre_projection.weight", (h, 2 * ht), linear_init(2 * ht)),
+        ("post_projection.weight", (ht, h), linear_init(h)),
+    ]
+    if a["ordered"]:
+        t.append(("masked_embedding.centroids.weight", (a["centroids"], h), linear_init(h)))
+    return t
+
+
+def assistant_layer_types(a):
+    return ["sliding_attention"] * (a["layers"] - 1) + ["full_attention"]
+
+
+def assistant_config(a, target, dtype_name):
+    text = {
+        "model_type": "gemma4_text",
+        "vocab_size": target["vocab"],
+        "hidden_size": a["hidden"],
+        "intermediate_size": a["inter"],
+        "num_hidden_layers": a["layers"],
+        "num_attention_heads": a["heads"],
+        "num_key_value_heads": target["kv_heads"],
+        "head_dim": target["head_dim"],
+        "global_head_dim": target["global_head_dim"],
+        "hidden_activation": "gelu_pytorch_tanh",
+        "rms_norm_eps": target["eps"],
+        "sliding_window": target["window"],
+        "layer_types": assistant_layer_types(a),
+        "rope_parameters": {
+            "sliding_attention": {"rope_type": "default", "rope_theta": target["local_theta"]},
+            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": target["partial"],
+                               "rope_theta": target["global_theta"]},
+        },
+        "final_logit_softcapping": a["softcap"],
+        "hidden_size_per_layer_input": 0,
+        "num_kv_shared_layers": a["layers"],
+        "attention_k_eq_v": target["k_eq_v"],
+        "num_global_key_value_heads": target["global_kv_heads"],
+        "enable_moe_block": False,
+        "tie_word_embeddings": True,
+    }
+    return {
+        "architectures": ["Gemma4AssistantForCausalLM"],
+        "model_type": "gemma4_assistant",
+        "backbone_hidden_size": target["hidden"],
+        "use_ordered_embeddings": a["ordered"],
+        "num_centroids": a["centroids"],
+        "centroid_intermediate_top_k": a["top_k"],
+        "num_assistant_tokens": a["num_assistant_tokens"],
+        "tie_word_embeddings": True,
+        "text_config": text,
+        "torch_dtype": dtype_name,
+        "transformers_version": "5.5.0",
+    }
