@@ -7,7 +7,9 @@ donor layers (sliding ring and full), with centroid masking, right after the pro
 after 16 decode steps (past the window). Relative error <= 1e-4 in F32. Deliberately
 wrong drafters (advancing the draft position, the drafter's own embedding as input,
 [h; e] concatenation order) must miss by far more. A mismatched target/assistant pair is
-refused at startup (exit 2) naming both values."""
+refused at startup (exit 2) naming both values. `nextn generate` with the assistant gives
+the plain greedy text and drafts num_assistant_tokens per step unless --num-mtp-tokens
+says otherwise (4 when the checkpoint does not say)."""
 import json
 import os
 import shutil
@@ -153,6 +155,30 @@ class Gemma4AssistantTest(unittest.TestCase):
             err = max(rel_err(g, b) for g, b in zip(got, bad))
             print(f"wrong drafter {bug}: relative error {err:.3g}")
             self.assertGreater(err, 100 * TOL, f"wrong drafter '{bug}' went unnoticed")
+
+    def generate(self, assistant, *extra):
+        cmd = [BIN, "generate", "--model", self.target, "--prompt", "hello there", "-n", "12",
+               "--threads", "2", *(["--mtp-assistant-model", assistant] if assistant else []), *extra]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        return p.stdout.split("\nprompt: ")[0], p.stdout + p.stderr  # the text, then the statistics
+
+    def test_generate_depth_defaults_to_num_assistant_tokens(self):
+        plain, _ = self.generate(None)
+        text, log = self.generate(self.assistant)  # num_assistant_tokens 3 in the tiny config
+        self.assertEqual(text, plain)
+        self.assertIn("pos3", log)
+        self.assertNotIn("pos4", log)
+        _, log = self.generate(self.assistant, "--num-mtp-tokens", "2")
+        self.assertIn("pos2", log)
+        self.assertNotIn("pos3", log)
+
+        def edit(c):
+            del c["num_assistant_tokens"]
+        text, log = self.generate(self.edited_assistant("a-no-depth", edit))  # then 4
+        self.assertEqual(text, plain)
+        self.assertIn("pos4", log)
+        self.assertNotIn("pos5", log)
 
     def refused(self, name, assistant, expect):
         p, prefix = self.run_debug(name, PROMPT, assistant)
