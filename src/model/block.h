@@ -52,6 +52,8 @@ class InputStage {
   virtual int64_t stride() const = 0;
   // x0: [n_rows, hidden] the embedded (scaled) rows; out: [n_rows, stride()].
   virtual void forward(const int32_t* tokens, const float* x0, int n_rows, float* out) = 0;
+  // Bytes of its weights one decode row reads (a gathered table row, not the table).
+  virtual size_t bytes_per_row() const = 0;
 };
 
 class Block {

@@ -50,7 +50,10 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
     }
     state_layout_.push_back(layer_state_spec(spec));
   }
+  size_t stage_bytes = store_.matrix_bytes();
   if (arch.make_input_stage) input_stage_ = arch.make_input_stage(c, store_);
+  // A decode row reads one row of an input stage's tables, not the tables.
+  stage_bytes = store_.matrix_bytes() - stage_bytes;
   final_norm_ = store_.floats(prefix + "norm.weight", {c.hidden_size}, c.norm_offset);
   if (c.tie_word_embeddings) {
     lm_head_ = embedding_;
@@ -59,6 +62,7 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
     lm_head_ = store_.matrix("lm_head.weight", c.vocab_size, c.hidden_size);
     weight_bytes_ = store_.matrix_bytes() - embedding_bytes;
   }
+  if (input_stage_) weight_bytes_ = weight_bytes_ - stage_bytes + input_stage_->bytes_per_row();
 
   if (c.mtp_layout != MtpLayout::kNone && c.num_mtp_layers > 0) {
     MtpHeadConfig spec;

@@ -182,6 +182,9 @@ class PerLayerEmbeddings : public InputStage {
     norm_ = s.floats(p + "per_layer_projection_norm.weight", {width_});
   }
   int64_t stride() const override { return int64_t(layers_) * width_; }
+  size_t bytes_per_row() const override {
+    return dtype_row_bytes(table_.dtype, table_.cols) + size_t(projection_.rows) * dtype_row_bytes(projection_.dtype, projection_.cols);
+  }
   void forward(const int32_t* tokens, const float* x0, int n_rows, float* out) override {
     const size_t LP = size_t(stride());
     proj_.resize(size_t(n_rows) * LP);

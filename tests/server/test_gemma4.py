@@ -3,10 +3,17 @@
 sharing, per-layer embeddings) and its -assistant drafter served over HTTP with
 --mtp-assistant-model: chat (streamed and whole) and text completions give the same greedy
 text as the server without speculation; the drafts show in the response's timings and in
-/metrics, and /health reports the attention KV (the sliding layers' ring included)."""
+/metrics, and /health reports the attention KV (the sliding layers' ring included). The
+model's size (bytes a decode row reads, /v1/models meta.size) counts one row of the
+per-layer embedding table, not the table."""
 import os
 import sys
 import unittest
+
+SRC = os.environ.get("NEXTN_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "tools", "checkpoint"))
+import safetensors_reader  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serverlib import Server, checkpoint, stream_text  # noqa: E402
@@ -30,6 +37,17 @@ class Gemma4ServerTest(unittest.TestCase):
         with Server(model=model()) as plain:
             cls.plain_chat = plain.post("/v1/chat/completions", CHAT)
             cls.plain_completion = plain.post("/v1/completions", COMPLETION)
+
+    def test_size_counts_one_per_layer_embedding_row(self):
+        header, _ = safetensors_reader.read_header(os.path.join(model(), "model.safetensors"))
+        matrices = {k: v for k, v in header.items() if k != "__metadata__" and len(v["shape"]) == 2}
+        size = lambda v: v["data_offsets"][1] - v["data_offsets"][0]  # noqa: E731
+        table = matrices["model.embed_tokens_per_layer.weight"]
+        want = sum(size(v) for v in matrices.values()) - size(table) + size(table) // table["shape"][0]
+        with Server(model=model()) as s:
+            status, models = s.get("/v1/models")
+            self.assertEqual(status, 200, models)
+            self.assertEqual(models["data"][0]["meta"]["size"], want)
 
     def test_assistant_serves_chat_and_completions(self):
         status, plain_chat = self.plain_chat

@@ -1,6 +1,6 @@
 # tools/checkpoint/safetensors_reader.py — reads Hugging Face checkpoints (single-file or
 # sharded safetensors) into numpy, independent of nextn's C++ loader. F32/F16/BF16, and
-# U32 (MLX's packed quantized values) as uint32.
+# U32 (MLX's packed quantized values) as uint32, I64 (integer buffers) as int64.
 import json
 import os
 import struct
