@@ -77,8 +77,8 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
       if (l.mixer == MixerKind::kAttention) spec.layer = l;  // the MTP layer is full attention, as the trunk's
     mtp_ = make_mtp_head(spec, *this, store_);
   }
-  // With copied weights the mapping is no longer needed.
-  if (copy_weights_) ckpt_.reset();
+  // With copied weights the mapping is no longer needed (unless a row table lives there).
+  if (copy_weights_ && !store_.uses_mapping()) ckpt_.reset();
   log_debug("loaded {} ({} layers, hidden {}, {} MiB of weights)", dir_, c.num_layers, c.hidden_size,
             weight_bytes_ >> 20);
 }

@@ -177,7 +177,7 @@ class PerLayerEmbeddings : public InputStage {
       : hidden_(c.hidden_size), layers_(c.num_layers), width_(c.per_layer_input_size), eps_(float(c.rms_norm_eps)) {
     const std::string& p = c.weight_prefix;
     const int64_t LP = int64_t(layers_) * width_;
-    table_ = s.matrix(p + "embed_tokens_per_layer.weight", c.per_layer_input_vocab, LP);
+    table_ = s.row_table(p + "embed_tokens_per_layer.weight", c.per_layer_input_vocab, LP);
     projection_ = s.matrix(p + "per_layer_model_projection.weight", LP, hidden_);
     norm_ = s.floats(p + "per_layer_projection_norm.weight", {width_});
   }
@@ -200,7 +200,7 @@ class PerLayerEmbeddings : public InputStage {
  private:
   int hidden_, layers_, width_;
   float eps_;
-  WeightMatrix table_;       // [per_layer_input_vocab, L * P], layer-major columns
+  WeightMatrix table_;       // [per_layer_input_vocab, L * P], layer-major columns (served from the mapping)
   WeightMatrix projection_;  // [L * P, H]
   const float* norm_ = nullptr;  // [P]
   std::vector<float> proj_;

@@ -64,6 +64,20 @@ WeightMatrix WeightStore::matrix(const std::string& name, int64_t rows, int64_t 
   return m;
 }
 
+WeightMatrix WeightStore::row_table(const std::string& name, int64_t rows, int64_t cols) {
+  const std::string module = name.size() > 7 ? name.substr(0, name.size() - 7) : name;
+  if (!copy_ || is_mlx_quantized(ckpt_, module)) return matrix(name, rows, cols);  // MLX: repacked in memory
+  const TensorView& t = ckpt_.require(name, {rows, cols});
+  WeightMatrix m;
+  m.dtype = t.dtype;
+  m.rows = rows;
+  m.cols = cols;
+  m.data = t.data;
+  matrix_bytes_ += t.nbytes;
+  uses_mapping_ = true;
+  return m;
+}
+
 Linear WeightStore::linear(const std::string& prefix, int64_t rows, int64_t cols, bool bias) {
   Linear l;
   l.w = matrix(prefix + ".weight", rows, cols);

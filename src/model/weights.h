@@ -30,6 +30,11 @@ class WeightStore {
   // Requires `name` with shape [rows, cols].
   WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols);
   Linear linear(const std::string& prefix, int64_t rows, int64_t cols, bool bias);  // prefix.weight (+ prefix.bias)
+  // A table read one row per token (Gemma 4's per-layer embeddings, 2.35 B values at
+  // E2B): served from the checkpoint's mapping even when copying, so only the rows in
+  // use are paged in. The checkpoint must then stay open (uses_mapping()).
+  WeightMatrix row_table(const std::string& name, int64_t rows, int64_t cols);
+  bool uses_mapping() const { return uses_mapping_; }
   // Requires `name` with shape [n]; returns float32 values.
   const float* vector(const std::string& name, int64_t n);
   // Requires `name` with exactly `shape`; returns its values as float32 plus `offset`
@@ -50,6 +55,7 @@ class WeightStore {
   bool copy_;
   MlxQuantization mlx_;
   size_t matrix_bytes_ = 0;
+  bool uses_mapping_ = false;
   std::vector<std::unique_ptr<void, FreeDeleter>> buffers_;
 };
 
