@@ -3,12 +3,14 @@
 // --api-key` on the tiny model (models/nextn-tiny, trained, with an MTP head).
 // The page asks for the key once; a message streams in and equals the same request's
 // answer from the API; its tokens are tinted, and the tint counts and the panel's
-// acceptance figures equal the final chunk's timings; the server panel equals /metrics
-// read independently; Stop ends an answer mid-stream and the server counts the
+// acceptance figures equal the final chunk's timings; the server panel (parsed from
+// /metrics) equals /health's JSON; Stop ends an answer mid-stream and the server counts the
 // cancellation; after a reload the conversation (tints included) is still there and
 // no key is asked again; a phone-sized screen has no sideways scrolling; no console
 // errors throughout. Screenshots go to $NEXTN_BUILD_DIR/test-artifacts/webui/.
-// Also: --no-webui serves no page, and OpenAI clients see no nextn field unless asked.
+// Also: --no-webui serves no page; OpenAI clients see no nextn field unless asked; and in
+// Chromium and Firefox a scripted stream with reasoning, code, a tool call and
+// HTML-looking text renders as it should (last tests).
 import test from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -258,3 +260,126 @@ test("the chat page in Chromium", { timeout: 300000 }, async () => {
     assert.equal(await stopServer(proc), 0);
   }
 });
+
+// A scripted answer (the page's request answered by the test, not the model) with what
+// the tiny model does not write: reasoning, markdown with a code block, a tool call,
+// and HTML that must stay text. Run in Chromium and, when installed, Firefox (WebDriver
+// BiDi), where a real answer from the model must stream and be tinted too.
+const SCRIPT_CONTENT = "Here is **code**:\n\n```python\nprint('<b>hi</b>')\n```\n\n<img src=x onerror=\"window.pwned=1\"> done.";
+function scriptedStream() {
+  const chunk = (delta, extra = {}) => "data: " + JSON.stringify({
+    id: "chatcmpl-x", object: "chat.completion.chunk", created: 1, model: "nextn-tiny",
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: null, ...extra }] }) + "\n\n";
+  const tokens = [];
+  let out = chunk({ role: "assistant", content: "" });
+  out += chunk({ reasoning_content: "Let me think." },
+               { nextn: { tokens: [{ source: "target", position: 1, drafts: 0, reasoning: "Let me think." }] } });
+  // The content in pieces of 5 characters, as drafts at positions 1, 2, then a bonus.
+  for (let i = 0, n = 0; i < SCRIPT_CONTENT.length; i += 5, n++) {
+    const piece = SCRIPT_CONTENT.slice(i, i + 5);
+    const k = n % 3;
+    const entry = k < 2 ? { source: "draft", position: k + 1, drafts: 2, content: piece }
+                        : { source: "bonus", position: 3, drafts: 2, content: piece };
+    tokens.push(entry);
+    out += chunk({ content: piece }, { nextn: { tokens: [entry] } });
+  }
+  out += chunk({ tool_calls: [{ index: 0, id: "call_1", type: "function",
+                                function: { name: "get_weather", arguments: "{\"city\":\"Oslo\"}" } }] });
+  out += chunk({}, { finish_reason: "tool_calls" });
+  return out + "data: [DONE]\n\n";
+}
+
+async function launch(name) {
+  if (name === "firefox") {
+    return puppeteer.launch({ browser: "firefox", executablePath: FIREFOX, headless: true });
+  }
+  return puppeteer.launch({ executablePath: CHROMIUM, headless: true,
+                            args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"] });
+}
+
+const FIREFOX = process.env.FIREFOX ?? "/usr/bin/firefox-esr";
+mkdirSync(SHOTS, { recursive: true });
+for (const name of ["chromium", "firefox"]) {
+  const skip = name === "firefox" && !existsSync(FIREFOX) ? `no Firefox at ${FIREFOX}` : false;
+  test(`reasoning, code, tool calls and HTML-looking text in ${name}`, { skip, timeout: 240000 }, async () => {
+    const { proc, ready } = await startServer(["--mtp", "--max-tokens", "60"]);
+    const browser = await launch(name);
+    const problems = [];
+    try {
+      const page = await browser.newPage();
+      page.on("console", (m) => {
+        if (m.type() === "error" || m.type() === "warn") problems.push(`console.${m.type()}: ${m.text()}`);
+      });
+      page.on("pageerror", (e) => problems.push("page error: " + e.message));
+      await page.setViewport({ width: 1100, height: 800 });
+      await page.goto(ready.url + "/", { waitUntil: "load" });
+      await page.waitForFunction(() => document.getElementById("model-name").textContent.includes("nextn-tiny"));
+
+      // A real answer first: it streams and is tinted in this browser too.
+      await page.type("#prompt", PROMPT);
+      await page.keyboard.press("Enter");
+      await page.waitForSelector(".msg.assistant");
+      await page.waitForFunction(() => !document.body.classList.contains("streaming"), { timeout: 60000 });
+      const real = await page.evaluate(() => ({
+        text: document.querySelector(".msg.assistant > .body").textContent,
+        drafts: document.querySelectorAll(".msg.assistant [class^=src-d]").length }));
+      assert.ok(real.text.length > 0 && real.drafts > 0, JSON.stringify(real));
+
+      // Then the scripted one, in a new chat.
+      await page.setRequestInterception(true);
+      const script = (r) => {
+        if (r.isInterceptResolutionHandled()) return;
+        if (r.url().endsWith("/v1/chat/completions"))
+          r.respond({ status: 200, contentType: "text/event-stream", body: scriptedStream() });
+        else r.continue();
+      };
+      page.on("request", script);
+      await page.click("#new-chat");
+      await page.type("#prompt", "weather?");
+      await page.keyboard.press("Enter");
+      await page.waitForSelector(".msg.assistant .tool-call");
+      await page.waitForFunction(() => !document.body.classList.contains("streaming"));
+      const view = await page.evaluate(() => {
+        const msg = document.querySelector(".msg.assistant");
+        const think = msg.querySelector("details.think");
+        return {
+          thinkOpen: think.open, thinkHidden: think.hidden, summary: think.querySelector("summary").textContent,
+          thinkText: think.querySelector(".body").textContent,
+          strong: msg.querySelector(":scope > .body p strong")?.textContent,
+          code: msg.querySelector(":scope > .body pre code")?.textContent,
+          lang: msg.querySelector(":scope > .body pre code")?.dataset.lang,
+          imgs: msg.querySelectorAll("img").length, pwned: window.pwned === 1,
+          lastP: [...msg.querySelectorAll(":scope > .body p")].at(-1).textContent,
+          tool: msg.querySelector(".tool-call .name").textContent,
+          args: msg.querySelector(".tool-call pre").textContent,
+          bonus: msg.querySelectorAll(".src-bonus").length, d1: msg.querySelectorAll(".src-d1").length,
+        };
+      });
+      assert.deepEqual(view, {
+        thinkOpen: false, thinkHidden: false, summary: "Reasoning (13 characters)", thinkText: "Let me think.",
+        strong: "code", code: "print('<b>hi</b>')", lang: "python", imgs: 0, pwned: false,
+        lastP: '<img src=x onerror="window.pwned=1"> done.', tool: "get_weather", args: '{\n  "city": "Oslo"\n}',
+        bonus: view.bonus, d1: view.d1,
+      });
+      assert.ok(view.bonus > 0 && view.d1 > 0);
+      // The folded reasoning opens from the keyboard.
+      await page.focus(".msg.assistant details.think summary");
+      await page.keyboard.press("Enter");
+      assert.equal(await page.$eval(".msg.assistant details.think", (d) => d.open), true);
+      if (name === "chromium") {
+        await page.screenshot({ path: path.join(SHOTS, "chat-scripted.png") });
+        // The code block's copy button puts the code on the clipboard.
+        await browser.defaultBrowserContext().overridePermissions(ready.url, ["clipboard-read", "clipboard-write", "clipboard-sanitized-write"]);
+        await page.click(".msg.assistant pre .copy-code");
+        await page.waitForFunction(() => document.querySelector(".msg.assistant pre .copy-code").textContent === "Copied");
+        assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "print('<b>hi</b>')");
+      }
+      page.off("request", script);
+      await page.setRequestInterception(false);
+      assert.deepEqual(problems, []);
+    } finally {
+      await browser.close();
+      assert.equal(await stopServer(proc), 0);
+    }
+  });
+}
