@@ -121,6 +121,10 @@ int run_quantize(const QuantizeFlags& f) {
   else fail(ErrorKind::kBadInput, "--type '{}' is not one of q8_0, q4_0, q4_k_m, q6_k", f.type);
   auto ckpt = Checkpoint::open(f.src);
   if (ckpt->gguf_metadata()) fail(ErrorKind::kBadInput, "{}: already a GGUF file; quantize a safetensors checkpoint", f.src);
+  if (ckpt->config().contains("quantization"))
+    fail(ErrorKind::kBadInput,
+         "{}: already MLX-quantized; quantize the F32/F16/BF16 checkpoint it came from (rounding twice loses more)",
+         f.src);
   const ModelConfig c = parse_model_config(*ckpt);
   const std::string arch = gguf_arch(c);
   const int n_mtp = c.mtp_layout == MtpLayout::kNone ? 0 : c.num_mtp_layers;

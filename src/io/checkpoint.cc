@@ -91,9 +91,11 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
       present.insert(t.name);
       ckpt->tensors_.push_back(t);
     }
-    for (const auto& [tname, dtype] : file->other_dtypes()) {
+    for (const auto& [tname, raw] : file->other_tensors()) {
+      auto [it, inserted] = owner.emplace(tname, path);
+      if (!inserted) fail(ErrorKind::kBadInput, "{}: tensor '{}' is also stored in {}", path, tname, it->second);
       present.insert(tname);
-      ckpt->other_dtypes_[tname] = {path, dtype};
+      ckpt->other_tensors_[tname] = raw;
     }
     auto expected = expected_by_file.find(name);
     if (expected != expected_by_file.end()) {
@@ -120,15 +122,18 @@ const TensorView* Checkpoint::find(const std::string& name) const {
   return &*it;
 }
 
-bool Checkpoint::has(const std::string& name) const { return find(name) != nullptr || other_dtypes_.count(name); }
+const RawTensor* Checkpoint::find_raw(const std::string& name) const {
+  auto it = other_tensors_.find(name);
+  return it == other_tensors_.end() ? nullptr : &it->second;
+}
+
+bool Checkpoint::has(const std::string& name) const { return find(name) != nullptr || other_tensors_.count(name); }
 
 const TensorView& Checkpoint::require(const std::string& name, const std::vector<int64_t>& shape) const {
   const TensorView* t = find(name);
   if (!t) {
-    auto other = other_dtypes_.find(name);
-    if (other != other_dtypes_.end())
-      fail(ErrorKind::kBadInput, "{}: tensor '{}' has dtype {}, expected F32, F16 or BF16", other->second.first, name,
-           other->second.second);
+    if (const RawTensor* raw = find_raw(name))
+      fail(ErrorKind::kBadInput, "{}: tensor '{}' has dtype {}, expected F32, F16 or BF16", raw->file, name, raw->dtype);
     fail(ErrorKind::kBadInput, "{}: missing tensor '{}'", tensor_source_, name);
   }
   if (t->shape != shape) {
@@ -142,9 +147,9 @@ const TensorView& Checkpoint::require(const std::string& name, const std::vector
 
 std::vector<std::string> Checkpoint::tensor_names() const {
   std::vector<std::string> names;
-  names.reserve(tensors_.size() + other_dtypes_.size());
+  names.reserve(tensors_.size() + other_tensors_.size());
   for (const TensorView& t : tensors_) names.push_back(t.name);
-  for (const auto& [name, info] : other_dtypes_) names.push_back(name);
+  for (const auto& [name, raw] : other_tensors_) names.push_back(name);
   std::sort(names.begin(), names.end());
   return names;
 }

@@ -37,6 +37,8 @@ class Checkpoint {
 
   bool has(const std::string& name) const;
   const TensorView* find(const std::string& name) const;
+  // A tensor of a non-float dtype (MLX's packed uint32 weights), or null.
+  const RawTensor* find_raw(const std::string& name) const;
   // The tensor, checked for presence and exact shape; error names file and tensor.
   const TensorView& require(const std::string& name, const std::vector<int64_t>& shape) const;
   std::vector<std::string> tensor_names() const;
@@ -55,7 +57,7 @@ class Checkpoint {
   std::vector<std::unique_ptr<GgufFile>> gguf_files_;
   std::vector<std::unique_ptr<uint8_t[]>> owned_;  // tensors rearranged at load (llama Q/K rows)
   std::vector<TensorView> tensors_;  // sorted by name
-  std::map<std::string, std::pair<std::string, std::string>> other_dtypes_;  // non-float: name -> (file, dtype)
+  std::map<std::string, RawTensor> other_tensors_;  // non-float dtypes, by name
   std::string tensor_source_;
 };
 

@@ -113,7 +113,14 @@ void SafetensorsFile::parse() {
 
     DType dtype;
     if (!float_dtype(dtype_name, dtype)) {
-      other_dtypes_[name] = dtype_name;
+      RawTensor raw;
+      raw.name = name;
+      raw.file = path;
+      raw.dtype = dtype_name;
+      raw.shape = std::move(shape);
+      raw.data = data_region + begin;
+      raw.nbytes = end - begin;
+      other_tensors_[name] = std::move(raw);
       continue;
     }
     TensorView view;

@@ -2,8 +2,8 @@
 // Checks: 8-byte little-endian header length within the file, a JSON object header,
 // per tensor a known dtype, a non-negative shape whose byte size equals the
 // data_offsets span, offsets inside the data region, and no two tensors overlapping.
-// Float tensors (F32/F16/BF16) become TensorViews; tensors of other dtypes are
-// listed separately so that requiring one gives a clear error.
+// Float tensors (F32/F16/BF16) become TensorViews; tensors of other dtypes are kept
+// as RawTensors (packed formats read them; requiring one as a float gives a clear error).
 #pragma once
 #include <map>
 #include <memory>
@@ -22,8 +22,8 @@ class SafetensorsFile {
 
   const std::string& path() const { return file_.path(); }
   const std::vector<TensorView>& tensors() const { return tensors_; }
-  // Tensors with a dtype nextn cannot compute with: name -> dtype string ("I64", ...).
-  const std::map<std::string, std::string>& other_dtypes() const { return other_dtypes_; }
+  // Tensors with a dtype nextn cannot compute with, by name.
+  const std::map<std::string, RawTensor>& other_tensors() const { return other_tensors_; }
 
  private:
   explicit SafetensorsFile(const std::string& path) : file_(path) {}
@@ -31,7 +31,7 @@ class SafetensorsFile {
 
   MappedFile file_;
   std::vector<TensorView> tensors_;
-  std::map<std::string, std::string> other_dtypes_;
+  std::map<std::string, RawTensor> other_tensors_;
 };
 
 }  // namespace nextn

@@ -23,4 +23,16 @@ struct TensorView {
   std::string shape_string() const;  // "[1024, 896]"
 };
 
+// A stored tensor of a dtype nextn does not compute with (I64, U32, F8_E4M3, ...): its
+// bytes as they are, for formats that pack values into integer tensors (MLX's uint32
+// weights) and for error messages naming the dtype.
+struct RawTensor {
+  std::string name;
+  std::string file;
+  std::string dtype;  // the safetensors dtype name, "U32"
+  std::vector<int64_t> shape;
+  const void* data = nullptr;
+  size_t nbytes = 0;
+};
+
 }  // namespace nextn

@@ -1,5 +1,5 @@
 // kernels/weight_format.h — block-quantized weight formats (GGUF's Q8_0, Q4_0, Q4_1,
-// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) behind one interface.
+// Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; MLX affine 4/8-bit) behind one interface.
 //
 // A format is one file (format_<name>.cc) that defines a WeightFormat: a scalar
 // dequantizer (embedding rows, tests, tools), a quantizer (`nextn quantize`) and a
@@ -82,5 +82,10 @@ inline int round_clamp(float v, int lo, int hi) {
 
 // The format of a quantized dtype; null for float dtypes.
 const WeightFormat* weight_format(DType dtype);
+
+// One MLX affine group as a format_mlx block: `packed` holds group·bits/32 uint32 words,
+// values least-significant bits first (element 0 in bits 0..bits−1 of word 0); x =
+// scale·value + bias. bits 4 or 8, group 32, 64 or 128 (the caller checks).
+void repack_mlx_group(int bits, int group, const uint32_t* packed, float scale, float bias, uint8_t* block);
 
 }  // namespace nextn

@@ -16,11 +16,14 @@ extern const WeightFormat kQ5_1Format;
 extern const WeightFormat kQ4_KFormat;
 extern const WeightFormat kQ5_KFormat;
 extern const WeightFormat kQ6_KFormat;
+extern const WeightFormat kMlx4G32Format, kMlx4G64Format, kMlx4G128Format;
+extern const WeightFormat kMlx8G32Format, kMlx8G64Format, kMlx8G128Format;
 
 const WeightFormat* weight_format(DType dtype) {
   static const WeightFormat* const table[] = {
       &kQ8_0Format, &kQ4_0Format, &kQ4_1Format, &kQ5_0Format,
       &kQ5_1Format, &kQ4_KFormat, &kQ5_KFormat, &kQ6_KFormat,
+      &kMlx4G32Format, &kMlx4G64Format, &kMlx4G128Format, &kMlx8G32Format, &kMlx8G64Format, &kMlx8G128Format,
   };
   for (const WeightFormat* f : table)
     if (f->dtype == dtype) return f;

@@ -374,16 +374,13 @@ double TurboQuantizeImpl(const float* y, int n, float inv_norm, const float* bou
 }
 
 void F32ToF16Impl(const float* x, int n, uint8_t* out) {
+  int i = 0;
+#if NEXTN_F16_DEMOTE_ROUNDS
   const DF df;
   const DH dh;
   const int N = static_cast<int>(hn::Lanes(df));
   auto* dst = reinterpret_cast<hwy::float16_t*>(out);
-  int i = 0;
-#if NEXTN_F16_DEMOTE_ROUNDS
   for (; i + N <= n; i += N) hn::StoreU(hn::DemoteTo(dh, hn::LoadU(df, x + i)), dh, dst + i);
-#else
-  (void)dh;
-  (void)N;
 #endif
   auto* bits = reinterpret_cast<uint16_t*>(out);
   for (; i < n; ++i) bits[i] = nextn::f32_to_f16(x[i]);

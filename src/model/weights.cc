@@ -4,11 +4,15 @@
 #include <sys/mman.h>
 
 #include <cstring>
+#include <string_view>
 
 #include "io/checkpoint.h"
 #include "util/error.h"
 
 namespace nextn {
+
+WeightStore::WeightStore(const Checkpoint& ckpt, bool copy)
+    : ckpt_(ckpt), copy_(copy), mlx_(MlxQuantization::from_config(ckpt.config(), ckpt.dir() + "/config.json")) {}
 
 void* WeightStore::allocate(size_t bytes) {
   // Large matrices go on transparent huge pages: 512x fewer page faults while copying and
@@ -28,6 +32,22 @@ void* WeightStore::allocate(size_t bytes) {
 bool WeightStore::has(const std::string& name) const { return ckpt_.has(name); }
 
 WeightMatrix WeightStore::matrix(const std::string& name, int64_t rows, int64_t cols) {
+  constexpr std::string_view kSuffix = ".weight";
+  if (name.size() > kSuffix.size() && name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
+    const std::string module = name.substr(0, name.size() - kSuffix.size());
+    if (is_mlx_quantized(ckpt_, module)) {
+      WeightMatrix m;
+      m.dtype = mlx_matrix_dtype(ckpt_, mlx_, module, rows, cols);
+      m.rows = rows;
+      m.cols = cols;
+      const size_t bytes = static_cast<size_t>(rows) * dtype_row_bytes(m.dtype, cols);
+      void* p = allocate(bytes);
+      repack_mlx_matrix(ckpt_, module, m.dtype, rows, cols, p);
+      m.data = p;
+      matrix_bytes_ += bytes;
+      return m;
+    }
+  }
   const TensorView& t = ckpt_.require(name, {rows, cols});
   WeightMatrix m;
   m.dtype = t.dtype;

@@ -1,7 +1,8 @@
 // model/weights.h — binding checkpoint tensors to the forward pass.
 // Matrices stay in their stored dtype: either copied into 64-byte aligned memory
-// (LoadOptions.copy_weights, the default) or served from the mmap. Norm weights and
-// biases are small and always converted to float32.
+// (LoadOptions.copy_weights, the default) or served from the mmap. MLX-quantized
+// modules are repacked into memory (model/mlx_weights.h). Norm weights and biases are
+// small and always converted to float32.
 #pragma once
 #include <cstdlib>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "model/mlx_weights.h"
 
 namespace nextn {
 
@@ -23,7 +25,7 @@ struct Linear {
 
 class WeightStore {
  public:
-  WeightStore(const Checkpoint& ckpt, bool copy) : ckpt_(ckpt), copy_(copy) {}
+  WeightStore(const Checkpoint& ckpt, bool copy);
 
   // Requires `name` with shape [rows, cols].
   WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols);
@@ -43,6 +45,7 @@ class WeightStore {
 
   const Checkpoint& ckpt_;
   bool copy_;
+  MlxQuantization mlx_;
   size_t matrix_bytes_ = 0;
   std::vector<std::unique_ptr<void, FreeDeleter>> buffers_;
 };

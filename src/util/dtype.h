@@ -8,9 +8,15 @@
 namespace nextn {
 
 // Float types first; then the block-quantized weight types of GGUF files (ggml's
-// layouts, see kernels/weight_format.h). A quantized row of n elements is n/block
-// blocks of block_bytes each; dtype_size() is only meaningful for the float types.
-enum class DType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K };
+// layouts, see kernels/weight_format.h); then MLX's affine 4- and 8-bit groups of
+// 32/64/128, repacked at load into blocks of {f32 scale, f32 bias, values}
+// (kernels/format_mlx.cc). A quantized row of n elements is n/block blocks of
+// block_bytes each; dtype_size() is only meaningful for the float types.
+enum class DType {
+  kF32, kF16, kBF16,
+  kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K,
+  kMlx4G32, kMlx4G64, kMlx4G128, kMlx8G32, kMlx8G64, kMlx8G128,
+};
 
 inline bool is_quantized(DType dtype) { return dtype > DType::kBF16; }
 inline size_t dtype_size(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
@@ -19,16 +25,26 @@ struct DTypeInfo {
   const char* name;     // "Q4_K"
   int block_elems;      // elements per block (1 for float types)
   int block_bytes;      // bytes per block
-  int ggml_type;        // the type id in GGUF tensor infos
+  int ggml_type;        // the type id in GGUF tensor infos (-1: none, an in-memory layout)
 };
 inline const DTypeInfo& dtype_info(DType dtype) {
   static const DTypeInfo table[] = {
       {"F32", 1, 4, 0},      {"F16", 1, 2, 1},      {"BF16", 1, 2, 30},    {"Q8_0", 32, 34, 8},
       {"Q4_0", 32, 18, 2},   {"Q4_1", 32, 20, 3},   {"Q5_0", 32, 22, 6},   {"Q5_1", 32, 24, 7},
-      {"Q4_K", 256, 144, 12}, {"Q5_K", 256, 176, 13}, {"Q6_K", 256, 210, 14}};
+      {"Q4_K", 256, 144, 12}, {"Q5_K", 256, 176, 13}, {"Q6_K", 256, 210, 14},
+      {"MLX4_G32", 32, 24, -1}, {"MLX4_G64", 64, 40, -1}, {"MLX4_G128", 128, 72, -1},
+      {"MLX8_G32", 32, 40, -1}, {"MLX8_G64", 64, 72, -1}, {"MLX8_G128", 128, 136, -1}};
   return table[static_cast<int>(dtype)];
 }
 inline const char* dtype_name(DType dtype) { return dtype_info(dtype).name; }
+// The in-memory dtype of MLX affine weights with `bits` per value in groups of `group`;
+// false when nextn has none (bits other than 4 and 8, groups other than 32/64/128).
+inline bool dtype_from_mlx(int bits, int group, DType& out) {
+  const int g = group == 32 ? 0 : group == 64 ? 1 : group == 128 ? 2 : -1;
+  if (g < 0 || (bits != 4 && bits != 8)) return false;
+  out = static_cast<DType>(static_cast<int>(bits == 4 ? DType::kMlx4G32 : DType::kMlx8G32) + g);
+  return true;
+}
 // The dtype whose GGUF type id is `ggml_type`; false when nextn has no such type.
 inline bool dtype_from_ggml_type(uint32_t ggml_type, DType& out) {
   for (int i = 0; i <= static_cast<int>(DType::kQ6_K); ++i)

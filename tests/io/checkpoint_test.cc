@@ -72,7 +72,7 @@ TEST(Checkpoint, Sharded) {
 TEST(Checkpoint, RequireChecksPresenceShapeAndDtype) {
   fs::path dir = dir_with_config("require");
   write_safetensors(dir / "model.safetensors",
-                    {f32_tensor("w", {2, 3}), RawTensor{"ids", "I32", {2}, std::vector<unsigned char>(8, 0)}});
+                    {f32_tensor("w", {2, 3}), TensorBytes{"ids", "I32", {2}, std::vector<unsigned char>(8, 0)}});
   auto ckpt = Checkpoint::open(dir.string());
   expect_error([&] { ckpt->require("w", {3, 2}); }, ErrorKind::kBadInput,
                {"model.safetensors", "'w'", "[2, 3]", "expected [3, 2]"});

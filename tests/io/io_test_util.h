@@ -12,7 +12,7 @@
 
 namespace nextn::testing_io {
 
-struct RawTensor {
+struct TensorBytes {
   std::string name;
   std::string dtype;  // "F32", "F16", "BF16", "I64", ...
   std::vector<int64_t> shape;
@@ -27,8 +27,8 @@ inline float f32_at(const void* data, size_t i) {
   return f;
 }
 
-inline RawTensor f32_tensor(const std::string& name, std::vector<int64_t> shape, float start = 0.0f) {
-  RawTensor t{name, "F32", shape, {}};
+inline TensorBytes f32_tensor(const std::string& name, std::vector<int64_t> shape, float start = 0.0f) {
+  TensorBytes t{name, "F32", shape, {}};
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   t.bytes.resize(n * 4);
@@ -40,10 +40,10 @@ inline RawTensor f32_tensor(const std::string& name, std::vector<int64_t> shape,
 }
 
 // A well-formed file from tensors laid out back to back.
-inline std::string safetensors_bytes(const std::vector<RawTensor>& tensors, nlohmann::json* header_out = nullptr) {
+inline std::string safetensors_bytes(const std::vector<TensorBytes>& tensors, nlohmann::json* header_out = nullptr) {
   nlohmann::json header = nlohmann::json::object();
   std::string data;
-  for (const RawTensor& t : tensors) {
+  for (const TensorBytes& t : tensors) {
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {data.size(), data.size() + t.bytes.size()}}};
     data.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
   }
@@ -65,7 +65,7 @@ inline void write_file(const std::filesystem::path& path, const std::string& con
   out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
 }
 
-inline void write_safetensors(const std::filesystem::path& path, const std::vector<RawTensor>& tensors) {
+inline void write_safetensors(const std::filesystem::path& path, const std::vector<TensorBytes>& tensors) {
   nlohmann::json header;
   std::string data = safetensors_bytes(tensors, &header);
   write_file(path, assemble(header.dump(), data));

@@ -27,8 +27,8 @@ void expect_error(const std::filesystem::path& path, ErrorKind kind, std::vector
 
 TEST(Safetensors, ReadsTensorsWithShapesDtypesAndData) {
   auto dir = fresh_dir("read");
-  RawTensor bf{"b", "BF16", {3}, {0x80, 0x3f, 0x00, 0x40, 0x40, 0x40}};  // 1, 2, 3
-  RawTensor f16{"h", "F16", {1, 2}, {0x00, 0x3c, 0x00, 0xc0}};           // 1, -2
+  TensorBytes bf{"b", "BF16", {3}, {0x80, 0x3f, 0x00, 0x40, 0x40, 0x40}};  // 1, 2, 3
+  TensorBytes f16{"h", "F16", {1, 2}, {0x00, 0x3c, 0x00, 0xc0}};           // 1, -2
   write_safetensors(dir / "m.safetensors", {f32_tensor("a.weight", {2, 3}, 1.0f), bf, f16});
   auto file = SafetensorsFile::open((dir / "m.safetensors").string());
   ASSERT_EQ(file->tensors().size(), 3u);
@@ -52,18 +52,18 @@ TEST(Safetensors, ReadsTensorsWithShapesDtypesAndData) {
 
 TEST(Safetensors, ScalarsAndEmptyTensors) {
   auto dir = fresh_dir("scalar");
-  write_safetensors(dir / "m.safetensors", {f32_tensor("s", {}), RawTensor{"e", "F32", {0, 4}, {}}});
+  write_safetensors(dir / "m.safetensors", {f32_tensor("s", {}), TensorBytes{"e", "F32", {0, 4}, {}}});
   auto file = SafetensorsFile::open((dir / "m.safetensors").string());
   ASSERT_EQ(file->tensors().size(), 2u);
 }
 
 TEST(Safetensors, NonFloatDtypesAreListedSeparately) {
   auto dir = fresh_dir("int");
-  RawTensor ids{"ids", "I64", {2}, std::vector<unsigned char>(16, 0)};
+  TensorBytes ids{"ids", "I64", {2}, std::vector<unsigned char>(16, 0)};
   write_safetensors(dir / "m.safetensors", {ids, f32_tensor("w", {2})});
   auto file = SafetensorsFile::open((dir / "m.safetensors").string());
   EXPECT_EQ(file->tensors().size(), 1u);
-  EXPECT_EQ(file->other_dtypes().at("ids"), "I64");
+  EXPECT_EQ(file->other_tensors().at("ids").dtype, "I64");
 }
 
 TEST(Safetensors, MissingFile) {

@@ -3,7 +3,8 @@
 // dequantized weights, with the bound that int8 activation rounding implies; and the
 // bitwise independence of a row's result from its batch, batch size and threads.
 // (Dequantization itself is checked against tests/reference/ggml_quants.py by
-// tests/io/test_gguf_dequantize.py.)
+// tests/io/test_gguf_dequantize.py, and MLX's through whole models against
+// tests/reference/mlx_affine.py by tests/model/test_mlx_models.py.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,11 +22,16 @@
 namespace nextn {
 namespace {
 
-const DType kQuantTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
-                             DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+const DType kQuantTypes[] = {DType::kQ8_0,    DType::kQ4_0,    DType::kQ4_1,     DType::kQ5_0,   DType::kQ5_1,
+                             DType::kQ4_K,    DType::kQ5_K,    DType::kQ6_K,     DType::kMlx4G32, DType::kMlx4G64,
+                             DType::kMlx4G128, DType::kMlx8G32, DType::kMlx8G64, DType::kMlx8G128};
 
-// Byte offsets of the fp16 fields of one block (the rest of a block is free bits).
-std::vector<int> f16_fields(DType t) {
+bool is_mlx(DType t) { return t >= DType::kMlx4G32; }
+
+// Byte offsets of the float fields of one block (fp16, or f32 for MLX); the rest of a
+// block is free bits.
+std::vector<int> scale_fields(DType t) {
+  if (is_mlx(t)) return {0, 4};
   switch (t) {
     case DType::kQ8_0: case DType::kQ4_0: case DType::kQ5_0: return {0};
     case DType::kQ6_K: return {208};
@@ -50,9 +56,11 @@ QuantWeights random_blocks(DType dtype, int64_t rows, int64_t cols, std::mt19937
   for (auto& b : w.bytes) b = static_cast<uint8_t>(byte(rng));
   const int64_t n_blocks = rows * cols / info.block_elems;
   for (int64_t b = 0; b < n_blocks; ++b)
-    for (int off : f16_fields(dtype)) {
-      const uint16_t h = f32_to_f16(scale(rng));
-      std::memcpy(w.bytes.data() + b * info.block_bytes + off, &h, 2);
+    for (int off : scale_fields(dtype)) {
+      const float v = scale(rng);
+      const uint16_t h = f32_to_f16(v);
+      if (is_mlx(dtype)) std::memcpy(w.bytes.data() + b * info.block_bytes + off, &v, 4);
+      else std::memcpy(w.bytes.data() + b * info.block_bytes + off, &h, 2);
     }
   std::vector<float> deq(rows * cols);
   weight_format(dtype)->dequantize(w.bytes.data(), rows * cols, deq.data());
@@ -221,8 +229,23 @@ double round_trip_bound(DType dtype, const float* x, int64_t i) {
       range(i / 16 * 16, 16, lo, hi, amax);
       return (amax / 31 + max_need / 127 * f16) / 2 * f16;
     }
-    default: return 0;
+    default: break;
   }
+  if (is_mlx(dtype)) {
+    // MLX's rule: s0 = (hi − lo)/n; the edge of larger magnitude is made exact, which
+    // rescales s to edge/round(edge/s0). Inside the range the error is |s|/2; a smaller
+    // |s| may leave the far end up to n·(|s0| − |s|) outside it (clamped).
+    const DTypeInfo& info = dtype_info(dtype);
+    const int group = info.block_elems;
+    const double n_levels = (info.block_bytes - 8) * 8 / group == 4 ? 15 : 255;
+    range(i / group * group, group, lo, hi, amax);
+    const double s0 = std::fmax((hi - lo) / n_levels, 1e-7);
+    const double edge = std::fabs(lo) > std::fabs(hi) ? lo : hi;
+    const double q0 = std::rint(std::fabs(edge) / s0);
+    const double s = q0 != 0 ? std::fabs(edge) / q0 : s0;
+    return s / 2 + n_levels * std::fmax(0.0, s0 - s) + 4e-7 * amax;
+  }
+  return 0;
 }
 
 TEST(WeightFormats, RoundTripErrorIsWithinTheQuantizersStep) {

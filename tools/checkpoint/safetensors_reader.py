@@ -1,5 +1,6 @@
 # tools/checkpoint/safetensors_reader.py — reads Hugging Face checkpoints (single-file or
-# sharded safetensors) into numpy, independent of nextn's C++ loader. F32/F16/BF16.
+# sharded safetensors) into numpy, independent of nextn's C++ loader. F32/F16/BF16, and
+# U32 (MLX's packed quantized values) as uint32.
 import json
 import os
 import struct
@@ -21,6 +22,8 @@ def decode(raw, st_dtype, shape):
         a = np.frombuffer(raw, dtype="<f2").astype(np.float32)
     elif st_dtype == "BF16":
         a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << np.uint32(16)).view(np.float32)
+    elif st_dtype == "U32":
+        return np.frombuffer(raw, dtype="<u4").reshape(shape)
     else:
         raise ValueError(f"unsupported safetensors dtype {st_dtype}")
     return a.reshape(shape)
@@ -36,7 +39,7 @@ def read_file(path, dtype=np.float64, names=None):
             continue
         b, e = info["data_offsets"]
         a = decode(mm[base + b:base + e].tobytes(), info["dtype"], info["shape"])
-        out[name] = a if dtype is None else a.astype(dtype)
+        out[name] = a if dtype is None or a.dtype == np.uint32 else a.astype(dtype)
     return out
 
 

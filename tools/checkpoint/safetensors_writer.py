@@ -7,7 +7,7 @@ import struct
 import numpy as np
 
 DTYPE_NAMES = {"f32": "F32", "bf16": "BF16", "f16": "F16"}
-DTYPE_BYTES = {"F32": 4, "BF16": 2, "F16": 2}
+DTYPE_BYTES = {"F32": 4, "BF16": 2, "F16": 2, "U32": 4}
 
 
 def f32_to_bf16_bits(a):
@@ -34,6 +34,8 @@ def encode(a, st_dtype):
         return f32_to_bf16_bits(a).astype("<u2", copy=False)
     if st_dtype == "F16":
         return np.ascontiguousarray(a, dtype="<f2")
+    if st_dtype == "U32":  # packed integer values (MLX quantized weights), passed as uint32
+        return np.ascontiguousarray(a, dtype="<u4")
     raise ValueError(f"unsupported dtype {st_dtype}")
 
 
