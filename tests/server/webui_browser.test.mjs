@@ -114,6 +114,16 @@ test("the chat page in Chromium", { timeout: 300000 }, async () => {
     const entries = asked.flatMap((c) => c.choices?.[0]?.nextn?.tokens ?? []);
     assert.equal(entries.map((e) => e.content ?? "").join(""), text(asked));
     assert.equal(entries.filter((e) => e.source).length, asked.at(-1).timings.predicted_n);
+    // Legacy completions too: entries carry `text`.
+    const completion = await fetch(url + "/v1/completions", {
+      method: "POST", headers: { "Content-Type": "application/json", Authorization: "Bearer " + KEY },
+      body: JSON.stringify({ prompt: PROMPT, max_tokens: 24, stream: true, nextn: { token_sources: true } }) });
+    const cchunks = (await completion.text()).split("\n\n").filter((b) => b.startsWith("data: {"))
+        .map((b) => JSON.parse(b.slice(6)));
+    const centries = cchunks.flatMap((c) => c.choices?.[0]?.nextn?.tokens ?? []);
+    assert.equal(centries.map((e) => e.text ?? "").join(""), cchunks.map((c) => c.choices?.[0]?.text ?? "").join(""));
+    assert.equal(centries.filter((e) => e.source).length, cchunks.at(-1).timings.predicted_n);
+    assert.ok(centries.some((e) => e.source === "draft"), "no accepted draft in 24 tokens with --mtp");
 
     const page = await browser.newPage();
     page.on("console", (m) => {
