@@ -23,5 +23,6 @@ Command add_perf_command(CLI::App& root);
 Command add_kv_eval_command(CLI::App& root);
 Command add_quantize_command(CLI::App& root);
 Command add_gguf_dump_command(CLI::App& root);
+Command add_weight_eval_command(CLI::App& root);
 
 }  // namespace nextn

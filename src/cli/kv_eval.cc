@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/logit_stats.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -75,19 +76,9 @@ KvOptions options_for(const std::string& type, const KvEvalFlags& f) {
   return o;
 }
 
-// log-softmax of a row in double.
-void log_softmax(const float* x, int n, std::vector<double>& out) {
-  out.resize(n);
-  double mx = *std::max_element(x, x + n), z = 0;
-  for (int i = 0; i < n; ++i) z += std::exp(double(x[i]) - mx);
-  const double lz = mx + std::log(z);
-  for (int i = 0; i < n; ++i) out[i] = double(x[i]) - lz;
-}
-
 struct TypeStats {
   std::string name;
-  double kl_sum = 0, nll_sum = 0;
-  long rows = 0, scored = 0, top1_same = 0;
+  LogitStats logits;
   size_t bytes = 0, f16_bytes = 0;
   int tokens = 0;
 };
@@ -113,7 +104,6 @@ int run_quality(const KvEvalFlags& f, Model& model) {
     }
     ForwardResult result;
     std::vector<float> ref_logits;
-    std::vector<double> lp_ref, lp;
     Stopwatch sw;
     for (int start = 0; start < n; start += f.chunk) {
       const int m = std::min(f.chunk, n - start);
@@ -124,22 +114,10 @@ int run_quality(const KvEvalFlags& f, Model& model) {
         rows.kv = c == 0 ? ref.get() : caches[c - 1].get();
         model.forward(std::span<SequenceRows>(&rows, 1), result);
         if (c == 0) ref_logits = result.logits;
-        TypeStats& st = stats[c];
         for (int i = 0; i < m; ++i) {
-          const float* row = result.logits.data() + size_t(i) * V;
-          const float* rrow = ref_logits.data() + size_t(i) * V;
-          log_softmax(row, V, lp);
-          log_softmax(rrow, V, lp_ref);
-          double kl = 0;
-          for (int v = 0; v < V; ++v) kl += std::exp(lp_ref[v]) * (lp_ref[v] - lp[v]);
-          st.kl_sum += std::max(0.0, kl);
-          st.rows++;
           const int pos = start + i;
-          if (pos + 1 < n) {
-            st.nll_sum -= lp[tokens[pos + 1]];
-            st.scored++;
-          }
-          st.top1_same += (std::max_element(row, row + V) - row) == (std::max_element(rrow, rrow + V) - rrow);
+          stats[c].logits.add(ref_logits.data() + size_t(i) * V, result.logits.data() + size_t(i) * V, V,
+                              pos + 1 < n ? tokens[pos + 1] : -1);
         }
       }
     }
@@ -152,13 +130,13 @@ int run_quality(const KvEvalFlags& f, Model& model) {
     std::printf("text %s: %d tokens, chunk %d, %.1f s\n", path.c_str(), n, f.chunk, sw.seconds());
     std::printf("  %-8s %12s %10s %9s %14s %8s\n", "type", "mean KL", "PPL", "top1 %", "KV bytes/tok", "vs f16");
     for (const TypeStats& st : stats) {
-      const double ppl = std::exp(st.nll_sum / std::max<long>(1, st.scored));
+      const double ppl = st.logits.perplexity();
       const double per_tok = double(st.bytes) / std::max(1, st.tokens);
       const double ratio = double(st.f16_bytes) / std::max<size_t>(1, st.bytes);
-      std::printf("  %-8s %12.6f %10.4f %9.2f %14.0f %7.2fx\n", st.name.c_str(), st.kl_sum / st.rows, ppl,
-                  100.0 * st.top1_same / st.rows, per_tok, ratio);
-      report.push_back({{"text", path}, {"tokens", n}, {"type", st.name}, {"mean_kl", st.kl_sum / st.rows},
-                        {"ppl", ppl}, {"top1_agree", double(st.top1_same) / st.rows},
+      std::printf("  %-8s %12.6f %10.4f %9.2f %14.0f %7.2fx\n", st.name.c_str(), st.logits.mean_kl(), ppl,
+                  100.0 * st.logits.top1_agreement(), per_tok, ratio);
+      report.push_back({{"text", path}, {"tokens", n}, {"type", st.name}, {"mean_kl", st.logits.mean_kl()},
+                        {"ppl", ppl}, {"top1_agree", st.logits.top1_agreement()},
                         {"kv_bytes_per_token", per_tok}, {"compression_vs_f16", ratio},
                         {"compress_after", f.compress_after}, {"keep_recent", f.keep_recent},
                         {"group_size", f.group_size}});

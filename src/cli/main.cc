@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
       nextn::add_kv_eval_command(app),
       nextn::add_quantize_command(app),
       nextn::add_gguf_dump_command(app),
+      nextn::add_weight_eval_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -71,6 +71,16 @@ HWY_INLINE hn::Vec<D> split_nibbles(D d, const uint8_t* qs16, size_t k) {
   }
 }
 
+// An fp16 field as float32 with the target's conversion instruction (F16C on x86, fcvt
+// on Arm): the formats' block headers call this once per block and output row, where
+// the portable integer conversion of util/dtype.h cost a dozen scalar instructions and
+// branches. Exact either way, so every target computes the same scales.
+HWY_INLINE float load_f16(const uint8_t* p) {
+  const hn::CappedTag<float, 1> d1;
+  const hn::Rebind<hwy::float16_t, decltype(d1)> dh1;
+  return hn::GetLane(hn::PromoteTo(d1, hn::LoadU(dh1, reinterpret_cast<const hwy::float16_t*>(p))));
+}
+
 // The 4-bit values of elements [k·N, k·N+N) of a group whose element l is byte l of
 // 32 consecutive bytes (K-quants): low nibbles, or high nibbles when `high`.
 HWY_INLINE V16 nibbles_of_32(D16 d, const uint8_t* qs32, size_t k, bool high) {
