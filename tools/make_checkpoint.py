@@ -7,8 +7,8 @@ layout: config.json, generation_config.json, model.safetensors or
 model-0000k-of-0000n.safetensors + model.safetensors.index.json, and a small byte-level BPE
 tokenizer (tokenizer.json + tokenizer_config.json with a ChatML template).
 
-  make_checkpoint.py --arch {llama,qwen2,qwen3,mimo} [--mtp {none,mimo,deepseek}]
-      [--preset {tiny,qwen3-0.6b,llama-3.2-1b}] [--dtype {f32,bf16,f16}] [--shards N]
+  make_checkpoint.py --arch {llama,qwen2,qwen3,mimo,qwen3_5} [--mtp {none,mimo,deepseek,qwen35}]
+      [--preset {tiny,qwen3-0.6b,llama-3.2-1b,qwen3.5-0.8b,qwen3.5-2b}] [--vision-language] [--dtype {f32,bf16,f16}] [--shards N]
       [--seed S] [--vocab V] [--layers L] [--mtp-layers K] --out DIR
   make_checkpoint.py --assistant-of TARGET_DIR --out DIR   # MTP-only assistant checkpoint
 """
@@ -109,6 +109,9 @@ def shape_for(args):
     if args.preset == "tiny":
         s = dict(A.TINY[args.arch])
     else:
+        if A.PRESET_ARCH.get(args.preset, args.arch) != args.arch:
+            raise SystemExit(f"--preset {args.preset} is a {A.PRESET_ARCH[args.preset]} shape, "
+                             f"not --arch {args.arch}")
         s = dict(A.PRESETS[args.preset])
     if args.vocab:
         s["vocab"] = args.vocab
@@ -128,7 +131,14 @@ def make_model(args):
     mtp = args.mtp or A.ARCHS[args.arch][4]
     st_dtype = W.DTYPE_NAMES[args.dtype]
     os.makedirs(args.out, exist_ok=True)
-    tensors = A.model_tensors(args.arch, s, mtp, args.mtp_layers, args.shared_head)
+    if args.arch == "qwen3_5":
+        n_mtp = args.mtp_layers if mtp != "none" else 0
+        tensors = A.qwen35_tensors(s, n_mtp, "model.language_model." if args.vision_language
+                                   else "model.")
+        if args.vision_language:  # a vision tower the text model ignores
+            tensors.append(("model.visual.patch_embed.proj.weight", (16, 12), A.Init(0.1)))
+    else:
+        tensors = A.model_tensors(args.arch, s, mtp, args.mtp_layers, args.shared_head)
     inits = {name: init for name, _, init in tensors}
     specs = []
     for name, shape, init in tensors:
@@ -138,8 +148,12 @@ def make_model(args):
         specs.append(W.TensorSpec(name, shape, st_dtype, make_chunks(args.seed, src, shape, init)))
     specials = T.write_tokenizer(args.out, s["vocab"], s.get("max_pos", 4096))
     dtype_name = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[args.dtype]
-    write_json(os.path.join(args.out, "config.json"),
-               A.config_json(args.arch, s, mtp, args.mtp_layers, dtype_name, specials))
+    if args.arch == "qwen3_5":
+        config = A.qwen35_config(s, args.mtp_layers if mtp != "none" else 0, dtype_name, specials,
+                                 args.vision_language)
+    else:
+        config = A.config_json(args.arch, s, mtp, args.mtp_layers, dtype_name, specials)
+    write_json(os.path.join(args.out, "config.json"), config)
     write_json(os.path.join(args.out, "generation_config.json"), {
         "bos_token_id": specials["<|endoftext|>"],
         "eos_token_id": [specials["<|im_end|>"], specials["<|endoftext|>"]],
@@ -221,8 +235,12 @@ def make_assistant(args):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--arch", choices=sorted(A.ARCHS))
-    p.add_argument("--mtp", choices=["none", "mimo", "deepseek"],
-                   help="MTP layers (default: mimo for --arch mimo, none otherwise)")
+    p.add_argument("--mtp", choices=["none", "mimo", "deepseek", "qwen35"],
+                   help="MTP layers (default: mimo for --arch mimo, qwen35 for --arch qwen3_5, "
+                        "none otherwise)")
+    p.add_argument("--vision-language", action="store_true",
+                   help="qwen3_5: Qwen3_5ForConditionalGeneration layout (text_config, "
+                        "model.language_model.*, a vision tensor)")
     p.add_argument("--mtp-layers", type=int, default=1)
     p.add_argument("--shared-head", choices=["copy", "random", "none"], default="copy",
                    help="DeepSeek layout: shared_head.head = copy of lm_head (default), "
@@ -246,6 +264,10 @@ def parse_args(argv):
         args.dtype = "f32" if args.preset == "tiny" else "bf16"
     if args.mtp_layers < 1:
         p.error("--mtp-layers must be >= 1")
+    if args.arch == "qwen3_5" and args.mtp not in (None, "none", "qwen35"):
+        p.error("--arch qwen3_5 takes --mtp qwen35 or none")
+    if args.arch != "qwen3_5" and args.mtp == "qwen35":
+        p.error("--mtp qwen35 needs --arch qwen3_5")
     return args
 
 

@@ -148,6 +148,12 @@ int run_bench(const BenchOptions& o) {
               // The slot keeps this request's cache (prefix cache) until the next one.
               if (kv.is_object() && kv.contains("bytes_used") && kv["bytes_used"].is_number())
                 m.kv_bytes = kv["bytes_used"].get<double>();
+              // Hybrid models: attention KV + recurrent state + rollback snapshots.
+              if (health->contains("sequence_state")) {
+                const auto& st = (*health)["sequence_state"];
+                if (st.is_object() && st.contains("total_bytes") && st["total_bytes"].is_number())
+                  m.kv_bytes = st["total_bytes"].get<double>();
+              }
             }
           }
           std::fprintf(stderr, "     TTFT=%.2fs  TPS=%.1f  prefill=%.0f tok/s  prompt=%d  tokens=%d  RSS=%.2fGB  "

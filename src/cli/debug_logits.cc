@@ -98,14 +98,14 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     if (!mtp) fail(ErrorKind::kBadInput, "{}: --mtp given but the checkpoint has no MTP layers", f.model_dir);
   }
 
-  auto kv = model->new_kv_cache(n_prompt + f.decode + 1, kv_options);
+  auto kv = model->new_state(n_prompt + f.decode + 1, kv_options);
   std::vector<float> prefill(size_t(n_prompt) * V), hidden(size_t(n_prompt) * H);
   const int chunk = f.chunk == 0 ? n_prompt : f.chunk;
   ForwardResult result;
   for (int start = 0; start < n_prompt; start += chunk) {
     const int n = std::min(chunk, n_prompt - start);
     SequenceRows rows;
-    rows.kv = kv.get();
+    rows.state = kv.get();
     rows.tokens = std::span<const int32_t>(prompt.data() + start, n);
     for (int i = 0; i < n; ++i) rows.logit_rows.push_back(i), rows.hidden_rows.push_back(i);
     model->forward(std::span<SequenceRows>(&rows, 1), result);
@@ -121,7 +121,7 @@ int run_debug_logits(const DebugLogitsFlags& f) {
   for (int step = 0; step < f.decode; ++step) {
     tokens[step] = next;
     SequenceRows rows;
-    rows.kv = kv.get();
+    rows.state = kv.get();
     rows.tokens = std::span<const int32_t>(&tokens[step], 1);
     rows.logit_rows = {0};
     model->forward(std::span<SequenceRows>(&rows, 1), result);
@@ -136,7 +136,7 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     const int rows = n_prompt - 1;
     std::vector<float> logits, hidden_out;
     if (rows > 0) {
-      auto mtp_kv = mtp->new_kv_cache(n_prompt, kv_options);
+      auto mtp_kv = mtp->new_state(n_prompt, kv_options);
       std::vector<int> logit_rows(rows);
       for (int i = 0; i < rows; ++i) logit_rows[i] = i;
       mtp->forward(0, *mtp_kv, hidden.data(), std::span<const int32_t>(prompt.data() + 1, rows), logit_rows, logits,

@@ -21,7 +21,17 @@ void write_tokenizer_metadata(const std::string& src_dir, const ModelConfig& c, 
   w.set_string("tokenizer.ggml.pre", v.pre);
   w.set_strings("tokenizer.ggml.tokens", v.tokens);
   w.set_i32s("tokenizer.ggml.token_type", v.token_types);
-  w.set_strings("tokenizer.ggml.merges", v.merges);
+  if (v.model == "llama") {
+    w.set_f32s("tokenizer.ggml.scores", v.scores);
+    w.set_bool("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+    for (size_t i = 0; i < v.token_types.size(); ++i)
+      if (v.token_types[i] == kTokenUnknown) {
+        w.set_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(i));
+        break;
+      }
+  } else {
+    w.set_strings("tokenizer.ggml.merges", v.merges);
+  }
   // generation_config's eos wins over tokenizer_config's, as in the model config.
   const int32_t eos = c.eos_token_ids.empty() ? v.eos : c.eos_token_ids.front();
   if (c.bos_token_id >= 0 || v.bos >= 0) w.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos >= 0 ? v.bos : c.bos_token_id));

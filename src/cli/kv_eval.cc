@@ -94,12 +94,12 @@ int run_quality(const KvEvalFlags& f, Model& model) {
     if (static_cast<int>(tokens.size()) > f.ctx) tokens.resize(f.ctx);
     const int n = static_cast<int>(tokens.size());
     if (n < 2) fail(ErrorKind::kBadInput, "{}: fewer than 2 tokens", path);
-    auto ref = model.new_kv_cache(n, options_for(f.reference, f));
-    std::vector<std::unique_ptr<KvCache>> caches;
+    auto ref = model.new_state(n, options_for(f.reference, f));
+    std::vector<std::unique_ptr<SequenceState>> caches;
     std::vector<TypeStats> stats(types.size() + 1);
     stats[0].name = f.reference;
     for (size_t i = 0; i < types.size(); ++i) {
-      caches.push_back(model.new_kv_cache(n, options_for(types[i], f)));
+      caches.push_back(model.new_state(n, options_for(types[i], f)));
       stats[i + 1].name = types[i];
     }
     ForwardResult result;
@@ -111,7 +111,7 @@ int run_quality(const KvEvalFlags& f, Model& model) {
       rows.tokens = std::span<const int32_t>(tokens.data() + start, m);
       for (int i = 0; i < m; ++i) rows.logit_rows.push_back(i);
       for (size_t c = 0; c <= caches.size(); ++c) {
-        rows.kv = c == 0 ? ref.get() : caches[c - 1].get();
+        rows.state = c == 0 ? ref.get() : caches[c - 1].get();
         model.forward(std::span<SequenceRows>(&rows, 1), result);
         if (c == 0) ref_logits = result.logits;
         for (int i = 0; i < m; ++i) {
@@ -122,9 +122,9 @@ int run_quality(const KvEvalFlags& f, Model& model) {
       }
     }
     for (size_t c = 0; c <= caches.size(); ++c) {
-      KvCache& kv = c == 0 ? *ref : *caches[c - 1];
-      stats[c].bytes = kv.bytes_used();
-      stats[c].f16_bytes = kv.f16_equivalent_bytes();
+      SequenceState& kv = c == 0 ? *ref : *caches[c - 1];
+      stats[c].bytes = kv.attention_bytes();
+      stats[c].f16_bytes = kv.attention_f16_equivalent_bytes();
       stats[c].tokens = kv.length();
     }
     std::printf("text %s: %d tokens, chunk %d, %.1f s\n", path.c_str(), n, f.chunk, sw.seconds());
@@ -155,24 +155,30 @@ int run_speed(const KvEvalFlags& f, Model& model) {
   for (const std::string& c : split(f.contexts)) {
     const int ctx = std::stoi(c);
     for (const std::string& type : types) {
-      auto kv = model.new_kv_cache(ctx + f.steps + 1, options_for(type, f));
-      const KvShape& s = kv->shape();
-      // Synthetic history: unit-variance random keys/values, written through append().
+      auto kv = model.new_state(ctx + f.steps + 1, options_for(type, f));
+      // Synthetic history: unit-variance random keys/values, written through append()
+      // into every attention layer's cache (recurrent layers keep their empty state).
       const int piece = 1024;
-      const size_t width = size_t(s.n_kv_heads) * s.head_dim;
       std::mt19937 rng(7);
       std::normal_distribution<float> nd;
-      std::vector<float> k(piece * width), v(piece * width);
-      for (float& x : k) x = nd(rng);
-      for (float& x : v) x = nd(rng);
       Stopwatch fill;
-      for (int layer = 0; layer < s.n_layers; ++layer)
+      kv->begin_rows(ctx, false);
+      const std::vector<LayerSpec>& layers = model.config().layers;
+      for (int layer = 0; layer < int(layers.size()); ++layer) {
+        if (layers[size_t(layer)].mixer == MixerKind::kGatedDeltaNet) continue;
+        const size_t width = size_t(layers[size_t(layer)].attention.kv_heads) * layers[size_t(layer)].attention.head_dim;
+        std::vector<float> k(piece * width), v(piece * width);
+        for (float& x : k) x = nd(rng);
+        for (float& x : v) x = nd(rng);
+        const AttentionSlot slot = kv->attention(layer);
         for (int p = 0; p < ctx; p += piece) {
           const int m = std::min(piece, ctx - p);
           // Rotate the data a little per piece so blocks differ.
           std::rotate(k.begin(), k.begin() + 1 + (p / piece) % 7, k.end());
-          kv->append(layer, p, m, k.data(), v.data());
+          slot.cache->append(slot.layer, p, m, k.data(), v.data());
         }
+      }
+      kv->end_rows();
       const double fill_s = fill.seconds();
       const int fill_threads = ThreadPool::global().size();
       if (f.decode_threads > 0) ThreadPool::set_global_threads(f.decode_threads);
@@ -182,7 +188,7 @@ int run_speed(const KvEvalFlags& f, Model& model) {
       double seconds = 0, cpu = 0;
       for (int step = 0; step <= f.steps; ++step) {
         SequenceRows rows;
-        rows.kv = kv.get();
+        rows.state = kv.get();
         rows.tokens = std::span<const int32_t>(&token, 1);
         rows.logit_rows = {0};
         Stopwatch sw;
@@ -194,8 +200,8 @@ int run_speed(const KvEvalFlags& f, Model& model) {
       const int decode_threads = ThreadPool::global().size();
       if (f.decode_threads > 0) ThreadPool::set_global_threads(fill_threads);
       const double tps = f.steps / seconds;
-      const double per_tok = double(kv->bytes_used()) / kv->length();
-      const double ratio = double(kv->f16_equivalent_bytes()) / kv->bytes_used();
+      const double per_tok = double(kv->attention_bytes()) / kv->length();
+      const double ratio = double(kv->attention_f16_equivalent_bytes()) / kv->attention_bytes();
       std::printf("%-8s %8d %12.2f %14.2f %14.0f %7.2fx %10.1f\n", type.c_str(), ctx, tps, f.steps / cpu, per_tok, ratio,
                   fill_s);
       std::fflush(stdout);

@@ -60,10 +60,11 @@ std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
 }
 
 // One forward of `tokens` appended to `kv`, logits for every row when all_logits.
-double timed_forward(Model& model, KvCache& kv, const std::vector<int32_t>& tokens, bool all_logits,
+double timed_forward(Model& model, SequenceState& kv, const std::vector<int32_t>& tokens, bool all_logits,
                      ForwardResult& result) {
   SequenceRows rows;
-  rows.kv = &kv;
+  rows.state = &kv;
+  rows.snapshots = all_logits;  // a verify keeps every row's recurrent state (rolled back after)
   rows.tokens = tokens;
   if (all_logits) {
     for (size_t i = 0; i < tokens.size(); ++i) rows.logit_rows.push_back(static_cast<int>(i));
@@ -95,30 +96,34 @@ ModelPerf measure_model(const PerfFlags& f) {
   perf.weight_gb = static_cast<double>(model->weight_bytes()) / 1e9;
 
   const int context = 64;  // decode and verify run after a short prompt
-  auto kv = model->new_kv_cache(std::max(f.prefill, context + f.decode_steps + f.max_k) + 8, KvOptions{});
+  auto kv = model->new_state(std::max(f.prefill, context + f.decode_steps + f.max_k) + 8, KvOptions{});
   ForwardResult result;
   const int vocab = config.vocab_size;
 
   // Warm-up (faults in mmap'd pages, sizes buffers).
   timed_forward(*model, *kv, random_tokens(context, vocab, 1), false, result);
   timed_forward(*model, *kv, random_tokens(1, vocab, 2), false, result);
-  kv->truncate(0);
+  kv->return_to(0);
 
   // Prefill: one chunk of f.prefill tokens.
   perf.prefill_seconds = 1e30;
   const auto prompt = random_tokens(f.prefill, vocab, 3);
   for (int rep = 0; rep < std::max(1, f.repeats / 2); ++rep) {
-    kv->truncate(0);
+    kv->return_to(0);
     perf.prefill_seconds = std::min(perf.prefill_seconds, timed_forward(*model, *kv, prompt, false, result));
   }
 
   // Decode: f.decode_steps single-token steps after a short prompt.
-  kv->truncate(0);
+  kv->return_to(0);
   timed_forward(*model, *kv, random_tokens(context, vocab, 4), false, result);
   perf.decode_seconds = 1e30;
   const auto steps = random_tokens(f.decode_steps, vocab, 5);
   for (int rep = 0; rep < f.repeats; ++rep) {
-    kv->truncate(context);
+    if (!kv->can_return_to(context)) {  // recurrent layers: decode rows are not snapshotted
+      kv->return_to(0);
+      timed_forward(*model, *kv, random_tokens(context, vocab, 4), false, result);
+    }
+    kv->return_to(context);
     double total = 0;
     for (int32_t token : steps) total += timed_forward(*model, *kv, {token}, false, result);
     perf.decode_seconds = std::min(perf.decode_seconds, total / std::max(1, f.decode_steps));
@@ -127,10 +132,14 @@ ModelPerf measure_model(const PerfFlags& f) {
   // Verify: one forward over k rows with logits for every row, rolled back each
   // time. Rounds visit k = 1..K in turn so every k sees the same machine load.
   perf.verify_seconds.assign(f.max_k, 1e30);
+  if (!kv->can_return_to(context)) {
+    kv->return_to(0);
+    timed_forward(*model, *kv, random_tokens(context, vocab, 4), false, result);
+  }
   for (int rep = 0; rep < std::max(3, f.repeats); ++rep)
     for (int k = 1; k <= f.max_k; ++k) {
       const auto rows = random_tokens(k, vocab, 100 + k);
-      kv->truncate(context);
+      kv->return_to(context);
       perf.verify_seconds[k - 1] = std::min(perf.verify_seconds[k - 1], timed_forward(*model, *kv, rows, true, result));
     }
   return perf;

@@ -43,13 +43,13 @@ std::vector<float> all_logits(Model& model, const std::vector<int32_t>& tokens, 
   const int n = static_cast<int>(tokens.size()), V = model.config().vocab_size;
   KvOptions exact;  // F32 keys/values: only the weights differ between the models
   exact.type = KvType::kF32;
-  auto kv = model.new_kv_cache(n, exact);
+  auto kv = model.new_state(n, exact);
   std::vector<float> out(size_t(n) * V);
   ForwardResult result;
   for (int start = 0; start < n; start += chunk) {
     const int m = std::min(chunk, n - start);
     SequenceRows rows;
-    rows.kv = kv.get();
+    rows.state = kv.get();
     rows.tokens = std::span<const int32_t>(tokens.data() + start, m);
     for (int i = 0; i < m; ++i) rows.logit_rows.push_back(i);
     model.forward(std::span<SequenceRows>(&rows, 1), result);

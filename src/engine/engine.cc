@@ -4,8 +4,9 @@
 //     from speculative/step.h's draft_rows (k = 0: a plain decode row),
 //  3. runs ONE batched Model::forward over all of them,
 //  4. per sequence: verify_rows turns the scored rows into tokens; the engine emits
-//     them, truncates rejected rows from the KV cache and lets the drafter catch up
-//     on the accepted rows.
+//     them, returns the sequence state to the accepted length (attention KV truncated,
+//     recurrent layers to the snapshot of the last accepted row) and lets the drafter
+//     catch up on the accepted rows.
 // Cancellation (callback returning false, cancel(id)) takes effect within a step.
 #include "engine/engine.h"
 
@@ -78,7 +79,7 @@ struct Active {
   GenerationRequest req;
   std::unique_ptr<Sampler> sampler;
   int draft_limit = 0;   // max drafts per step for this request (0: no drafting)
-  int prefilled = 0;     // prompt tokens in the KV cache
+  int prefilled = 0;     // prompt tokens in the sequence state
   bool decoding = false;
   int32_t last = 0;      // emitted token not yet in the KV cache
   int generated = 0;
@@ -94,9 +95,9 @@ struct Active {
 
 struct Slot {
   int index = 0;
-  std::unique_ptr<KvCache> kv;
+  std::unique_ptr<SequenceState> state;
   KvOptions kv_options;
-  std::vector<int32_t> cached;           // tokens in kv
+  std::vector<int32_t> cached;           // tokens in state
   std::unique_ptr<DraftSession> draft;
   int draft_len = 0;                     // target rows the draft session has seen
   std::unique_ptr<Active> active;
@@ -236,7 +237,7 @@ void Engine::Impl::run() {
       for (auto& slot : slots)
         if (slot.active) {
           finish(slot, FinishReason::kError, e.what());
-          slot.kv.reset();  // state unknown: start over
+          slot.state.reset();  // state unknown: start over
           slot.cached.clear();
           slot.draft.reset();
           slot.draft_len = 0;
@@ -296,8 +297,8 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   const ModelConfig& config = model->config();
   a->sampler = std::make_unique<Sampler>(a->req.sampling, config.vocab_size, a->req.prompt);
   KvOptions kvo = a->req.kv ? *a->req.kv : opt.kv;
-  if (!slot.kv || !same_kv_options(kvo, slot.kv_options)) {
-    slot.kv = model->new_kv_cache(opt.ctx_size, kvo);
+  if (!slot.state || !same_kv_options(kvo, slot.kv_options)) {
+    slot.state = model->new_state(opt.ctx_size, kvo);
     slot.kv_options = kvo;
     slot.cached.clear();
   }
@@ -311,14 +312,16 @@ void Engine::Impl::start(Slot& slot, Queued q) {
     a->timings.drafter = drafter->name();
     if (opt.speculative.synthetic_accept >= 0) a->timings.synthetic_accept = opt.speculative.synthetic_accept;
   }
-  // Prefix cache: keep the common prefix, but recompute at least the last prompt row.
+  // Prefix cache: keep the common prefix, but recompute at least the last prompt row,
+  // and only at a length the state can return to (recurrent layers: the whole cached
+  // sequence, e.g. the next turn of a chat, or nothing).
   const auto& prompt = a->req.prompt;
   size_t c = 0;
   while (c < slot.cached.size() && c < prompt.size() && slot.cached[c] == prompt[c]) ++c;
   int keep = std::min<int>(int(c), int(prompt.size()) - 1);
   if (a->draft_limit > 0) keep = std::min(keep, slot.draft_len);
-  keep = std::max(keep, 0);
-  slot.kv->truncate(keep);
+  keep = slot.state->longest_returnable(std::max(keep, 0));
+  slot.state->return_to(keep);
   slot.cached.resize(size_t(keep));
   if (slot.draft) {
     slot.draft->rollback(std::min(keep, slot.draft_len));
@@ -341,7 +344,7 @@ int Engine::Impl::choose_k(Active& a, Slot& slot) {
   if (adaptive) k = std::min(k, adaptive->choose(costs));
   // Never draft past max_tokens (the step emits up to k+1 tokens) or the context.
   k = std::min(k, a.req.max_tokens - a.generated - 1);
-  k = std::min(k, opt.ctx_size - slot.kv->length() - 2);
+  k = std::min(k, opt.ctx_size - slot.state->length() - 2);
   return std::max(k, 0);
 }
 
@@ -350,7 +353,7 @@ int Engine::Impl::choose_k(Active& a, Slot& slot) {
 void Engine::Impl::collect(Slot& slot, size_t& logit_rows, size_t& hidden_rows) {
   Active& a = *slot.active;
   SequenceRows rows;
-  rows.kv = slot.kv.get();
+  rows.state = slot.state.get();
   bool want_hidden = a.draft_limit > 0 && drafter->needs_hidden();
   if (!a.decoding) {
     int n_prompt = int(a.req.prompt.size());
@@ -363,6 +366,7 @@ void Engine::Impl::collect(Slot& slot, size_t& logit_rows, size_t& hidden_rows) 
     rows.tokens = std::span<const int32_t>(a.drafted.rows);  // a.drafted keeps the storage alive
     a.rows = int(a.drafted.rows.size());
     for (int i = 0; i < a.rows; ++i) rows.logit_rows.push_back(i);
+    rows.snapshots = a.rows > 1;  // verify rows: the state must be able to return to any of them
   }
   if (want_hidden)
     for (int i = 0; i < a.rows; ++i) rows.hidden_rows.push_back(i);
@@ -408,15 +412,22 @@ bool Engine::Impl::step() {
   for (Slot* slot : in_batch) process(*slot);
 
   std::lock_guard lock(mu);
-  size_t used = 0, f16 = 0;
+  size_t used = 0, f16 = 0, recurrent = 0, snapshots = 0, per_sequence = 0;
   for (auto& slot : slots)
-    if (slot.kv) {
-      used += slot.kv->bytes_used();
-      f16 += slot.kv->f16_equivalent_bytes();
-      if (slot.draft) used += slot.draft->kv_bytes();
+    if (slot.state) {
+      const SequenceState& st = *slot.state;
+      size_t kv = st.attention_bytes() + (slot.draft ? slot.draft->kv_bytes() : 0);
+      used += kv;
+      f16 += st.attention_f16_equivalent_bytes();
+      recurrent += st.recurrent_bytes();
+      snapshots += st.snapshot_bytes();
+      per_sequence = std::max(per_sequence, kv + st.recurrent_bytes() + st.snapshot_bytes());
     }
   stats.kv_bytes_used = used;
   stats.kv_bytes_f16_equivalent = f16;
+  stats.recurrent_bytes = recurrent;
+  stats.snapshot_bytes = snapshots;
+  stats.state_bytes_per_sequence_max = per_sequence;
   return true;
 }
 
@@ -434,14 +445,14 @@ void Engine::Impl::process(Slot& slot) {
 
   // Decode / verify: rows [last, d1..dk] at KV positions base.. .
   const int k = a.drafted.num_drafts();
-  const int base = slot.kv->length() - a.rows;
+  const int base = slot.state->length() - a.rows;
   VerifyRules rules;
   rules.synthetic_accept = opt.speculative.synthetic_accept;
   rules.on_reject = opt.speculative.rejection_rule;
   StepTokens step = verify_rows(a.drafted, logits, vocab, *a.sampler, rules);
   // Keep [last, d1..da]; drop the rejected rows.
   std::span<const int32_t> kept(a.drafted.rows.data(), size_t(step.accepted + 1));
-  slot.kv->truncate(base + int(kept.size()));
+  slot.state->return_to(base + int(kept.size()));
   slot.cached.insert(slot.cached.end(), kept.begin(), kept.end());
   if (a.draft_limit > 0) {
     slot.draft->commit(base, kept, hidden);
@@ -519,7 +530,7 @@ bool Engine::Impl::emit(Slot& slot, const TokenEvent& provenance, const float* l
     finish(slot, reply.finish());
     return false;
   }
-  if (a.generated >= a.req.max_tokens || slot.kv->length() + 1 >= opt.ctx_size) {
+  if (a.generated >= a.req.max_tokens || slot.state->length() + 1 >= opt.ctx_size) {
     finish(slot, FinishReason::kLength);
     return false;
   }

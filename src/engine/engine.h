@@ -114,7 +114,11 @@ struct EngineStats {
   uint64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   double prompt_seconds_total = 0, decode_seconds_total = 0;
   SpeculativeCounters speculative;  // every request's drafts, summed
+  // Memory of every slot's sequence state: attention KV (kv_bytes_used also counts the
+  // drafters' KV), recurrent state, and the recurrent snapshots kept for rollback.
   size_t kv_bytes_used = 0, kv_bytes_f16_equivalent = 0;
+  size_t recurrent_bytes = 0, snapshot_bytes = 0;
+  size_t state_bytes_per_sequence_max = 0;  // the largest one slot holds (KV + recurrent + snapshots)
 };
 
 // Why a prompt cannot be generated from: the one definition of a valid prompt

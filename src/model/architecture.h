@@ -1,8 +1,10 @@
 // model/architecture.h — the architecture registry. Each supported architecture is
-// one file (llama.cc, qwen2.cc, ...) defining an Architecture, plus one line in the
-// table of architectures.cc. All share the generic decoder (decoder_model.cc); an
-// architecture only says which config keys and tensor variants it uses.
+// one file (llama.cc, qwen2.cc, qwen3_5.cc, ...) defining an Architecture, plus one line
+// in the table of architectures.cc. All share the generic decoder (decoder_model.cc):
+// an architecture says which config keys and tensor variants it uses, fills the
+// per-layer specification (ModelConfig::layers) and may build its own layers.
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,13 +13,21 @@
 
 namespace nextn {
 
+class Block;
 class Checkpoint;
+class WeightStore;
 
 struct Architecture {
   const char* name;        // config.json "architectures"[0], e.g. "Qwen3ForCausalLM"
   const char* model_type;  // config.json "model_type", e.g. "qwen3"
   // Sets the architecture's own fields; the common keys are already parsed into `config`.
   void (*configure)(const ConfigReader& reader, const Checkpoint& ckpt, ModelConfig& config);
+  // Builds one layer of the trunk or of the MTP head from tensors under `prefix` (ends
+  // in '.'); nullptr: every layer is the shared attention block (decoder_block.h).
+  std::unique_ptr<Block> (*make_block)(const ModelConfig& config, const LayerSpec& layer, WeightStore& store,
+                                       const std::string& prefix) = nullptr;
+  // Set for architectures recognized only to be refused: the reason, named at load.
+  const char* unsupported = nullptr;
 };
 
 // Defined one per file.
@@ -25,9 +35,15 @@ extern const Architecture kLlamaArchitecture;
 extern const Architecture kQwen2Architecture;
 extern const Architecture kQwen3Architecture;
 extern const Architecture kMiMoArchitecture;
+extern const Architecture kQwen3_5Architecture;             // Qwen3_5ForCausalLM
+extern const Architecture kQwen3_5VisionLanguageArchitecture;  // Qwen3_5ForConditionalGeneration (text part)
+extern const Architecture kQwen3_5MoeArchitecture;          // refused: MoE
+extern const Architecture kQwen3NextArchitecture;           // refused: MoE
 
 // The registration table (architectures.cc).
 const std::vector<const Architecture*>& architectures();
+// The entry named `name` (config.architecture); kInternal error when absent.
+const Architecture& architecture_named(const std::string& name);
 
 // Picks the architecture named by config.json and parses the whole ModelConfig
 // (common keys, architecture keys, rope scaling, eos ids, MTP layout).
@@ -35,6 +51,8 @@ ModelConfig parse_model_config(const Checkpoint& ckpt);
 
 // Shared helpers for architecture files.
 void parse_rope_scaling(const ConfigReader& reader, ModelConfig& config);
+// One uniform attention LayerSpec per layer from the flat fields of `config`.
+void fill_uniform_layers(ModelConfig& config);
 // Number of model.mtp_layers.{i}.* layers in the checkpoint (MiMo layout).
 int count_mimo_mtp_layers(const Checkpoint& ckpt);
 

@@ -1,6 +1,8 @@
 // model/architectures.cc — the table of supported architectures (one line each).
 #include "model/architecture.h"
 
+#include "util/error.h"
+
 namespace nextn {
 
 const std::vector<const Architecture*>& architectures() {
@@ -9,8 +11,18 @@ const std::vector<const Architecture*>& architectures() {
       &kQwen2Architecture,
       &kQwen3Architecture,
       &kMiMoArchitecture,
+      &kQwen3_5Architecture,
+      &kQwen3_5VisionLanguageArchitecture,
+      &kQwen3_5MoeArchitecture,
+      &kQwen3NextArchitecture,
   };
   return table;
+}
+
+const Architecture& architecture_named(const std::string& name) {
+  for (const Architecture* a : architectures())
+    if (name == a->name) return *a;
+  fail(ErrorKind::kInternal, "no architecture named '{}'", name);
 }
 
 }  // namespace nextn

@@ -82,10 +82,71 @@ int count_mimo_mtp_layers(const Checkpoint& ckpt) {
   return n;
 }
 
+const char* mixer_kind_name(MixerKind kind) {
+  switch (kind) {
+    case MixerKind::kAttention: return "full_attention";
+    case MixerKind::kSlidingAttention: return "sliding_attention";
+    case MixerKind::kGatedDeltaNet: return "linear_attention";
+  }
+  return "?";
+}
+
+void fill_uniform_layers(ModelConfig& c) {
+  c.layers.assign(size_t(c.num_layers), LayerSpec{});
+  for (LayerSpec& l : c.layers) {
+    l.mixer = MixerKind::kAttention;
+    l.attention.heads = c.num_heads;
+    l.attention.kv_heads = c.num_kv_heads;
+    l.attention.head_dim = c.head_dim;
+    l.attention.rope_theta = c.rope_theta;
+    l.attention.rotary_dim = c.head_dim;
+    l.attention.qkv_bias = c.qkv_bias;
+    l.attention.qk_norm = c.qk_norm;
+    l.intermediate = c.intermediate_size;
+  }
+}
+
+namespace {
+
+// A vision-language config keeps the text model under text_config: its keys win over
+// the top level (architectures stays the top level's).
+nlohmann::json text_part(const nlohmann::json& config) {
+  if (!config.is_object() || !config.contains("text_config") || !config["text_config"].is_object()) return config;
+  nlohmann::json merged = config;
+  for (const auto& [key, value] : config["text_config"].items())
+    if (key != "architectures" && !value.is_null()) merged[key] = value;
+  merged.erase("text_config");
+  return merged;
+}
+
+// Per-layer specifications agree with the model (an architecture's configure() may get them wrong).
+void check_layers(const ConfigReader& reader, const ModelConfig& c) {
+  if (int(c.layers.size()) != c.num_layers)
+    reader.error(ErrorKind::kBadInput, "{} layer specifications for {} layers", c.layers.size(), c.num_layers);
+  for (size_t i = 0; i < c.layers.size(); ++i) {
+    const LayerSpec& l = c.layers[i];
+    if (l.intermediate <= 0) reader.error(ErrorKind::kBadInput, "layer {}: MLP width must be positive", i);
+    if (l.mixer == MixerKind::kGatedDeltaNet) continue;
+    const AttentionSpec& a = l.attention;
+    if (a.heads <= 0 || a.kv_heads <= 0 || a.heads % a.kv_heads != 0)
+      reader.error(ErrorKind::kBadInput, "layer {}: {} attention heads are not a multiple of {} key/value heads", i,
+                   a.heads, a.kv_heads);
+    if (a.head_dim <= 0 || a.rotary_dim <= 0 || a.rotary_dim > a.head_dim || a.rotary_dim % 2 != 0)
+      reader.error(ErrorKind::kBadInput, "layer {}: rotary dims {} do not fit head_dim {}", i, a.rotary_dim, a.head_dim);
+    if (l.mixer == MixerKind::kSlidingAttention)
+      reader.error(ErrorKind::kUnsupported, "layer {}: sliding-window attention is not supported yet", i);
+    if (a.kv_source >= 0) reader.error(ErrorKind::kUnsupported, "layer {}: KV sharing is not supported yet", i);
+  }
+}
+
+}  // namespace
+
 ModelConfig parse_model_config(const Checkpoint& ckpt) {
   const std::string path = (std::filesystem::path(ckpt.dir()) / "config.json").string();
-  ConfigReader reader(ckpt.config(), path);
+  const nlohmann::json config_json = text_part(ckpt.config());
+  ConfigReader reader(config_json, path);
   const Architecture& arch = pick_architecture(reader);
+  if (arch.unsupported) reader.error(ErrorKind::kUnsupported, "architecture '{}': {}", arch.name, arch.unsupported);
 
   ModelConfig c;
   c.architecture = arch.name;
@@ -126,6 +187,8 @@ ModelConfig parse_model_config(const Checkpoint& ckpt) {
     reader.error(ErrorKind::kUnsupported, "hidden_act '{}' is not supported (supported: silu)", act);
 
   arch.configure(reader, ckpt, c);
+  if (c.layers.empty()) fill_uniform_layers(c);
+  check_layers(reader, c);
 
   // MTP layers in the DeepSeek layout (model.layers.{L+i}.*), for any backbone.
   if (c.mtp_layout == MtpLayout::kNone && reader.get_int("num_nextn_predict_layers", 0) > 0) {

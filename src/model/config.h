@@ -12,6 +12,51 @@ enum class MtpLayout {
   kNone,
   kMiMo,      // model.mtp_layers.{i}.{hidden_layernorm,token_layernorm,input_proj,final_layernorm,...}; [h; e]
   kDeepSeek,  // model.layers.{L+i}.{enorm,hnorm,eh_proj,shared_head.*,...}; [e; h]
+  kQwen35,    // mtp.{pre_fc_norm_embedding,pre_fc_norm_hidden,fc,layers.{i}.*,norm}; [e; h], (1+w) norms
+};
+
+// What mixes information across positions in one decoder layer.
+enum class MixerKind {
+  kAttention,         // causal softmax attention over every earlier position
+  kSlidingAttention,  // causal attention over the last `window` positions (Gemma 2/3/4)
+  kGatedDeltaNet,     // linear attention with a recurrent state (Qwen3.5 / Qwen3-Next)
+};
+
+const char* mixer_kind_name(MixerKind kind);  // "full_attention", "sliding_attention", "linear_attention"
+
+// Shape of an attention mixer (softmax attention over a KV cache).
+struct AttentionSpec {
+  int heads = 0;               // query heads
+  int kv_heads = 0;            // key/value heads (GQA: heads % kv_heads == 0)
+  int head_dim = 0;            // per head, for q, k and v
+  int window = 0;              // kSlidingAttention: keys at i - window < j <= i are visible
+  double rope_theta = 10000.0;
+  int rotary_dim = 0;          // dims rotated per head (== head_dim, or fewer: partial rotary)
+  bool qkv_bias = false;       // Qwen2 / MiMo
+  bool qk_norm = false;        // per-head RMSNorm on q and k before RoPE (Qwen3, Qwen3.5, Gemma)
+  bool output_gate = false;    // Qwen3.5: q_proj also yields a per-head gate, o = attn * sigmoid(gate)
+  int kv_source = -1;          // another layer whose KV this layer reads instead of its own (Gemma 4), -1: own
+};
+
+// Shape of a Gated DeltaNet mixer (Qwen3.5 `linear_attn`).
+struct DeltaNetSpec {
+  int key_heads = 0;    // Hk (q and k heads)
+  int value_heads = 0;  // Hv (v, z, a, b heads); value head h reads key head h / (Hv / Hk)
+  int key_dim = 0;      // dk per head
+  int value_dim = 0;    // dv per head
+  int conv_kernel = 0;  // causal depthwise conv width K over the q|k|v channels
+  int conv_channels() const { return 2 * key_heads * key_dim + value_heads * value_dim; }
+  // floats of one recurrent state: S [Hv, dk, dv] and the conv window [K - 1, conv channels]
+  size_t state_floats() const { return size_t(value_heads) * key_dim * value_dim; }
+  size_t conv_floats() const { return size_t(conv_kernel - 1) * conv_channels(); }
+};
+
+// One decoder layer, as data: which mixer, its shape, and the MLP width.
+struct LayerSpec {
+  MixerKind mixer = MixerKind::kAttention;
+  AttentionSpec attention;  // kAttention / kSlidingAttention
+  DeltaNetSpec delta_net;   // kGatedDeltaNet
+  int intermediate = 0;     // MLP width of this layer
 };
 
 struct RopeScaling {
@@ -41,6 +86,11 @@ struct ModelConfig {
   bool qk_norm = false;   // Qwen3
   MtpLayout mtp_layout = MtpLayout::kNone;
   int num_mtp_layers = 0;
+  // Per-layer specification (size num_layers). Filled from the flat fields above
+  // for uniform architectures; hybrid ones (Qwen3.5) set it in their configure().
+  std::vector<LayerSpec> layers;
+  std::string weight_prefix = "model.";  // tensors of the trunk: model.layers.{i}.*, model.norm, ...
+  float norm_offset = 0.0f;              // RMSNorm scale is (offset + w): 1 for Qwen3.5's (1+w) norms
   std::vector<int> eos_token_ids;  // from generation_config.json, else config.json
   int bos_token_id = -1;
 };

@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "model/block.h"
+#include "model/config.h"
 #include "model/weights.h"
 
 namespace nextn {
@@ -31,6 +33,9 @@ struct BlockWeights {
   Linear gate, up, down;
 };
 
+// The shape of the shared block for one attention layer of `config`.
+BlockShape attention_block_shape(const ModelConfig& config, const LayerSpec& layer);
+
 // Binds `prefix`input_layernorm.weight, `prefix`self_attn.*, `prefix`mlp.* (prefix ends in '.').
 BlockWeights load_block(WeightStore& store, const std::string& prefix, const BlockShape& shape);
 
@@ -44,14 +49,35 @@ struct KvSegment {
 };
 
 // Per-call scratch buffers; grown on demand, never shrunk (no allocation in steady state).
+// Blocks of other kinds (model/qwen3_5_*.cc) use the same buffers under their own meaning.
 struct BlockScratch {
   std::vector<float> xn, q, k, v, attn, proj, gate, up;
+  std::vector<KvSegment> kv_segments;
+  std::vector<float> aux0, aux1, aux2, aux3;  // for blocks that need more buffers
   void reserve(int rows, const BlockShape& shape);
+  // Grows v to at least n floats and returns its data.
+  static float* grow(std::vector<float>& v, size_t n) {
+    if (v.size() < n) v.resize(n);
+    return v.data();
+  }
 };
 
 // x: [n_rows, hidden] residual stream, updated in place. positions: [n_rows].
 void run_block(const BlockWeights& w, const BlockShape& shape, const float* inv_freq, int kv_layer, float* x,
                int n_rows, const int32_t* positions, std::span<const KvSegment> segments, BlockScratch& scratch);
+
+// The shared block as a Block: attention over the layer's slot in each sequence state,
+// RoPE from `inv_freq` (head_dim / 2 entries).
+std::unique_ptr<Block> make_attention_block(WeightStore& store, const std::string& prefix, const BlockShape& shape,
+                                            std::vector<float> inv_freq);
+
+// The pre-norm SwiGLU MLP with its residual: x += down(silu(gate(n)) * up(n)), n = RMSNorm(x).
+struct MlpWeights {
+  const float* norm = nullptr;  // post_attention_layernorm [hidden] (scale offset already added)
+  Linear gate, up, down;        // [I, H], [I, H], [H, I]
+};
+MlpWeights load_mlp(WeightStore& store, const std::string& prefix, int hidden, int intermediate, float norm_offset);
+void run_mlp(const MlpWeights& w, int hidden, int intermediate, float eps, float* x, int n_rows, BlockScratch& s);
 
 // Linear layer over a batch of rows.
 inline void apply(const Linear& l, const float* x, int64_t n_rows, float* y) { matmul(l.w, x, n_rows, y, l.bias); }

@@ -21,6 +21,8 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
       ckpt_(std::move(ckpt)),
       store_(*ckpt_, options.copy_weights) {
   const ModelConfig& c = config_;
+  const Architecture& arch = architecture_named(c.architecture);
+  // The flat shape (MiMo / DeepSeek MTP layers and assistants use it).
   block_shape_.hidden = c.hidden_size;
   block_shape_.heads = c.num_heads;
   block_shape_.kv_heads = c.num_kv_heads;
@@ -31,12 +33,23 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
   block_shape_.eps = static_cast<float>(c.rms_norm_eps);
   inv_freq_ = rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling);
 
-  embedding_ = store_.matrix("model.embed_tokens.weight", c.vocab_size, c.hidden_size);
+  const std::string& prefix = c.weight_prefix;
+  embedding_ = store_.matrix(prefix + "embed_tokens.weight", c.vocab_size, c.hidden_size);
   size_t embedding_bytes = store_.matrix_bytes();
   layers_.reserve(c.num_layers);
-  for (int l = 0; l < c.num_layers; ++l)
-    layers_.push_back(load_block(store_, "model.layers." + std::to_string(l) + ".", block_shape_));
-  final_norm_ = store_.vector("model.norm.weight", c.hidden_size);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerSpec& spec = c.layers[size_t(l)];
+    const std::string p = prefix + "layers." + std::to_string(l) + ".";
+    if (arch.make_block) {
+      layers_.push_back(arch.make_block(c, spec, store_, p));
+    } else {
+      const AttentionSpec& a = spec.attention;
+      layers_.push_back(make_attention_block(store_, p, attention_block_shape(c, spec),
+                                             rope_inv_freq(a.head_dim, a.rope_theta, c.rope_scaling)));
+    }
+    state_layout_.push_back(layer_state_spec(spec));
+  }
+  final_norm_ = store_.floats(prefix + "norm.weight", {c.hidden_size}, c.norm_offset);
   if (c.tie_word_embeddings) {
     lm_head_ = embedding_;
     weight_bytes_ = store_.matrix_bytes();  // the embedding is read as the lm_head
@@ -52,6 +65,10 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
     spec.first_index = c.mtp_layout == MtpLayout::kDeepSeek ? c.num_layers : 0;
     spec.block = block_shape_;
     spec.inv_freq = inv_freq_;
+    spec.config = &config_;
+    spec.arch = &arch;
+    for (const LayerSpec& l : c.layers)
+      if (l.mixer == MixerKind::kAttention) spec.layer = l;  // the MTP layer is full attention, as the trunk's
     mtp_ = make_mtp_head(spec, *this, store_);
   }
   // With copied weights the mapping is no longer needed.
@@ -62,14 +79,25 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
 
 DecoderModel::~DecoderModel() = default;
 
-std::unique_ptr<KvCache> DecoderModel::new_kv_cache(int max_tokens, const KvOptions& options) const {
-  KvShape shape;
-  shape.n_layers = config_.num_layers;
-  shape.n_heads = config_.num_heads;
-  shape.n_kv_heads = config_.num_kv_heads;
-  shape.head_dim = config_.head_dim;
-  shape.max_tokens = max_tokens;
-  return make_kv_cache(shape, options);
+LayerStateSpec layer_state_spec(const LayerSpec& layer) {
+  LayerStateSpec s;
+  if (layer.mixer == MixerKind::kGatedDeltaNet) {
+    s.kind = LayerStateSpec::Kind::kRecurrent;
+    s.recurrent_floats = layer.delta_net.state_floats() + layer.delta_net.conv_floats();
+    return s;
+  }
+  const AttentionSpec& a = layer.attention;
+  s.kind = a.kv_source >= 0 ? LayerStateSpec::Kind::kReadsKv : LayerStateSpec::Kind::kAttention;
+  s.heads = a.heads;
+  s.kv_heads = a.kv_heads;
+  s.head_dim = a.head_dim;
+  s.window = layer.mixer == MixerKind::kSlidingAttention ? a.window : 0;
+  s.reads_layer = a.kv_source;
+  return s;
+}
+
+std::unique_ptr<SequenceState> DecoderModel::new_state(int max_tokens, const KvOptions& options) const {
+  return std::make_unique<SequenceState>(state_layout_, max_tokens, options);
 }
 
 void DecoderModel::forward(std::span<SequenceRows> sequences, ForwardResult& result) {
@@ -78,17 +106,20 @@ void DecoderModel::forward(std::span<SequenceRows> sequences, ForwardResult& res
   int n_rows = 0, n_logits = 0, n_hidden = 0;
   segments_.clear();
   for (const SequenceRows& seq : sequences) {
-    if (!seq.kv) fail(ErrorKind::kInternal, "forward: a sequence has no KV cache");
+    if (!seq.state) fail(ErrorKind::kInternal, "forward: a sequence has no state");
+    if (seq.state->num_layers() != config_.num_layers)
+      fail(ErrorKind::kInternal, "forward: a state of {} layers for a model of {}", seq.state->num_layers(),
+           config_.num_layers);
     const int n = static_cast<int>(seq.tokens.size());
-    const int pos = seq.kv->length();
-    if (pos + n > seq.kv->shape().max_tokens)
+    const int pos = seq.state->length();
+    if (pos + n > seq.state->max_tokens())
       fail(ErrorKind::kResource, "context is full: {} + {} tokens exceed the KV cache capacity of {}", pos, n,
-           seq.kv->shape().max_tokens);
+           seq.state->max_tokens());
     for (int r : seq.logit_rows)
       if (r < 0 || r >= n) fail(ErrorKind::kInternal, "forward: logit row {} out of range (0..{})", r, n - 1);
     for (int r : seq.hidden_rows)
       if (r < 0 || r >= n) fail(ErrorKind::kInternal, "forward: hidden row {} out of range (0..{})", r, n - 1);
-    if (n > 0) segments_.push_back({seq.kv, n_rows, n, pos});
+    if (n > 0) segments_.push_back({seq.state, n_rows, n, pos, seq.snapshots});
     n_rows += n;
     n_logits += static_cast<int>(seq.logit_rows.size());
     n_hidden += static_cast<int>(seq.hidden_rows.size());
@@ -103,7 +134,7 @@ void DecoderModel::forward(std::span<SequenceRows> sequences, ForwardResult& res
   {
     int row = 0;
     for (const SequenceRows& seq : sequences) {
-      const int pos = seq.kv->length();
+      const int pos = seq.state->length();
       for (size_t i = 0; i < seq.tokens.size(); ++i, ++row) {
         tokens_[row] = seq.tokens[i];
         positions_[row] = pos + static_cast<int>(i);
@@ -111,9 +142,10 @@ void DecoderModel::forward(std::span<SequenceRows> sequences, ForwardResult& res
     }
   }
   embed_rows(embedding_, tokens_.data(), n_rows, x_.data());
-  for (int l = 0; l < config_.num_layers; ++l)
-    run_block(layers_[l], block_shape_, inv_freq_.data(), l, x_.data(), n_rows, positions_.data(), segments_,
-              scratch_);
+  for (const StateSegment& seg : segments_) seg.state->begin_rows(seg.n, seg.snapshots);
+  BlockRows rows{x_.data(), n_rows, positions_.data(), segments_};
+  for (int l = 0; l < config_.num_layers; ++l) layers_[size_t(l)]->forward(l, rows, scratch_);
+  for (const StateSegment& seg : segments_) seg.state->end_rows();
 
   // Hidden states before / after the final norm.
   const float eps = block_shape_.eps;

@@ -1,6 +1,7 @@
-// model/decoder_model.h — the one Model implementation: a decoder-only transformer
-// (embedding, N decoder blocks, final RMSNorm, lm_head) configured by the
-// architecture registry. MtpHead implementations borrow its embedding and lm_head.
+// model/decoder_model.h — the one Model implementation: a decoder-only model
+// (embedding, one Block per layer as ModelConfig::layers specifies, final RMSNorm,
+// lm_head) configured by the architecture registry. MtpHead implementations borrow its
+// embedding and lm_head.
 #pragma once
 #include <memory>
 #include <string>
@@ -21,7 +22,7 @@ class DecoderModel : public Model {
   const ModelConfig& config() const override { return config_; }
   const std::string& dir() const override { return dir_; }
   size_t weight_bytes() const override { return weight_bytes_; }
-  std::unique_ptr<KvCache> new_kv_cache(int max_tokens, const KvOptions& options) const override;
+  std::unique_ptr<SequenceState> new_state(int max_tokens, const KvOptions& options) const override;
   void forward(std::span<SequenceRows> sequences, ForwardResult& result) override;
   MtpHead* mtp_head() override { return mtp_.get(); }
 
@@ -43,7 +44,8 @@ class DecoderModel : public Model {
   WeightMatrix embedding_;
   WeightMatrix lm_head_;
   const float* final_norm_ = nullptr;
-  std::vector<BlockWeights> layers_;
+  std::vector<std::unique_ptr<Block>> layers_;
+  std::vector<LayerStateSpec> state_layout_;  // what each layer keeps per sequence
   size_t weight_bytes_ = 0;
   std::unique_ptr<MtpHead> mtp_;
 
@@ -51,12 +53,18 @@ class DecoderModel : public Model {
   BlockScratch scratch_;
   std::vector<float> x_, gathered_, normed_;
   std::vector<int32_t> positions_, tokens_;
-  std::vector<KvSegment> segments_;
+  std::vector<StateSegment> segments_;
 };
+
+// What a layer keeps per sequence, from its specification.
+LayerStateSpec layer_state_spec(const LayerSpec& layer);
 
 // Layout details of an MTP head bound from a checkpoint (mtp_head.cc).
 struct MtpHeadConfig {
   MtpLayout layout = MtpLayout::kNone;
+  const ModelConfig* config = nullptr;      // the target's (kQwen35: norm offset, eps)
+  LayerSpec layer;                          // kQwen35: the spec of each MTP layer
+  const struct Architecture* arch = nullptr;  // kQwen35: builds the MTP layers (make_block)
   int num_layers = 0;
   int first_index = 0;  // tensor index of layer 0 (model.layers.{first_index + i} / model.mtp_layers.{...})
   BlockShape block;

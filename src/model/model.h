@@ -1,8 +1,10 @@
 // model/model.h — a loaded decoder-only model and its batched forward pass.
 // One Model serves every sequence: a forward call takes rows from one or more
 // sequences (prefill chunks, decode rows, speculative verify rows), each sequence
-// bringing its own KvCache. New rows are appended at kv->length(), so positions are
-// implicit; rolling back is kv->truncate(n).
+// bringing its own SequenceState (state/sequence_state.h: per layer an attention cache
+// or a recurrent state). New rows are appended at state->length(), so positions are
+// implicit; rolling back is state->return_to(n) — for recurrent layers only to the
+// lengths a snapshotted forward kept.
 #pragma once
 #include <memory>
 #include <span>
@@ -11,6 +13,7 @@
 
 #include "kv/kv_cache.h"
 #include "model/config.h"
+#include "state/sequence_state.h"
 
 namespace nextn {
 
@@ -24,10 +27,13 @@ struct LoadOptions {
 
 // The rows one sequence contributes to a forward call.
 struct SequenceRows {
-  KvCache* kv = nullptr;                 // appended to; positions start at kv->length()
+  SequenceState* state = nullptr;        // appended to; positions start at state->length()
   std::span<const int32_t> tokens;       // new tokens of this sequence
   std::vector<int> logit_rows;           // indices into tokens whose logits are wanted
   std::vector<int> hidden_rows;          // indices into tokens whose final hidden states are wanted
+  // Keep the state after every row (a speculative verify): afterwards the state can
+  // return to any length inside these rows.
+  bool snapshots = false;
 };
 
 struct ForwardResult {
@@ -51,7 +57,9 @@ class Model {
   // Bytes of weights read per decode step (for GB/s reporting).
   virtual size_t weight_bytes() const = 0;
 
-  virtual std::unique_ptr<KvCache> new_kv_cache(int max_tokens, const KvOptions& options) const = 0;
+  // A fresh (empty) state for one sequence of up to max_tokens tokens; `options` is the
+  // storage of its attention layers' KV.
+  virtual std::unique_ptr<SequenceState> new_state(int max_tokens, const KvOptions& options) const = 0;
   virtual void forward(std::span<SequenceRows> sequences, ForwardResult& result) = 0;
 
   // The MTP layers inside the checkpoint (nullptr when it has none).

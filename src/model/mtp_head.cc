@@ -1,7 +1,9 @@
-// model/mtp_head.cc — MTP layers (MiMo and DeepSeek layouts) from the target
+// model/mtp_head.cc — MTP layers (MiMo, DeepSeek and Qwen3.5 layouts) from the target
 // checkpoint or from an assistant checkpoint, and their forward:
 //   MiMo:     u = input_proj([hidden_layernorm(h); token_layernorm(e)]), out = final_layernorm(block(u))
 //   DeepSeek: u = eh_proj([enorm(e); hnorm(h)]),                         out = shared_head.norm(block(u))
+//   Qwen3.5:  u = mtp.fc([pre_fc_norm_embedding(e); pre_fc_norm_hidden(h)]), out = mtp.norm(block(u)),
+//             block = a gated attention layer mtp.layers.{i}, every norm (1 + w)
 // logits = lm_head(out) (DeepSeek: shared_head.head when present); `out` is the recycled h.
 #include "model/mtp_head.h"
 
@@ -22,7 +24,7 @@ struct MtpLayerWeights {
   const float* hidden_norm = nullptr;  // hidden_layernorm / hnorm
   const float* token_norm = nullptr;   // token_layernorm / enorm
   Linear proj;                         // input_proj / eh_proj: [H, 2H]
-  BlockWeights block;
+  std::unique_ptr<Block> block;
   const float* out_norm = nullptr;     // final_layernorm / shared_head.norm
   WeightMatrix head;                   // target lm_head or shared_head.head
 };
@@ -36,6 +38,19 @@ class MtpHeadImpl : public MtpHead {
       const int index = spec.first_index + i;
       MtpLayerWeights w;
       std::string p;
+      if (spec.layout == MtpLayout::kQwen35) {
+        if (!spec.arch || !spec.arch->make_block || !spec.config)
+          fail(ErrorKind::kInternal, "Qwen3.5 MTP head without its architecture");
+        const float off = spec.config->norm_offset;
+        w.token_norm = store.floats("mtp.pre_fc_norm_embedding.weight", {H}, off);
+        w.hidden_norm = store.floats("mtp.pre_fc_norm_hidden.weight", {H}, off);
+        w.proj = store.linear("mtp.fc", H, 2 * H, false);
+        w.out_norm = store.floats("mtp.norm.weight", {H}, off);
+        w.head = target.lm_head();
+        w.block = spec.arch->make_block(*spec.config, spec.layer, store, "mtp.layers." + std::to_string(index) + ".");
+        layers_.push_back(std::move(w));
+        continue;
+      }
       if (spec.layout == MtpLayout::kMiMo) {
         p = "model.mtp_layers." + std::to_string(index) + ".";
         w.hidden_norm = store.vector(p + "hidden_layernorm.weight", H);
@@ -53,27 +68,26 @@ class MtpHeadImpl : public MtpHead {
                      ? store.matrix(p + "shared_head.head.weight", target.config().vocab_size, H)
                      : target.lm_head();
       }
-      w.block = load_block(store, p, spec.block);
-      layers_.push_back(w);
+      w.block = make_attention_block(store, p, spec.block, spec.inv_freq);
+      layers_.push_back(std::move(w));
     }
   }
 
   int num_layers() const override { return spec_.num_layers; }
   MtpLayout layout() const override { return spec_.layout; }
 
-  std::unique_ptr<KvCache> new_kv_cache(int max_tokens, const KvOptions& options) const override {
-    KvShape shape;
-    shape.n_layers = spec_.num_layers;
-    shape.n_heads = spec_.block.heads;
-    shape.n_kv_heads = spec_.block.kv_heads;
-    shape.head_dim = spec_.block.head_dim;
-    shape.max_tokens = max_tokens;
-    return make_kv_cache(shape, options);
+  std::unique_ptr<SequenceState> new_state(int max_tokens, const KvOptions& options) const override {
+    LayerStateSpec layer;
+    layer.heads = spec_.block.heads;
+    layer.kv_heads = spec_.block.kv_heads;
+    layer.head_dim = spec_.block.head_dim;
+    return std::make_unique<SequenceState>(std::vector<LayerStateSpec>(size_t(spec_.num_layers), layer), max_tokens,
+                                           options);
   }
 
   WeightMatrix output_head(int layer) const override { return layers_.at(size_t(layer)).head; }
 
-  void forward(int layer, KvCache& kv, const float* hidden, std::span<const int32_t> tokens,
+  void forward(int layer, SequenceState& state, const float* hidden, std::span<const int32_t> tokens,
                const std::vector<int>& logit_rows, std::vector<float>& logits,
                std::vector<float>& hidden_out) override {
     if (layer < 0 || layer >= spec_.num_layers)
@@ -81,10 +95,10 @@ class MtpHeadImpl : public MtpHead {
     const MtpLayerWeights& w = layers_[layer];
     const int n = static_cast<int>(tokens.size());
     const int64_t H = spec_.block.hidden, V = w.head.rows;
-    const int pos = kv.length();
-    if (pos + n > kv.shape().max_tokens)
+    const int pos = state.length();
+    if (pos + n > state.max_tokens())
       fail(ErrorKind::kResource, "MTP context is full: {} + {} tokens exceed the KV cache capacity of {}", pos, n,
-           kv.shape().max_tokens);
+           state.max_tokens());
     for (int r : logit_rows)
       if (r < 0 || r >= n) fail(ErrorKind::kInternal, "MTP forward: logit row {} out of range (0..{})", r, n - 1);
     if (n == 0) {
@@ -107,16 +121,18 @@ class MtpHeadImpl : public MtpHead {
     rms_norm(hidden, w.hidden_norm, n, H, eps, hn_.data());
     logits.resize(logit_rows.size() * V);
     hidden_out.resize(size_t(n) * H);
-    const bool hidden_first = spec_.layout == MtpLayout::kMiMo;
+    const bool hidden_first = spec_.layout == MtpLayout::kMiMo;  // DeepSeek, Qwen3.5: [e; h]
     for (int r = 0; r < n; ++r) {
       float* row = cat_.data() + size_t(r) * 2 * H;
       std::memcpy(row + (hidden_first ? 0 : H), hn_.data() + size_t(r) * H, H * sizeof(float));
       std::memcpy(row + (hidden_first ? H : 0), e_.data() + size_t(r) * H, H * sizeof(float));
     }
     apply(w.proj, cat_.data(), n, u_.data());
-    KvSegment segment{&kv, 0, n, pos};
-    run_block(w.block, spec_.block, spec_.inv_freq.data(), layer, u_.data(), n, positions_.data(),
-              std::span<const KvSegment>(&segment, 1), scratch_);
+    StateSegment segment{&state, 0, n, pos, false};
+    state.begin_rows(n, false);
+    w.block->forward(layer, BlockRows{u_.data(), n, positions_.data(), std::span<const StateSegment>(&segment, 1)},
+                     scratch_);
+    state.end_rows();
     rms_norm(u_.data(), w.out_norm, n, H, eps, hidden_out.data());
 
     if (!logit_rows.empty()) {

@@ -71,31 +71,37 @@ Linear WeightStore::linear(const std::string& prefix, int64_t rows, int64_t cols
   return l;
 }
 
-const float* WeightStore::vector(const std::string& name, int64_t n) {
-  const TensorView& t = ckpt_.require(name, {n});
+const float* WeightStore::vector(const std::string& name, int64_t n) { return floats(name, {n}); }
+
+const float* WeightStore::floats(const std::string& name, std::vector<int64_t> shape, float offset) {
+  const TensorView& t = ckpt_.require(name, shape);
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
   float* out = static_cast<float*>(allocate(static_cast<size_t>(n) * sizeof(float)));
   if (is_quantized(t.dtype)) {  // GGUF keeps 1-D tensors in F32, but a file may quantize them
     convert_row(t.dtype, t.data, n, out);
-    return out;
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    switch (t.dtype) {
-      case DType::kF32: {
-        float v;
-        std::memcpy(&v, static_cast<const char*>(t.data) + 4 * i, 4);
-        out[i] = v;
-        break;
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      switch (t.dtype) {
+        case DType::kF32: {
+          float v;
+          std::memcpy(&v, static_cast<const char*>(t.data) + 4 * i, 4);
+          out[i] = v;
+          break;
+        }
+        case DType::kF16:
+        case DType::kBF16: {
+          uint16_t h;
+          std::memcpy(&h, static_cast<const char*>(t.data) + 2 * i, 2);
+          out[i] = t.dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+          break;
+        }
+        default: break;  // quantized: handled above
       }
-      case DType::kF16:
-      case DType::kBF16: {
-        uint16_t h;
-        std::memcpy(&h, static_cast<const char*>(t.data) + 2 * i, 2);
-        out[i] = t.dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
-        break;
-      }
-      default: break;  // quantized: handled above
     }
   }
+  if (offset != 0.0f)
+    for (int64_t i = 0; i < n; ++i) out[i] += offset;
   return out;
 }
 

@@ -32,6 +32,9 @@ class WeightStore {
   Linear linear(const std::string& prefix, int64_t rows, int64_t cols, bool bias);  // prefix.weight (+ prefix.bias)
   // Requires `name` with shape [n]; returns float32 values.
   const float* vector(const std::string& name, int64_t n);
+  // Requires `name` with exactly `shape`; returns its values as float32 plus `offset`
+  // (1 for the (1+w) RMSNorm scales of Qwen3.5, added once here at load).
+  const float* floats(const std::string& name, std::vector<int64_t> shape, float offset = 0.0f);
   bool has(const std::string& name) const;
 
   // Bytes of all matrices bound so far (what a decode step streams).

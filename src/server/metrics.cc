@@ -52,6 +52,12 @@ std::string render_metrics(const MetricsInput& in) {
   metric(out, "kv_cache_f16_equivalent_bytes", "gauge", "Bytes the same KV entries would take in F16",
          double(e.kv_bytes_f16_equivalent));
   metric(out, "kv_cache_compression_ratio", "gauge", "F16-equivalent bytes / stored bytes", compression(e));
+  metric(out, "recurrent_state_bytes", "gauge", "Bytes of the recurrent (linear-attention) layer states",
+         double(e.recurrent_bytes));
+  metric(out, "recurrent_snapshot_bytes", "gauge", "Bytes of recurrent states kept for speculative rollback",
+         double(e.snapshot_bytes));
+  metric(out, "sequence_state_bytes_max", "gauge",
+         "Largest per-sequence state: attention KV + recurrent state + snapshots", double(e.state_bytes_per_sequence_max));
   metric(out, "spec_decode_num_drafts_total", "counter", "Speculative verification steps", double(e.speculative.drafts));
   metric(out, "spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed", double(e.speculative.draft_tokens));
   metric(out, "spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted (bonus excluded)",
@@ -110,6 +116,12 @@ json render_health(const MetricsInput& in) {
             {"bytes_used", e.kv_bytes_used},
             {"f16_equivalent_bytes", e.kv_bytes_f16_equivalent},
             {"compression_ratio", compression(e)}}},
+          {"sequence_state",
+           {{"attention_kv_bytes", e.kv_bytes_used},
+            {"recurrent_bytes", e.recurrent_bytes},
+            {"snapshot_bytes", e.snapshot_bytes},
+            {"total_bytes", e.kv_bytes_used + e.recurrent_bytes + e.snapshot_bytes},
+            {"per_sequence_max_bytes", e.state_bytes_per_sequence_max}}},
           {"speculative", spec}};
 }
 

@@ -15,7 +15,7 @@ constexpr int kChunk = 512;
 
 class DraftModelSession : public DraftSession {
  public:
-  DraftModelSession(Model& model, std::unique_ptr<KvCache> kv) : model_(model), kv_(std::move(kv)) {}
+  DraftModelSession(Model& model, std::unique_ptr<SequenceState> kv) : model_(model), kv_(std::move(kv)) {}
 
   void commit(int start, std::span<const int32_t> tokens, const float*) override {
     if (start < int(seq_.size())) seq_.resize(size_t(start));
@@ -25,7 +25,8 @@ class DraftModelSession : public DraftSession {
   void rollback(int n) override {
     if (n < int(seq_.size())) seq_.resize(size_t(n));
     if (n < kv_->length()) {
-      kv_->truncate(n);
+      n = kv_->longest_returnable(n);
+      kv_->return_to(n);
       kv_seq_.resize(size_t(n));
     }
   }
@@ -37,11 +38,12 @@ class DraftModelSession : public DraftSession {
     size_t keep = 0;
     size_t limit = std::min(kv_seq_.size(), seq_.size());
     while (keep < limit && kv_seq_[keep] == seq_[keep]) ++keep;
-    if (int(keep) < kv_->length()) kv_->truncate(int(keep));
+    keep = size_t(kv_->longest_returnable(int(keep)));  // a recurrent draft model may have to start over
+    if (int(keep) < kv_->length()) kv_->return_to(int(keep));
     kv_seq_.resize(keep);
     std::vector<int32_t> feed(seq_.begin() + long(keep), seq_.end());
     feed.push_back(last);
-    int room = kv_->shape().max_tokens - int(keep) - int(feed.size());
+    int room = kv_->max_tokens() - int(keep) - int(feed.size());
     k = std::min(k, room);
     if (k <= 0) return;
     for (size_t begin = 0; begin < feed.size(); begin += kChunk) {
@@ -61,7 +63,7 @@ class DraftModelSession : public DraftSession {
  private:
   void run(std::span<const int32_t> tokens, bool want_logits) {
     SequenceRows rows;
-    rows.kv = kv_.get();
+    rows.state = kv_.get();
     rows.tokens = tokens;
     if (want_logits) rows.logit_rows.push_back(int(tokens.size()) - 1);
     model_.forward(std::span<SequenceRows>(&rows, 1), result_);
@@ -73,7 +75,7 @@ class DraftModelSession : public DraftSession {
   }
 
   Model& model_;
-  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<SequenceState> kv_;
   std::vector<int32_t> seq_;     // the target's committed tokens
   std::vector<int32_t> kv_seq_;  // tokens in the draft KV (committed prefix + last drafts)
   ForwardResult result_;
@@ -87,7 +89,7 @@ class DraftModelDrafter : public Drafter {
   const char* name() const override { return "draft"; }
   bool needs_hidden() const override { return false; }
   std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions&) override {
-    return std::make_unique<DraftModelSession>(*model_, model_->new_kv_cache(max_tokens + 32, KvOptions{}));
+    return std::make_unique<DraftModelSession>(*model_, model_->new_state(max_tokens + 32, KvOptions{}));
   }
 
  private:

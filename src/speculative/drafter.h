@@ -39,7 +39,7 @@ class DraftSession {
   // post-final-norm hidden state, [n, hidden_size]. start == the target's previous
   // committed length; anything the session drafted beyond `start` is discarded.
   virtual void commit(int start, std::span<const int32_t> tokens, const float* hidden) = 0;
-  // The target's KV was truncated to n tokens (prefix cache, cancellation).
+  // The target's state returned to n tokens (prefix cache, cancellation).
   virtual void rollback(int n) = 0;
   // Drafts up to k tokens that follow `last` (the token at position committed
   // length, sampled by the target but not yet in its KV). Greedy drafts when

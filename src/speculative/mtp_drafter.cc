@@ -29,7 +29,7 @@ class MtpSession : public DraftSession {
   MtpSession(MtpHead& head, int hidden, int vocab, int draft_vocab, int max_tokens)
       : head_(head), hidden_(hidden), vocab_(vocab), draft_vocab_(draft_vocab) {
     // One cache per MTP layer (a cache's length is its longest layer's), F16.
-    for (int l = 0; l < head.num_layers(); ++l) kv_.push_back(head.new_kv_cache(max_tokens, KvOptions{}));
+    for (int l = 0; l < head.num_layers(); ++l) kv_.push_back(head.new_state(max_tokens, KvOptions{}));
   }
 
   void commit(int start, std::span<const int32_t> tokens, const float* hidden) override {
@@ -69,12 +69,12 @@ class MtpSession : public DraftSession {
     if (pending_tokens_.empty() && done_ > 0 && done_ == committed_ && !last_hidden_.empty()) {
       // Proposing again without a commit in between: redo the last row.
       done_ -= 1;
-      for (auto& kv : kv_) kv->truncate(done_);
+      for (auto& kv : kv_) kv->return_to(done_);
       pending_tokens_.push_back(last_token_);
       pending_hidden_ = last_hidden_;
     }
     if (pending_tokens_.empty()) return;
-    k = std::min(k, kv_[0]->shape().max_tokens - committed_);
+    k = std::min(k, kv_[0]->max_tokens() - committed_);
     catch_up(int(pending_tokens_.size()), last, true);
 
     // The catch-up's last row gives draft 1; then recurse one row per draft.
@@ -121,7 +121,7 @@ class MtpSession : public DraftSession {
 
   void drop_drafted() {
     for (auto& kv : kv_)
-      if (kv->length() > done_) kv->truncate(done_);
+      if (kv->length() > done_) kv->return_to(done_);
   }
   // Runs `layer` for logits/hidden and, with several MTP layers, the others over
   // the same rows so every layer's KV covers every position.
@@ -148,7 +148,7 @@ class MtpSession : public DraftSession {
 
   MtpHead& head_;
   int hidden_, vocab_, draft_vocab_;
-  std::vector<std::unique_ptr<KvCache>> kv_;
+  std::vector<std::unique_ptr<SequenceState>> kv_;  // the head's attention KV, one state per MTP layer
   int committed_ = 0;  // target rows committed
   int done_ = 0;       // rows the head's KV holds (accepted ones; drafted rows beyond)
   std::vector<int32_t> pending_tokens_;  // tokens at positions done_..committed_-1

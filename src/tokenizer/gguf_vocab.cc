@@ -4,6 +4,7 @@
 #include <map>
 #include <vector>
 
+#include "tokenizer/gguf_spm.h"
 #include "util/error.h"
 
 namespace nextn {
@@ -66,13 +67,30 @@ const nlohmann::json& require(const nlohmann::json& md, const std::string& key, 
 
 }  // namespace
 
+// The gpt2 form's tokens, types and merges; then bos/eos/pad, add_bos/add_eos and the
+// chat template of tokenizer_config.json (both forms).
+static void fill_gpt2_tokens(const nlohmann::json& tj, int vocab_size, GgufVocab& v);
+static void special_tokens_from_config(const nlohmann::json& config, GgufVocab& v);
+
 GgufVocab gguf_vocab_from_tokenizer_json(const nlohmann::json& tj, const nlohmann::json& config, int vocab_size,
                                          const std::string& what) {
   GgufVocab v;
   const nlohmann::json& model = tj.at("model");
-  if (model.value("type", "BPE") != "BPE" || model.value("byte_fallback", false))
-    fail(ErrorKind::kUnsupported, "{}: only byte-level BPE tokenizers can be written to GGUF by nextn", what);
-  v.pre = find_pre(tj.value("pre_tokenizer", nlohmann::json()), what);
+  if (model.value("type", "BPE") != "BPE")
+    fail(ErrorKind::kUnsupported, "{}: only BPE tokenizers (byte-level, or SentencePiece with byte fallback) can be "
+         "written to GGUF by nextn", what);
+  if (is_spm_tokenizer_json(tj)) {
+    v = spm_vocab_from_tokenizer_json(tj, vocab_size, what);
+  } else {
+    v.pre = find_pre(tj.value("pre_tokenizer", nlohmann::json()), what);
+    fill_gpt2_tokens(tj, vocab_size, v);
+  }
+  special_tokens_from_config(config, v);
+  return v;
+}
+
+void fill_gpt2_tokens(const nlohmann::json& tj, int vocab_size, GgufVocab& v) {
+  const nlohmann::json& model = tj.at("model");
   int max_id = vocab_size - 1;
   for (const auto& [tok, id] : model.at("vocab").items()) max_id = std::max(max_id, id.get<int>());
   for (const auto& a : tj.value("added_tokens", nlohmann::json::array())) max_id = std::max(max_id, a.at("id").get<int>());
@@ -91,6 +109,9 @@ GgufVocab gguf_vocab_from_tokenizer_json(const nlohmann::json& tj, const nlohman
     if (v.tokens[i].empty()) v.tokens[i] = "[PAD" + std::to_string(i) + "]";  // unused rows need distinct names
   for (const auto& m : model.at("merges"))
     v.merges.push_back(m.is_string() ? m.get<std::string>() : m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());
+}
+
+void special_tokens_from_config(const nlohmann::json& config, GgufVocab& v) {
   auto id_of = [&](const char* key) -> int32_t {
     const std::string text = config.contains(key) ? token_text(config[key]) : "";
     for (size_t i = 0; i < v.tokens.size() && !text.empty(); ++i)
@@ -104,15 +125,22 @@ GgufVocab gguf_vocab_from_tokenizer_json(const nlohmann::json& tj, const nlohman
   v.add_eos = config.value("add_eos_token", false);
   if (config.contains("chat_template") && config["chat_template"].is_string())
     v.chat_template = config["chat_template"].get<std::string>();
-  return v;
 }
 
 void tokenizer_json_from_gguf(const nlohmann::json& md, const std::string& path, std::string& tokenizer_json,
                               nlohmann::json& config) {
   const nlohmann::json& model = require(md, "tokenizer.ggml.model", path);
   if (!model.is_string()) fail(ErrorKind::kBadInput, "{}: metadata key 'tokenizer.ggml.model' must be a string", path);
+  if (model == "llama") {
+    require(md, "tokenizer.ggml.tokens", path);
+    if (!md["tokenizer.ggml.tokens"].is_array())
+      fail(ErrorKind::kBadInput, "{}: tokenizer.ggml.tokens must be an array", path);
+    tokenizer_json = spm_tokenizer_json_from_gguf(md, path);
+    config = tokenizer_config_from_gguf(md, path);
+    return;
+  }
   if (model != "gpt2")
-    fail(ErrorKind::kUnsupported, "{}: tokenizer.ggml.model '{}' is not supported (supported: gpt2)", path,
+    fail(ErrorKind::kUnsupported, "{}: tokenizer.ggml.model '{}' is not supported (supported: gpt2, llama)", path,
          model.get<std::string>());
   const std::string pre = md.contains("tokenizer.ggml.pre") && md["tokenizer.ggml.pre"].is_string()
                               ? md["tokenizer.ggml.pre"].get<std::string>() : "default";

@@ -1,8 +1,8 @@
 // tokenizer/gguf_vocab.h — tokenizers as GGUF stores them (tokenizer.ggml.*) ↔
 // tokenizer.json + tokenizer_config.json, for byte-level BPE ("gpt2") vocabularies
 // with the pre-tokenizers of the supported families (tokenizer.ggml.pre: "qwen2",
-// "llama-bpe", "gpt-2", "deepseek-v3"). SentencePiece "llama" vocabularies are refused
-// with a clear message (not implemented yet).
+// "llama-bpe", "gpt-2", "deepseek-v3"), and SentencePiece-style "llama" vocabularies
+// (pieces with scores, byte fallback; tokenizer/gguf_spm.h).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -20,7 +20,9 @@ struct GgufVocab {
   std::string pre;                         // tokenizer.ggml.pre
   std::vector<std::string> tokens;         // [n_vocab] token text by id
   std::vector<int32_t> token_types;        // [n_vocab] GgufTokenType
-  std::vector<std::string> merges;         // "a b" in rank order
+  std::vector<std::string> merges;         // "a b" in rank order (gpt2 only)
+  std::vector<float> scores;               // [n_vocab] piece scores (llama only)
+  bool add_space_prefix = false;           // llama: ▁ prepended to the text
   int32_t bos = -1, eos = -1, pad = -1;    // token ids, -1 when none
   bool add_bos = false, add_eos = false;   // tokenizer.ggml.add_bos_token / add_eos_token
   std::string chat_template;               // tokenizer.chat_template ("" when none)

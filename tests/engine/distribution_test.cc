@@ -70,6 +70,17 @@ void expect_lossless(EngineOptions o, const char* name) {
 
 TEST(Distribution, MtpIsLossless) { expect_lossless(spec_options(target_model(), "mtp", 3), "mtp"); }
 
+TEST(Distribution, MtpOnQwen3_5HybridIsLossless) {
+  // The hybrid's own plain run as the reference distribution.
+  static auto plain = histogram(base_options(qwen3_5_model()), 1000000, nullptr);
+  double acc = 0;
+  auto spec = histogram(spec_options(qwen3_5_model(), "mtp", 3), 2000000, &acc);
+  auto r = homogeneity(plain, spec);
+  EXPECT_GT(r.p_value, 0.01) << "mtp qwen3.5: chi2 " << r.statistic << " dof " << r.dof;
+  EXPECT_GT(acc, 0.0);
+  std::printf("mtp qwen3.5: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
+}
+
 TEST(Distribution, AssistantIsLossless) {
   EngineOptions o = spec_options(target_model(), "assistant", 2);
   o.speculative.assistant_dir = assistant_model();

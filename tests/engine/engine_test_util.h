@@ -32,6 +32,8 @@ inline std::string deepseek_model() { return checkpoint("qwen3_ds", "--arch qwen
 inline std::string mimo2_model() { return checkpoint("mimo2", "--arch mimo --mtp-layers 2 --seed 3"); }
 inline std::string qwen3_model() { return checkpoint("qwen3", "--arch qwen3 --seed 2"); }
 inline std::string qwen3_draft_model() { return checkpoint("qwen3_small", "--arch qwen3 --layers 1 --seed 7"); }
+// Qwen3.5 hybrid (3 Gated DeltaNet + 1 gated attention layer) with its MTP layer.
+inline std::string qwen3_5_model() { return checkpoint("qwen3_5", "--arch qwen3_5 --seed 4"); }
 inline std::string assistant_model() {
   std::string target = qwen3_model();
   return checkpoint("qwen3_assistant", "--assistant-of " + target);

@@ -68,6 +68,27 @@ TEST(GreedyEquality, MtpDeepSeekLayout) {
   for (int n = 1; n <= 4; ++n) check_equal({"mtp-deepseek", deepseek_model(), "mtp", ""}, n);
 }
 
+TEST(GreedyEquality, MtpQwen3_5Hybrid) {
+  // Recurrent layers roll back to the snapshot of the last accepted row.
+  for (int n = 1; n <= 4; ++n) check_equal({"mtp-qwen3.5", qwen3_5_model(), "mtp", ""}, n);
+}
+
+TEST(GreedyEquality, NgramQwen3_5Hybrid) {
+  for (int n = 1; n <= 4; ++n) {
+    double acc = 0;
+    check_equal({"ngram-qwen3.5", qwen3_5_model(), "ngram", ""}, n, &acc, {}, 120);
+    EXPECT_GT(acc, 0.0) << "N=" << n;  // accepted drafts exercise the partial rollback
+  }
+}
+
+TEST(GreedyEquality, SelfDraftQwen3_5Hybrid) {
+  // The hybrid as its own draft model: every draft accepted (the draft model's state
+  // cannot return into its drafted rows, so it re-prefills: slower, still exact).
+  double acc = 0;
+  check_equal({"self-draft-qwen3.5", qwen3_5_model(), "draft", qwen3_5_model()}, 3, &acc);
+  EXPECT_GT(acc, 0.99);
+}
+
 TEST(GreedyEquality, MtpReducedDraftVocabulary) {
   // Drafts only among the first 200 ids: still exact.
   for (int n = 1; n <= 3; ++n) check_equal({"mtp-dv200", mimo_model(), "mtp", "", 200}, n);

@@ -51,12 +51,12 @@ double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 // Logits of every prompt row, prefilled in chunks of `chunk`.
-std::vector<float> prefill_logits(Model& model, KvCache& kv, std::span<const int32_t> tokens, int chunk) {
+std::vector<float> prefill_logits(Model& model, SequenceState& kv, std::span<const int32_t> tokens, int chunk) {
   std::vector<float> all;
   ForwardResult r;
   for (size_t start = 0; start < tokens.size(); start += chunk) {
     SequenceRows rows;
-    rows.kv = &kv;
+    rows.state = &kv;
     rows.tokens = tokens.subspan(start, std::min<size_t>(chunk, tokens.size() - start));
     for (size_t i = 0; i < rows.tokens.size(); ++i) rows.logit_rows.push_back(int(i));
     model.forward(std::span<SequenceRows>(&rows, 1), r);
@@ -65,9 +65,9 @@ std::vector<float> prefill_logits(Model& model, KvCache& kv, std::span<const int
   return all;
 }
 
-std::vector<float> step(Model& model, KvCache& kv, int32_t token) {
+std::vector<float> step(Model& model, SequenceState& kv, int32_t token) {
   SequenceRows rows;
-  rows.kv = &kv;
+  rows.state = &kv;
   rows.tokens = std::span<const int32_t>(&token, 1);
   rows.logit_rows = {0};
   ForwardResult r;
@@ -86,10 +86,10 @@ class ArchTest : public ::testing::TestWithParam<const char*> {
 
 TEST_P(ArchTest, PrefillChunkingDoesNotChangeLogits) {
   auto model = Model::load(dir());
-  auto kv1 = model->new_kv_cache(64, {});
+  auto kv1 = model->new_state(64, {});
   KvOptions f32;
   f32.type = KvType::kF32;
-  auto a = model->new_kv_cache(64, f32), b = model->new_kv_cache(64, f32), c = model->new_kv_cache(64, f32);
+  auto a = model->new_state(64, f32), b = model->new_state(64, f32), c = model->new_state(64, f32);
   auto one = prefill_logits(*model, *a, kPrompt, int(kPrompt.size()));
   auto chunks = prefill_logits(*model, *b, kPrompt, 4);
   auto single = prefill_logits(*model, *c, kPrompt, 1);
@@ -104,7 +104,7 @@ TEST_P(ArchTest, TruncateAndRedecodeMatchesNeverHavingGonePast) {
   for (KvType type : {KvType::kF32, KvType::kF16}) {
     KvOptions o;
     o.type = type;
-    auto kv = model->new_kv_cache(64, o);
+    auto kv = model->new_state(64, o);
     prefill_logits(*model, *kv, kPrompt, 5);
     const std::vector<int32_t> path = {9, 140, 33, 2};
     std::vector<std::vector<float>> first;
@@ -113,13 +113,13 @@ TEST_P(ArchTest, TruncateAndRedecodeMatchesNeverHavingGonePast) {
     const std::vector<int32_t> junk = {300, 301, 302, 303, 304};
     prefill_logits(*model, *kv, junk, 5);
     step(*model, *kv, 17);
-    kv->truncate(int(kPrompt.size()) + 2);
+    kv->return_to(int(kPrompt.size()) + 2);
     EXPECT_EQ(kv->length(), int(kPrompt.size()) + 2);
     for (size_t i = 2; i < path.size(); ++i) EXPECT_LT(max_rel(step(*model, *kv, path[i]), first[i]), 1e-6);
     // Roll back into the prompt and redo its tail in one batch.
-    kv->truncate(3);
+    kv->return_to(3);
     auto tail = prefill_logits(*model, *kv, std::span<const int32_t>(kPrompt).subspan(3), 100);
-    auto fresh_kv = model->new_kv_cache(64, o);
+    auto fresh_kv = model->new_state(64, o);
     auto full = prefill_logits(*model, *fresh_kv, kPrompt, 100);
     std::vector<float> full_tail(full.begin() + 3 * model->config().vocab_size, full.end());
     // Different batch shapes sum in a different order; F16 storage can round those apart.
@@ -132,18 +132,18 @@ TEST_P(ArchTest, SequencesBatchedTogetherMatchSeparateCalls) {
   const int V = model->config().vocab_size, H = model->config().hidden_size;
   KvOptions o;
   o.type = KvType::kF32;
-  auto kv_a = model->new_kv_cache(64, o), kv_b = model->new_kv_cache(64, o);
-  auto sep_a = model->new_kv_cache(64, o), sep_b = model->new_kv_cache(64, o);
+  auto kv_a = model->new_state(64, o), kv_b = model->new_state(64, o);
+  auto sep_a = model->new_state(64, o), sep_b = model->new_state(64, o);
   prefill_logits(*model, *kv_b, std::span<const int32_t>(kPrompt).subspan(0, 6), 6);
   prefill_logits(*model, *sep_b, std::span<const int32_t>(kPrompt).subspan(0, 6), 6);
 
   const std::vector<int32_t> ta = {5, 6, 7, 8, 9}, tb = {10, 11, 12};
   SequenceRows rows[2];
-  rows[0].kv = kv_a.get();
+  rows[0].state = kv_a.get();
   rows[0].tokens = ta;
   rows[0].logit_rows = {4, 1};
   rows[0].hidden_rows = {2};
-  rows[1].kv = kv_b.get();
+  rows[1].state = kv_b.get();
   rows[1].tokens = tb;
   rows[1].logit_rows = {0, 2};
   rows[1].hidden_rows = {2, 0};
@@ -154,8 +154,8 @@ TEST_P(ArchTest, SequencesBatchedTogetherMatchSeparateCalls) {
 
   ForwardResult ra, rb;
   SequenceRows a = rows[0], b = rows[1];
-  a.kv = sep_a.get();
-  b.kv = sep_b.get();
+  a.state = sep_a.get();
+  b.state = sep_b.get();
   model->forward(std::span<SequenceRows>(&a, 1), ra);
   model->forward(std::span<SequenceRows>(&b, 1), rb);
   std::vector<float> logits = ra.logits, pre = ra.hidden_pre, post = ra.hidden_post;
@@ -174,9 +174,9 @@ INSTANTIATE_TEST_SUITE_P(Architectures, ArchTest, ::testing::Values("llama", "qw
 TEST(Model, HiddenStatesAndLogitsAreConsistent) {
   auto model = Model::load(checkpoint("qwen3", "--arch qwen3"));
   const int V = model->config().vocab_size, H = model->config().hidden_size;
-  auto kv = model->new_kv_cache(64, {});
+  auto kv = model->new_state(64, {});
   SequenceRows rows;
-  rows.kv = kv.get();
+  rows.state = kv.get();
   rows.tokens = kPrompt;
   rows.logit_rows = {3, 0};
   rows.hidden_rows = {0, 3};
@@ -185,7 +185,7 @@ TEST(Model, HiddenStatesAndLogitsAreConsistent) {
   ASSERT_EQ(r.hidden_pre.size(), size_t(2 * H));
   // post = RMSNorm(pre) * w: rows of `post` have the norm's scale, and the rows come in the asked order.
   std::vector<float> l0(r.logits.begin() + V, r.logits.begin() + 2 * V);
-  auto kv2 = model->new_kv_cache(64, {});
+  auto kv2 = model->new_state(64, {});
   auto first = prefill_logits(*model, *kv2, std::span<const int32_t>(kPrompt).subspan(0, 1), 1);
   EXPECT_LT(max_rel(l0, first), 1e-4);
   EXPECT_NE(r.hidden_pre[0], r.hidden_post[0]);
@@ -196,7 +196,7 @@ TEST(Model, MmapAndCopiedWeightsGiveIdenticalLogits) {
   LoadOptions mmap;
   mmap.copy_weights = false;
   auto copied = Model::load(dir), mapped = Model::load(dir, mmap);
-  auto a = copied->new_kv_cache(32, {}), b = mapped->new_kv_cache(32, {});
+  auto a = copied->new_state(32, {}), b = mapped->new_state(32, {});
   EXPECT_EQ(prefill_logits(*copied, *a, kPrompt, 4), prefill_logits(*mapped, *b, kPrompt, 4));
   EXPECT_EQ(copied->weight_bytes(), mapped->weight_bytes());
 }
@@ -227,11 +227,11 @@ TEST(Model, ConfigFieldsFromTheCheckpoint) {
 
 TEST(Model, ErrorsLeaveTheCacheUntouched) {
   auto model = Model::load(checkpoint("qwen3", "--arch qwen3"));
-  auto kv = model->new_kv_cache(8, {});
+  auto kv = model->new_state(8, {});
   prefill_logits(*model, *kv, std::span<const int32_t>(kPrompt).subspan(0, 5), 5);
   std::vector<int32_t> bad = {1, model->config().vocab_size};
   SequenceRows rows;
-  rows.kv = kv.get();
+  rows.state = kv.get();
   rows.tokens = bad;
   ForwardResult r;
   try {
@@ -259,9 +259,9 @@ TEST(Mtp, CatchUpInPiecesEqualsOneCall) {
     MtpHead* head = model->mtp_head();
     ASSERT_NE(head, nullptr);
     const int H = model->config().hidden_size, V = model->config().vocab_size;
-    auto kv = model->new_kv_cache(64, {});
+    auto kv = model->new_state(64, {});
     SequenceRows rows;
-    rows.kv = kv.get();
+    rows.state = kv.get();
     rows.tokens = kPrompt;
     for (int i = 0; i < int(kPrompt.size()); ++i) rows.hidden_rows.push_back(i);
     ForwardResult r;
@@ -269,14 +269,14 @@ TEST(Mtp, CatchUpInPiecesEqualsOneCall) {
     const int n = int(kPrompt.size()) - 1;
     std::vector<int> all_rows(n);
     for (int i = 0; i < n; ++i) all_rows[i] = i;
-    auto once_kv = head->new_kv_cache(64, {});
+    auto once_kv = head->new_state(64, {});
     std::vector<float> once_logits, once_hidden;
     head->forward(0, *once_kv, r.hidden_post.data(), std::span<const int32_t>(kPrompt).subspan(1, n), all_rows,
                   once_logits, once_hidden);
     ASSERT_EQ(once_logits.size(), size_t(n) * V);
     ASSERT_EQ(once_hidden.size(), size_t(n) * H);
 
-    auto piece_kv = head->new_kv_cache(64, {});
+    auto piece_kv = head->new_state(64, {});
     std::vector<float> logits, hidden, part_logits, part_hidden;
     for (int start = 0; start < n; start += 5) {
       int m = std::min(5, n - start);
@@ -301,7 +301,7 @@ TEST(Mtp, RecycledHiddenMayAliasTheOutput) {
   const int H = model->config().hidden_size;
   std::vector<float> h(H);
   for (int i = 0; i < H; ++i) h[i] = std::sin(0.3f * i);
-  auto kv_a = head->new_kv_cache(16, {}), kv_b = head->new_kv_cache(16, {});
+  auto kv_a = head->new_state(16, {}), kv_b = head->new_state(16, {});
   std::vector<float> logits_a, logits_b, out_b;
   std::vector<float> recycled = h, separate = h;
   for (int32_t tok : {5, 9, 200}) {

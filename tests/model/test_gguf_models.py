@@ -29,8 +29,9 @@ import numpy as np
 SRC = os.environ.get("NEXTN_SOURCE_DIR") or str(pathlib.Path(__file__).resolve().parents[2])
 sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
 sys.path.insert(0, os.path.join(SRC, "tools", "checkpoint"))
+sys.path.insert(0, os.path.join(SRC, "tests", "model"))
 import ggml_quants as Q  # noqa: E402
-import numpy_model as M  # noqa: E402
+import quantized_check  # noqa: E402
 import safetensors_reader  # noqa: E402
 import safetensors_writer  # noqa: E402
 
@@ -211,32 +212,13 @@ def dequantized_checkpoint(gguf, src_dir, out_dir):
 
 
 class RandomModelsAgainstReference(unittest.TestCase):
-    PROMPT = [1, 37, 205, 12, 99, 250, 7, 64, 3, 180, 41]
-
     def check(self, name, gen_args, qtype, mtp):
         base = os.path.join(TMP, f"gguf-ref-{name}")
         subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "make_checkpoint.py"), "--quiet", "--out",
                         base, *gen_args], check=True)
         gguf = quantize(base, qtype, base + f"-{qtype}.gguf")
         ref_dir = dequantized_checkpoint(gguf, base, base + f"-{qtype}-ref")
-        prefix = base + "-out"
-        run(["debug-logits", "--model", gguf, "--prompt-tokens", ",".join(map(str, self.PROMPT)), "--decode", "8",
-             "--threads", "2", "--out", prefix] + (["--mtp"] if mtp else []))
-        ref = M.Model(ref_dir)
-        logits, _ = ref.forward(self.PROMPT)
-        got = np.load(prefix + ".prefill.npy")
-        err = np.max(np.abs(got - logits)) / np.max(np.abs(logits))
-        self.assertLess(err, 0.1, f"{name} {qtype}: relative logit error {err:.4f}")
-        top2 = np.sort(logits, axis=-1)
-        confident = (top2[:, -1] - top2[:, -2]) > 2 * err * np.max(np.abs(logits))
-        np.testing.assert_array_equal(np.argmax(got, -1)[confident], np.argmax(logits, -1)[confident])
-        if mtp:
-            mtp_ref = ref.mtp_logits(self.PROMPT, ref.forward(self.PROMPT)[1])
-            mtp_got = np.load(prefix + ".mtp.npy")
-            n = min(len(mtp_ref), len(mtp_got))
-            merr = np.max(np.abs(mtp_got[:n] - mtp_ref[:n])) / np.max(np.abs(mtp_ref[:n]))
-            self.assertLess(merr, 0.1, f"{name} {qtype}: relative MTP logit error {merr:.4f}")
-        return err
+        return quantized_check.check_logits(self, BIN, gguf, ref_dir, base + "-out", mtp, f"{name} {qtype}")
 
     def test_llama_permuted_qk(self):
         self.check("llama", ["--arch", "llama", "--rope-scaling", "none"], "q8_0", False)

@@ -5,9 +5,8 @@ written by tools/mlx_quantize.py), end to end.
 1. Random qwen3 / llama / mimo (MTP) checkpoints at 4 and 8 bits, groups 32/64/128, scales
    in bf16, f16 and f32, one module overridden to other settings: nextn's logits (and
    MTP logits) against the float64 numpy reference (tests/reference/numpy_model.py) run
-   on the weights tests/reference/mlx_affine.py dequantizes. nextn rounds activations
-   to int8 per 32 values, so the bound is the GGUF test's: 0.1 of the largest logit, and
-   identical greedy tokens wherever the reference's top-2 gap exceeds the error.
+   on the weights tests/reference/mlx_affine.py dequantizes, within the bound
+   tests/model/quantized_check.py explains (nextn rounds activations to int8).
    A wrongly unpacked weight (nibble order, word order, scale/bias of another group)
    changes random-weight logits by about their own size.
 2. The embedded tiny model at 4 bits: greedy --mtp output equals plain greedy output; it
@@ -31,8 +30,10 @@ SRC = os.environ.get("NEXTN_SOURCE_DIR") or str(pathlib.Path(__file__).resolve()
 sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
 sys.path.insert(0, os.path.join(SRC, "tools", "checkpoint"))
 sys.path.insert(0, os.path.join(SRC, "tests", "server"))
+sys.path.insert(0, os.path.join(SRC, "tests", "model"))
 import mlx_affine  # noqa: E402
 import numpy_model as M  # noqa: E402
+import quantized_check  # noqa: E402
 import safetensors_writer  # noqa: E402
 
 BIN = os.environ.get("NEXTN_BIN", os.path.join(SRC, "build", "nextn"))
@@ -79,33 +80,14 @@ def dequantized_checkpoint(mlx_dir, out_dir):
 
 
 class RandomModelsAgainstReference(unittest.TestCase):
-    PROMPT = [1, 37, 205, 12, 99, 250, 7, 64, 3, 180, 41]
+    PROMPT = quantized_check.PROMPT
 
     def check(self, name, gen_args, quant_args, mtp, expect_bits):
         base = random_checkpoint(name, *gen_args)
         mlx = mlx_quantize(base, os.path.join(TMP, f"mlx-{name}"), *quant_args)
         ref_dir, bits_of = dequantized_checkpoint(mlx, os.path.join(TMP, f"mlx-{name}-ref"))
         self.assertEqual(set(bits_of.values()), expect_bits)
-        prefix = os.path.join(TMP, f"mlx-{name}-out")
-        run(["debug-logits", "--model", mlx, "--prompt-tokens", ",".join(map(str, self.PROMPT)), "--decode", "8",
-             "--threads", "2", "--out", prefix] + (["--mtp"] if mtp else []))
-        ref = M.Model(ref_dir)
-        logits, hidden = ref.forward(self.PROMPT)
-        got = np.load(prefix + ".prefill.npy")
-        err = np.max(np.abs(got - logits)) / np.max(np.abs(logits))
-        self.assertLess(err, 0.1, f"{name}: relative logit error {err:.4f}")
-        top2 = np.sort(logits, axis=-1)
-        confident = (top2[:, -1] - top2[:, -2]) > 2 * err * np.max(np.abs(logits))
-        np.testing.assert_array_equal(np.argmax(got, -1)[confident], np.argmax(logits, -1)[confident])
-        if mtp:
-            mtp_ref = ref.mtp_logits(self.PROMPT, hidden)
-            mtp_got = np.load(prefix + ".mtp.npy")
-            n = min(len(mtp_ref), len(mtp_got))
-            merr = np.max(np.abs(mtp_got[:n] - mtp_ref[:n])) / np.max(np.abs(mtp_ref[:n]))
-            self.assertLess(merr, 0.1, f"{name}: relative MTP logit error {merr:.4f}")
-        # The same weights with the quantization ignored would be a different model: the
-        # comparison can tell a wrongly unpacked checkpoint from a right one.
-        return err
+        return quantized_check.check_logits(self, BIN, mlx, ref_dir, os.path.join(TMP, f"mlx-{name}-out"), mtp, name)
 
     def test_qwen3_4bit_group64_bf16_scales(self):
         self.check("qwen3", ["--arch", "qwen3", "--dtype", "bf16"], ["--bits", "4", "--group", "64"], False, {4})

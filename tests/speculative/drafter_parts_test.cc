@@ -16,7 +16,7 @@ class NoModel final : public Model {
   const ModelConfig& config() const override { return config_; }
   const std::string& dir() const override { return dir_; }
   size_t weight_bytes() const override { return 0; }
-  std::unique_ptr<KvCache> new_kv_cache(int, const KvOptions&) const override { return nullptr; }
+  std::unique_ptr<SequenceState> new_state(int, const KvOptions&) const override { return nullptr; }
   void forward(std::span<SequenceRows>, ForwardResult&) override {}
   MtpHead* mtp_head() override { return nullptr; }
 

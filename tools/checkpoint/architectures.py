@@ -9,6 +9,8 @@ ARCHS = {
     "qwen2": ("Qwen2ForCausalLM", "qwen2", True, False, "none"),
     "qwen3": ("Qwen3ForCausalLM", "qwen3", False, True, "none"),
     "mimo": ("MiMoForCausalLM", "mimo", True, False, "mimo"),
+    # hybrid: 3 Gated DeltaNet layers per gated full-attention layer, (1+w) norms
+    "qwen3_5": ("Qwen3_5ForCausalLM", "qwen3_5_text", False, True, "qwen35"),
 }
 
 TINY = {
@@ -25,6 +27,13 @@ TINY = {
                   tied=True, rope_theta=1000000.0, eps=1e-6, rope_scaling=None),
     "mimo": dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, inter=128, vocab=320,
                  tied=False, rope_theta=640000.0, eps=1e-5, rope_scaling=None),
+    # Qwen3.5: every branch observable (shared/docs/architectures.md §3.2): 3 GDN + 1 full
+    # attention layer, head_dim 32 with 8 rotary dims, Hv = 2 Hk (value heads share key
+    # heads), dk != dv, untied head
+    "qwen3_5": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=32, inter=128, vocab=384,
+                    tied=False, rope_theta=10000000.0, eps=1e-6, rope_scaling=None,
+                    linear_k_heads=2, linear_v_heads=4, linear_k_dim=16, linear_v_dim=24,
+                    conv_kernel=4, full_interval=4),
 }
 
 PRESETS = {
@@ -37,7 +46,17 @@ PRESETS = {
                                            high_freq_factor=4.0,
                                            original_max_position_embeddings=8192),
                          max_pos=131072),
+    "qwen3.5-0.8b": dict(hidden=1024, layers=24, heads=8, kv_heads=2, head_dim=256, inter=3584,
+                         vocab=248320, tied=True, rope_theta=10000000.0, eps=1e-6,
+                         rope_scaling=None, max_pos=262144, linear_k_heads=16, linear_v_heads=16,
+                         linear_k_dim=128, linear_v_dim=128, conv_kernel=4, full_interval=4),
+    "qwen3.5-2b": dict(hidden=2048, layers=24, heads=8, kv_heads=2, head_dim=256, inter=6144,
+                       vocab=248320, tied=True, rope_theta=10000000.0, eps=1e-6,
+                       rope_scaling=None, max_pos=262144, linear_k_heads=16, linear_v_heads=16,
+                       linear_k_dim=128, linear_v_dim=128, conv_kernel=4, full_interval=4),
 }
+
+PRESET_ARCH = {"qwen3.5-0.8b": "qwen3_5", "qwen3.5-2b": "qwen3_5"}
 
 
 class Init:
@@ -114,6 +133,130 @@ def mtp_tensors(layout, prefix, s, qkv_bias, qk_norm, shared_head, lm_head_name)
     elif shared_head == "random":
         t.append((f"{prefix}.shared_head.head.weight", (v, h), embed_init(h)))
     return t
+
+
+def qwen35_norm():
+    # stored scales of (1+w) norms cluster around 0; std 0.3 makes w and 1+w differ clearly
+    return Init(0.3, 0.0)
+
+
+def qwen35_attention_tensors(prefix, s):
+    """A Qwen3.5 gated full-attention layer: q_proj rows per head [q_h | gate_h]."""
+    h, hd, nh, nkv, inter = s["hidden"], s["head_dim"], s["heads"], s["kv_heads"], s["inter"]
+    return [
+        (f"{prefix}.input_layernorm.weight", (h,), qwen35_norm()),
+        (f"{prefix}.self_attn.q_proj.weight", (2 * nh * hd, h), linear_init(h)),
+        (f"{prefix}.self_attn.k_proj.weight", (nkv * hd, h), linear_init(h)),
+        (f"{prefix}.self_attn.v_proj.weight", (nkv * hd, h), linear_init(h)),
+        (f"{prefix}.self_attn.o_proj.weight", (h, nh * hd), linear_init(nh * hd)),
+        (f"{prefix}.self_attn.q_norm.weight", (hd,), qwen35_norm()),
+        (f"{prefix}.self_attn.k_norm.weight", (hd,), qwen35_norm()),
+    ] + qwen35_mlp_tensors(prefix, s)
+
+
+def qwen35_mlp_tensors(prefix, s):
+    h, inter = s["hidden"], s["inter"]
+    return [
+        (f"{prefix}.post_attention_layernorm.weight", (h,), qwen35_norm()),
+        (f"{prefix}.mlp.gate_proj.weight", (inter, h), linear_init(h)),
+        (f"{prefix}.mlp.up_proj.weight", (inter, h), linear_init(h)),
+        (f"{prefix}.mlp.down_proj.weight", (h, inter), linear_init(inter)),
+    ]
+
+
+def qwen35_delta_net_tensors(prefix, s):
+    """A Gated DeltaNet layer (linear_attn.*), Qwen3.5's split head-major layout."""
+    h = s["hidden"]
+    hk, hv, dk, dv, k = (s["linear_k_heads"], s["linear_v_heads"], s["linear_k_dim"],
+                         s["linear_v_dim"], s["conv_kernel"])
+    conv = 2 * hk * dk + hv * dv
+    a = f"{prefix}.linear_attn"
+    return [
+        (f"{prefix}.input_layernorm.weight", (h,), qwen35_norm()),
+        (f"{a}.in_proj_qkv.weight", (conv, h), linear_init(h)),
+        (f"{a}.in_proj_z.weight", (hv * dv, h), linear_init(h)),
+        (f"{a}.in_proj_b.weight", (hv, h), linear_init(h)),
+        (f"{a}.in_proj_a.weight", (hv, h), linear_init(h)),
+        (f"{a}.conv1d.weight", (conv, 1, k), Init(0.6)),
+        # A = exp(A_log) in [0.5, 16] (uniform in log space), dt_bias ~ unit variance
+        (f"{a}.A_log", (hv,), Init((math.log(16) - math.log(0.5)) / math.sqrt(12),
+                                   (math.log(16) + math.log(0.5)) / 2)),
+        (f"{a}.dt_bias", (hv,), Init(1.0)),
+        (f"{a}.norm.weight", (dv,), Init(0.3, 1.0)),  # plain w (initialised at 1)
+        (f"{a}.out_proj.weight", (h, hv * dv), linear_init(hv * dv)),
+    ] + qwen35_mlp_tensors(prefix, s)
+
+
+def qwen35_layer_types(s):
+    n = s["full_interval"]
+    return ["full_attention" if (i + 1) % n == 0 else "linear_attention" for i in range(s["layers"])]
+
+
+def qwen35_tensors(s, mtp_layers, prefix="model."):
+    h, v = s["hidden"], s["vocab"]
+    t = [(f"{prefix}embed_tokens.weight", (v, h), embed_init(h))]
+    for i, kind in enumerate(qwen35_layer_types(s)):
+        p = f"{prefix}layers.{i}"
+        t += qwen35_attention_tensors(p, s) if kind == "full_attention" else \
+            qwen35_delta_net_tensors(p, s)
+    t.append((f"{prefix}norm.weight", (h,), qwen35_norm()))
+    if not s["tied"]:
+        t.append(("lm_head.weight", (v, h), embed_init(h)))
+    if mtp_layers:
+        t += [
+            ("mtp.pre_fc_norm_embedding.weight", (h,), qwen35_norm()),
+            ("mtp.pre_fc_norm_hidden.weight", (h,), qwen35_norm()),
+            ("mtp.fc.weight", (h, 2 * h), linear_init(2 * h)),
+            ("mtp.norm.weight", (h,), qwen35_norm()),
+        ]
+        for i in range(mtp_layers):
+            t += qwen35_attention_tensors(f"mtp.layers.{i}", s)
+    return t
+
+
+def qwen35_config(s, mtp_layers, dtype_name, specials, vision_language=False):
+    text = {
+        "model_type": "qwen3_5_text",
+        "vocab_size": s["vocab"],
+        "hidden_size": s["hidden"],
+        "intermediate_size": s["inter"],
+        "num_hidden_layers": s["layers"],
+        "num_attention_heads": s["heads"],
+        "num_key_value_heads": s["kv_heads"],
+        "head_dim": s["head_dim"],
+        "hidden_act": "silu",
+        "max_position_embeddings": s.get("max_pos", 4096),
+        "rms_norm_eps": s["eps"],
+        "layer_types": qwen35_layer_types(s),
+        "full_attention_interval": s["full_interval"],
+        "linear_conv_kernel_dim": s["conv_kernel"],
+        "linear_key_head_dim": s["linear_k_dim"],
+        "linear_value_head_dim": s["linear_v_dim"],
+        "linear_num_key_heads": s["linear_k_heads"],
+        "linear_num_value_heads": s["linear_v_heads"],
+        "attn_output_gate": True,
+        "attention_bias": False,
+        "rope_parameters": {"rope_type": "default", "rope_theta": s["rope_theta"],
+                            "partial_rotary_factor": 0.25, "mrope_section": [11, 11, 10],
+                            "mrope_interleaved": True},
+        "tie_word_embeddings": s["tied"],
+        "mtp_num_hidden_layers": mtp_layers,
+        "mamba_ssm_dtype": "float32",
+        "bos_token_id": specials["<|endoftext|>"],
+        "eos_token_id": specials["<|endoftext|>"],
+        "torch_dtype": dtype_name,
+    }
+    if not vision_language:
+        return dict(text, architectures=["Qwen3_5ForCausalLM"], transformers_version="4.57.0")
+    return {
+        "architectures": ["Qwen3_5ForConditionalGeneration"],
+        "model_type": "qwen3_5",
+        "text_config": text,
+        "vision_config": {"depth": 1, "hidden_size": 16},
+        "image_token_id": 248056,
+        "tie_word_embeddings": s["tied"],
+        "transformers_version": "4.57.0",
+    }
 
 
 def embed_init(h):

@@ -1,0 +1,137 @@
+// model/qwen3_5.cc — Qwen3.5 / Qwen3.6 dense (Qwen3_5ForCausalLM, and the text part of
+// Qwen3_5ForConditionalGeneration, whose config nests it under text_config and whose
+// tensors live under model.language_model.; vision weights are ignored). Hybrid
+// layers: `layer_types` (or every full_attention_interval-th layer) is gated full
+// attention, the others Gated DeltaNet (qwen3_5_attention.cc, qwen3_5_delta_net.cc).
+// RMSNorm scales are (1 + w) (norm_offset 1) except the DeltaNet output norm. The MTP
+// head (mtp.*, mtp_num_hidden_layers) is one gated attention layer with its own KV.
+// The MoE variants (qwen3_5_moe, Qwen3-Next) are refused at load.
+#include "io/checkpoint.h"
+#include "model/architecture.h"
+#include "model/qwen3_5_layers.h"
+
+namespace nextn {
+namespace {
+
+// rope_theta / partial_rotary_factor: top level, or inside rope_parameters (newer configs).
+double rope_value(const ConfigReader& reader, const char* key, double fallback) {
+  if (reader.has("rope_parameters")) {
+    const nlohmann::json& rp = reader.json().at("rope_parameters");
+    if (!rp.is_object()) reader.error(ErrorKind::kBadInput, "key 'rope_parameters' must be an object");
+    ConfigReader sub(rp, reader.path() + " rope_parameters");
+    if (sub.has(key)) return sub.get_double(key, fallback);
+  }
+  return reader.get_double(key, fallback);
+}
+
+void check_rope_type(const ConfigReader& reader, const char* key) {
+  if (!reader.has(key)) return;
+  const nlohmann::json& rs = reader.json().at(key);
+  if (!rs.is_object()) reader.error(ErrorKind::kBadInput, "key '{}' must be an object or null", key);
+  ConfigReader sub(rs, reader.path() + " " + key);
+  const std::string type = sub.get_string("rope_type", sub.get_string("type", "default"));
+  // Text-only input gives the three mRoPE axes the same position: plain 1-D RoPE.
+  if (type != "default" && type != "mrope")
+    reader.error(ErrorKind::kUnsupported, "{} type '{}' is not supported for Qwen3.5 (supported: default, mrope)", key,
+                 type);
+}
+
+void configure_qwen3_5(const ConfigReader& reader, const Checkpoint& ckpt, ModelConfig& c) {
+  check_rope_type(reader, "rope_scaling");
+  check_rope_type(reader, "rope_parameters");
+  c.qk_norm = true;
+  c.norm_offset = 1.0f;
+  c.rope_theta = rope_value(reader, "rope_theta", 10000000.0);
+  if (!(c.rope_theta > 0)) reader.error(ErrorKind::kBadInput, "rope_theta must be positive");
+  const double partial = rope_value(reader, "partial_rotary_factor", 0.25);
+  const int rotary = int(c.head_dim * partial);
+  if (!(partial > 0 && partial <= 1) || rotary < 2 || rotary % 2 != 0)
+    reader.error(ErrorKind::kBadInput, "partial_rotary_factor {} gives {} rotary dims of head_dim {} (need an even number >= 2)",
+                 partial, rotary, c.head_dim);
+  const bool output_gate = reader.get_bool("attn_output_gate", true);
+  if (!output_gate) reader.error(ErrorKind::kUnsupported, "attn_output_gate = false is not supported");
+
+  DeltaNetSpec dn;
+  dn.key_heads = reader.get_int("linear_num_key_heads", 16);
+  dn.value_heads = reader.get_int("linear_num_value_heads", 32);
+  dn.key_dim = reader.get_int("linear_key_head_dim", 128);
+  dn.value_dim = reader.get_int("linear_value_head_dim", 128);
+  dn.conv_kernel = reader.get_int("linear_conv_kernel_dim", 4);
+  if (dn.key_heads <= 0 || dn.value_heads <= 0 || dn.value_heads % dn.key_heads != 0)
+    reader.error(ErrorKind::kBadInput, "linear_num_value_heads ({}) must be a positive multiple of linear_num_key_heads ({})",
+                 dn.value_heads, dn.key_heads);
+  if (dn.key_dim <= 0 || dn.value_dim <= 0 || dn.value_dim > 512)
+    reader.error(ErrorKind::kBadInput, "linear_key_head_dim ({}) and linear_value_head_dim ({}) must be in 1..512",
+                 dn.key_dim, dn.value_dim);
+  if (dn.conv_kernel < 2 || dn.conv_kernel > 16)
+    reader.error(ErrorKind::kBadInput, "linear_conv_kernel_dim must be in 2..16, got {}", dn.conv_kernel);
+
+  // Layer kinds: layer_types, else every full_attention_interval-th layer is full attention.
+  std::vector<std::string> types;
+  if (reader.has("layer_types")) {
+    const nlohmann::json& lt = reader.json().at("layer_types");
+    if (!lt.is_array()) reader.error(ErrorKind::kBadInput, "key 'layer_types' must be a list of strings");
+    for (const auto& t : lt) {
+      if (!t.is_string()) reader.error(ErrorKind::kBadInput, "key 'layer_types' must be a list of strings");
+      types.push_back(t.get<std::string>());
+    }
+    if (int(types.size()) != c.num_layers)
+      reader.error(ErrorKind::kBadInput, "layer_types lists {} layers but num_hidden_layers is {}", types.size(),
+                   c.num_layers);
+  } else {
+    const int interval = reader.get_int("full_attention_interval", 4);
+    if (interval <= 0) reader.error(ErrorKind::kBadInput, "full_attention_interval must be positive");
+    for (int i = 0; i < c.num_layers; ++i)
+      types.push_back((i + 1) % interval == 0 ? "full_attention" : "linear_attention");
+  }
+  c.layers.clear();
+  for (int i = 0; i < c.num_layers; ++i) {
+    LayerSpec l;
+    l.intermediate = c.intermediate_size;
+    if (types[size_t(i)] == "full_attention") {
+      l.mixer = MixerKind::kAttention;
+      l.attention.heads = c.num_heads;
+      l.attention.kv_heads = c.num_kv_heads;
+      l.attention.head_dim = c.head_dim;
+      l.attention.rope_theta = c.rope_theta;
+      l.attention.rotary_dim = rotary;
+      l.attention.qkv_bias = reader.get_bool("attention_bias", false);
+      l.attention.qk_norm = true;
+      l.attention.output_gate = true;
+    } else if (types[size_t(i)] == "linear_attention") {
+      l.mixer = MixerKind::kGatedDeltaNet;
+      l.delta_net = dn;
+    } else {
+      reader.error(ErrorKind::kBadInput, "unknown layer type '{}' at layer {} (supported: linear_attention, full_attention)",
+                   types[size_t(i)], i);
+    }
+    c.layers.push_back(l);
+  }
+
+  c.weight_prefix = ckpt.has("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
+  const int mtp = reader.get_int("mtp_num_hidden_layers", 0);
+  if (mtp < 0) reader.error(ErrorKind::kBadInput, "mtp_num_hidden_layers must be >= 0, got {}", mtp);
+  if (mtp > 0 && ckpt.has("mtp.fc.weight")) {
+    c.mtp_layout = MtpLayout::kQwen35;
+    c.num_mtp_layers = mtp;
+  }
+}
+
+std::unique_ptr<Block> make_qwen3_5_block(const ModelConfig& config, const LayerSpec& layer, WeightStore& store,
+                                          const std::string& prefix) {
+  if (layer.mixer == MixerKind::kGatedDeltaNet) return make_gated_delta_net_block(config, layer, store, prefix);
+  return make_gated_attention_block(config, layer, store, prefix);
+}
+
+}  // namespace
+
+const Architecture kQwen3_5Architecture = {"Qwen3_5ForCausalLM", "qwen3_5_text", configure_qwen3_5,
+                                           make_qwen3_5_block};
+const Architecture kQwen3_5VisionLanguageArchitecture = {"Qwen3_5ForConditionalGeneration", "qwen3_5",
+                                                         configure_qwen3_5, make_qwen3_5_block};
+const Architecture kQwen3_5MoeArchitecture = {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe", nullptr, nullptr,
+                                              "MoE is not supported yet"};
+const Architecture kQwen3NextArchitecture = {"Qwen3NextForCausalLM", "qwen3_next", nullptr, nullptr,
+                                             "MoE is not supported yet"};
+
+}  // namespace nextn

@@ -1,0 +1,122 @@
+// model/qwen3_5_attention.cc — Qwen3.5 gated full attention:
+//   [q_h | gate_h] = q_proj(x) per head h (interleaved rows, not two halves),
+//   q, k = RMSNorm1p per head (q_norm, k_norm), RoPE on the first rotary_dim dims of
+//   each head (NeoX pairs (j, j + rotary_dim/2)), o = softmax(q kᵀ / √D) v,
+//   y = o_proj(o ⊙ σ(gate)); then the SwiGLU MLP. Attention runs on the layer's KV
+//   slot in each sequence state, in any kv/ storage type.
+#include <cmath>
+
+#include "model/decoder_block.h"
+#include "model/qwen3_5_layers.h"
+#include "model/rope_table.h"
+#include "util/error.h"
+
+namespace nextn {
+namespace {
+
+// NeoX rotation of dims [0, rotary_dim) of every head, in place; the rest pass through.
+void partial_rope(float* x, int n_rows, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+                  const float* inv_freq) {
+  const int half = rotary_dim / 2;
+  std::vector<float> cs(size_t(half) * 2);
+  for (int r = 0; r < n_rows; ++r) {
+    for (int i = 0; i < half; ++i) {
+      const double angle = double(positions[r]) * double(inv_freq[i]);
+      cs[size_t(2 * i)] = float(std::cos(angle));
+      cs[size_t(2 * i + 1)] = float(std::sin(angle));
+    }
+    for (int h = 0; h < heads; ++h) {
+      float* v = x + (size_t(r) * heads + h) * head_dim;
+      for (int i = 0; i < half; ++i) {
+        const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
+        const float a = v[i], b = v[i + half];
+        v[i] = a * c - b * s;
+        v[i + half] = b * c + a * s;
+      }
+    }
+  }
+}
+
+class GatedAttentionBlock : public Block {
+ public:
+  GatedAttentionBlock(const ModelConfig& c, const LayerSpec& layer, WeightStore& s, const std::string& p)
+      : spec_(layer.attention), hidden_(c.hidden_size), intermediate_(layer.intermediate),
+        eps_(float(c.rms_norm_eps)) {
+    const int64_t H = hidden_, D = spec_.head_dim;
+    const int64_t q_dim = int64_t(spec_.heads) * D, kv_dim = int64_t(spec_.kv_heads) * D;
+    input_norm_ = s.floats(p + "input_layernorm.weight", {H}, c.norm_offset);
+    q_ = s.linear(p + "self_attn.q_proj", 2 * q_dim, H, spec_.qkv_bias);
+    k_ = s.linear(p + "self_attn.k_proj", kv_dim, H, spec_.qkv_bias);
+    v_ = s.linear(p + "self_attn.v_proj", kv_dim, H, spec_.qkv_bias);
+    o_ = s.linear(p + "self_attn.o_proj", H, q_dim, false);
+    q_norm_ = s.floats(p + "self_attn.q_norm.weight", {D}, c.norm_offset);
+    k_norm_ = s.floats(p + "self_attn.k_norm.weight", {D}, c.norm_offset);
+    mlp_ = load_mlp(s, p, hidden_, intermediate_, c.norm_offset);
+    inv_freq_ = rope_inv_freq(spec_.rotary_dim, spec_.rope_theta, RopeScaling{});
+  }
+
+  void forward(int layer, const BlockRows& rows, BlockScratch& s) override {
+    const int n = rows.n_rows;
+    const int64_t H = hidden_, D = spec_.head_dim, Hq = spec_.heads;
+    const int64_t q_dim = Hq * D, kv_dim = int64_t(spec_.kv_heads) * D;
+    const size_t nr = size_t(n);
+    float* xn = BlockScratch::grow(s.xn, nr * H);
+    float* qg = BlockScratch::grow(s.aux0, nr * 2 * q_dim);
+    float* q = BlockScratch::grow(s.q, nr * q_dim);
+    float* gate = BlockScratch::grow(s.aux1, nr * q_dim);
+    float* k = BlockScratch::grow(s.k, nr * kv_dim);
+    float* v = BlockScratch::grow(s.v, nr * kv_dim);
+    float* attn = BlockScratch::grow(s.attn, nr * q_dim);
+    float* proj = BlockScratch::grow(s.proj, nr * H);
+
+    rms_norm(rows.x, input_norm_, n, H, eps_, xn);
+    apply(q_, xn, n, qg);
+    apply(k_, xn, n, k);
+    apply(v_, xn, n, v);
+    // Per head: the first D values are the query, the next D its gate.
+    for (size_t r = 0; r < nr; ++r)
+      for (int64_t h = 0; h < Hq; ++h) {
+        const float* src = qg + (r * Hq + h) * 2 * D;
+        std::copy_n(src, D, q + (r * Hq + h) * D);
+        std::copy_n(src + D, D, gate + (r * Hq + h) * D);
+      }
+    rms_norm(q, q_norm_, int64_t(n) * Hq, D, eps_, q);
+    rms_norm(k, k_norm_, int64_t(n) * spec_.kv_heads, D, eps_, k);
+    partial_rope(q, n, int(Hq), int(D), spec_.rotary_dim, rows.positions, inv_freq_.data());
+    partial_rope(k, n, spec_.kv_heads, int(D), spec_.rotary_dim, rows.positions, inv_freq_.data());
+    const float scale = 1.0f / std::sqrt(float(D));
+    for (const StateSegment& seg : rows.segments) {
+      AttentionSlot slot = seg.state->attention(layer);
+      if (slot.owns)
+        slot.cache->append(slot.layer, seg.pos, seg.n, k + size_t(seg.row0) * kv_dim, v + size_t(seg.row0) * kv_dim);
+      slot.cache->attend(slot.layer, seg.pos, seg.n, q + size_t(seg.row0) * q_dim, attn + size_t(seg.row0) * q_dim,
+                         scale);
+    }
+    for (size_t i = 0; i < nr * q_dim; ++i) attn[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
+    apply(o_, attn, n, proj);
+    add_into(rows.x, proj, nr * H);
+    run_mlp(mlp_, hidden_, intermediate_, eps_, rows.x, n, s);
+  }
+
+ private:
+  AttentionSpec spec_;
+  int hidden_, intermediate_;
+  float eps_;
+  const float* input_norm_ = nullptr;  // [H], 1 + w
+  Linear q_;                           // [Hq * 2D, H]: rows [q_h0 | gate_h0 | q_h1 | gate_h1 | ...]
+  Linear k_, v_;                       // [Hkv * D, H]
+  Linear o_;                           // [H, Hq * D]
+  const float* q_norm_ = nullptr;      // [D], 1 + w
+  const float* k_norm_ = nullptr;      // [D], 1 + w
+  MlpWeights mlp_;
+  std::vector<float> inv_freq_;        // [rotary_dim / 2]
+};
+
+}  // namespace
+
+std::unique_ptr<Block> make_gated_attention_block(const ModelConfig& config, const LayerSpec& layer,
+                                                  WeightStore& store, const std::string& prefix) {
+  return std::make_unique<GatedAttentionBlock>(config, layer, store, prefix);
+}
+
+}  // namespace nextn

@@ -1,0 +1,262 @@
+// model/qwen3_5_delta_net.cc — the Gated DeltaNet layer of Qwen3.5 (`linear_attn`):
+//   u = in_proj_qkv(x) [q | k | v channels], z = in_proj_z(x), b = in_proj_b(x), a = in_proj_a(x)
+//   c = silu(causal depthwise conv_K(u)) over the q, k and v channels, with the last
+//       K−1 pre-conv rows of the sequence as conv state
+//   q̂ = l2norm(q)·dk^-½, k̂ = l2norm(k) per key head; β = σ(b), g = −exp(A_log)·softplus(a + dt_bias)
+//   per value head h (key head h / (Hv/Hk)), state S [dk, dv]:
+//       S ← e^g S;  S ← S + k̂ (β (v − Sᵀk̂))ᵀ;  o = Sᵀq̂
+//   y = out_proj( w ⊙ RMSNorm(o) ⊙ silu(z) )   (plain w here: the one norm without +1)
+// then the SwiGLU MLP. Decode and speculative verify rows run the per-token rule
+// (delta_rule.h), writing each row's state into its own plane when the forward keeps
+// snapshots; longer prefills use the equivalent chunked form (chunks of 64 rows).
+#include <algorithm>
+#include <cmath>
+
+#include "model/decoder_block.h"
+#include "model/delta_rule.h"
+#include "model/qwen3_5_layers.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace nextn {
+namespace {
+
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
+
+// The chunked (parallel) form of the rule over `n` rows for one value head, updating S
+// in place (exactly the per-token rule in exact arithmetic). q, k and v rows have
+// stride qs, o rows stride os. Within a chunk with γ_i = Σ_{s≤i} g_s:
+//   L_ij = β_i (k_i·k_j) e^{γ_i−γ_j} (j < i);  (I + L) U = β⊙V;  (I + L) W = β⊙e^γ⊙K
+//   V' = U − W S;  O_i = e^{γ_i} q_i S + Σ_{j≤i} (q_i·k_j) e^{γ_i−γ_j} V'_j
+//   S ← e^{γ_last} S + Σ_j e^{γ_last−γ_j} k_j V'_jᵀ
+// Only differences γ_i − γ_j with j ≤ i are exponentiated (no overflow).
+struct ChunkScratch {
+  std::vector<float> gamma, L, U, Wk, Vp, qk;
+};
+
+void chunked_delta_rule(float* S, const float* q, const float* k, const float* v, size_t qs, const float* beta,
+                        const float* g, size_t gs, int n, int dk, int dv, float* o, size_t os, ChunkScratch& cs) {
+  const int C = kDeltaNetChunk;
+  cs.gamma.resize(C);
+  cs.L.resize(size_t(C) * C);
+  cs.qk.resize(size_t(C) * C);
+  cs.U.resize(size_t(C) * dv);
+  cs.Vp.resize(size_t(C) * dv);
+  cs.Wk.resize(size_t(C) * dk);
+  for (int c0 = 0; c0 < n; c0 += C) {
+    const int c = std::min(C, n - c0);
+    float* gamma = cs.gamma.data();
+    float acc = 0.0f;
+    for (int i = 0; i < c; ++i) gamma[i] = (acc += g[size_t(c0 + i) * gs]);
+    auto K = [&](int i) { return k + size_t(c0 + i) * qs; };
+    auto Q = [&](int i) { return q + size_t(c0 + i) * qs; };
+    auto B = [&](int i) { return beta[size_t(c0 + i) * gs]; };
+    // L (strict lower) and the q·k decay products (lower incl. diagonal).
+    for (int i = 0; i < c; ++i)
+      for (int j = 0; j <= i; ++j) {
+        float kk = 0.0f, qk = 0.0f;
+        const float *ki = K(i), *kj = K(j), *qi = Q(i);
+        for (int d = 0; d < dk; ++d) kk += ki[d] * kj[d], qk += qi[d] * kj[d];
+        const float decay = std::exp(gamma[i] - gamma[j]);
+        cs.L[size_t(i) * C + j] = j < i ? B(i) * kk * decay : 0.0f;
+        cs.qk[size_t(i) * C + j] = qk * decay;
+      }
+    // Forward substitution: U_i = β_i v_i − Σ_{j<i} L_ij U_j, W_i = β_i e^{γ_i} k_i − Σ_{j<i} L_ij W_j.
+    for (int i = 0; i < c; ++i) {
+      float* u = cs.U.data() + size_t(i) * dv;
+      float* w = cs.Wk.data() + size_t(i) * dk;
+      const float* vi = v + size_t(c0 + i) * qs;
+      const float bi = B(i), be = B(i) * std::exp(gamma[i]);
+      for (int d = 0; d < dv; ++d) u[d] = bi * vi[d];
+      for (int d = 0; d < dk; ++d) w[d] = be * K(i)[d];
+      for (int j = 0; j < i; ++j) {
+        const float l = cs.L[size_t(i) * C + j];
+        const float* uj = cs.U.data() + size_t(j) * dv;
+        const float* wj = cs.Wk.data() + size_t(j) * dk;
+        for (int d = 0; d < dv; ++d) u[d] -= l * uj[d];
+        for (int d = 0; d < dk; ++d) w[d] -= l * wj[d];
+      }
+    }
+    // V' = U − W S and O_i = e^{γ_i} q_i S + Σ_{j≤i} qk_ij V'_j.
+    for (int i = 0; i < c; ++i) {
+      float* vp = cs.Vp.data() + size_t(i) * dv;
+      float* out = o + size_t(c0 + i) * os;
+      std::copy_n(cs.U.data() + size_t(i) * dv, dv, vp);
+      std::fill_n(out, dv, 0.0f);
+      const float* w = cs.Wk.data() + size_t(i) * dk;
+      const float eg = std::exp(gamma[i]);
+      const float* qi = Q(i);
+      for (int d = 0; d < dk; ++d) {
+        const float* srow = S + size_t(d) * dv;
+        const float wd = w[d], qd = eg * qi[d];
+        for (int e = 0; e < dv; ++e) vp[e] -= wd * srow[e], out[e] += qd * srow[e];
+      }
+      for (int j = 0; j <= i; ++j) {
+        const float a = cs.qk[size_t(i) * C + j];
+        const float* vj = cs.Vp.data() + size_t(j) * dv;
+        for (int e = 0; e < dv; ++e) out[e] += a * vj[e];
+      }
+    }
+    // S ← e^{γ_last} S + Σ_j e^{γ_last − γ_j} k_j V'_jᵀ
+    const float last = gamma[c - 1];
+    const float el = std::exp(last);
+    for (int d = 0; d < dk; ++d) {
+      float* srow = S + size_t(d) * dv;
+      for (int e = 0; e < dv; ++e) srow[e] *= el;
+      for (int j = 0; j < c; ++j) {
+        const float f = std::exp(last - gamma[j]) * K(j)[d];
+        const float* vj = cs.Vp.data() + size_t(j) * dv;
+        for (int e = 0; e < dv; ++e) srow[e] += f * vj[e];
+      }
+    }
+  }
+}
+
+class GatedDeltaNetBlock : public Block {
+ public:
+  GatedDeltaNetBlock(const ModelConfig& c, const LayerSpec& layer, WeightStore& s, const std::string& p)
+      : spec_(layer.delta_net), hidden_(c.hidden_size), intermediate_(layer.intermediate),
+        eps_(float(c.rms_norm_eps)) {
+    const DeltaNetSpec& d = spec_;
+    const int64_t H = hidden_, C = d.conv_channels(), V = int64_t(d.value_heads) * d.value_dim;
+    input_norm_ = s.floats(p + "input_layernorm.weight", {H}, c.norm_offset);
+    const std::string a = p + "linear_attn.";
+    in_qkv_ = s.linear(a + "in_proj_qkv", C, H, false);
+    in_z_ = s.linear(a + "in_proj_z", V, H, false);
+    in_b_ = s.linear(a + "in_proj_b", d.value_heads, H, false);
+    in_a_ = s.linear(a + "in_proj_a", d.value_heads, H, false);
+    conv_ = s.floats(a + "conv1d.weight", {C, 1, d.conv_kernel});
+    dt_bias_ = s.floats(a + "dt_bias", {d.value_heads});
+    const float* a_log = s.floats(a + "A_log", {d.value_heads});
+    neg_a_.resize(size_t(d.value_heads));
+    for (int h = 0; h < d.value_heads; ++h) neg_a_[size_t(h)] = -std::exp(a_log[h]);
+    norm_ = s.floats(a + "norm.weight", {d.value_dim});  // plain w: no offset
+    out_ = s.linear(a + "out_proj", H, V, false);
+    mlp_ = load_mlp(s, p, hidden_, intermediate_, c.norm_offset);
+  }
+
+  void forward(int layer, const BlockRows& rows, BlockScratch& s) override {
+    const DeltaNetSpec& d = spec_;
+    const int n = rows.n_rows;
+    const size_t nr = size_t(n), H = size_t(hidden_), C = size_t(d.conv_channels());
+    const size_t V = size_t(d.value_heads) * d.value_dim, Hv = size_t(d.value_heads);
+    float* xn = BlockScratch::grow(s.xn, nr * H);
+    float* u = BlockScratch::grow(s.aux0, nr * C);   // pre-conv q|k|v, then post-conv
+    float* z = BlockScratch::grow(s.aux1, nr * V);
+    float* ab = BlockScratch::grow(s.aux2, nr * 2 * Hv);  // [b | a] per row -> [beta | g]
+    float* o = BlockScratch::grow(s.attn, nr * V);
+    float* proj = BlockScratch::grow(s.proj, nr * H);
+    float* b = BlockScratch::grow(s.q, nr * Hv);
+    float* a = BlockScratch::grow(s.k, nr * Hv);
+
+    rms_norm(rows.x, input_norm_, n, int64_t(H), eps_, xn);
+    apply(in_qkv_, xn, n, u);
+    apply(in_z_, xn, n, z);
+    apply(in_b_, xn, n, b);
+    apply(in_a_, xn, n, a);
+    for (size_t r = 0; r < nr; ++r)
+      for (size_t h = 0; h < Hv; ++h) {
+        ab[r * 2 * Hv + h] = sigmoid(b[r * Hv + h]);
+        ab[r * 2 * Hv + Hv + h] = neg_a_[h] * softplus(a[r * Hv + h] + dt_bias_[h]);
+      }
+    for (const StateSegment& seg : rows.segments)
+      if (seg.n > 0) mix(seg, seg.state->recurrent(layer), u, ab, o, s);
+    // Gated norm per value head, then the output projection.
+    rms_norm(o, norm_, int64_t(n) * d.value_heads, d.value_dim, eps_, o);
+    for (size_t i = 0; i < nr * V; ++i) o[i] *= z[i] * sigmoid(z[i]);
+    apply(out_, o, n, proj);
+    add_into(rows.x, proj, nr * H);
+    run_mlp(mlp_, hidden_, intermediate_, eps_, rows.x, n, s);
+  }
+
+ private:
+  // One sequence's rows: conv with its window, q/k normalization, then the rule per head.
+  void mix(const StateSegment& seg, RecurrentState& rs, float* u_all, const float* ab_all, float* o_all,
+           BlockScratch& s) {
+    const DeltaNetSpec& d = spec_;
+    const int K = d.conv_kernel, n = seg.n;
+    const size_t C = size_t(d.conv_channels()), Hv = size_t(d.value_heads), V = Hv * d.value_dim;
+    const size_t key = size_t(d.key_heads) * d.key_dim;
+    const size_t S_floats = d.state_floats();
+    float* u = u_all + size_t(seg.row0) * C;
+    const float* ab = ab_all + size_t(seg.row0) * 2 * Hv;
+    float* o = o_all + size_t(seg.row0) * V;
+
+    // ext = [window (K−1 rows) | u rows]; the conv of row t reads ext rows t .. t+K−1.
+    float* ext = BlockScratch::grow(s.aux3, size_t(K - 1 + n) * C);
+    std::copy_n(rs.row_input(0) + S_floats, size_t(K - 1) * C, ext);
+    std::copy_n(u, size_t(n) * C, ext + size_t(K - 1) * C);
+    // The window after each row (every row with snapshots, else only the last).
+    for (int t = seg.snapshots ? 0 : n - 1; t < n; ++t)
+      std::copy_n(ext + size_t(t + 1) * C, size_t(K - 1) * C, rs.row_output(t) + S_floats);
+    const float* w = conv_;
+    parallel_for(C, [&](size_t c0, size_t c1, int) {
+      for (int t = 0; t < n; ++t)
+        for (size_t ch = c0; ch < c1; ++ch) {
+          float acc = 0.0f;
+          for (int j = 0; j < K; ++j) acc += w[ch * K + j] * ext[(size_t(t) + j) * C + ch];
+          u[size_t(t) * C + ch] = acc / (1.0f + std::exp(-acc));
+        }
+    }, 64);
+    // l2-normalize q and k per key head (q also scaled by dk^-½).
+    const float q_scale = 1.0f / std::sqrt(float(d.key_dim));
+    for (int t = 0; t < n; ++t)
+      for (int part = 0; part < 2; ++part)
+        for (int h = 0; h < d.key_heads; ++h) {
+          float* x = u + size_t(t) * C + part * key + size_t(h) * d.key_dim;
+          float ss = 0.0f;
+          for (int i = 0; i < d.key_dim; ++i) ss += x[i] * x[i];
+          const float f = (part == 0 ? q_scale : 1.0f) / std::sqrt(ss + 1e-6f);
+          for (int i = 0; i < d.key_dim; ++i) x[i] *= f;
+        }
+    const int group = d.value_heads / d.key_heads;
+    const size_t state_head = size_t(d.key_dim) * d.value_dim;
+    const bool chunked = !seg.snapshots && n > 1;
+    parallel_for(Hv, [&](size_t h0, size_t h1, int) {
+      thread_local ChunkScratch cs;
+      for (size_t h = h0; h < h1; ++h) {
+        const size_t kh = h / size_t(group);
+        const float* q = u + kh * d.key_dim;
+        const float* k = u + key + kh * d.key_dim;
+        const float* v = u + 2 * key + h * d.value_dim;
+        float* out = o + h * d.value_dim;
+        if (chunked) {
+          chunked_delta_rule(rs.row_output(n - 1) + h * state_head, q, k, v, C, ab + h, ab + Hv + h, 2 * Hv, n,
+                             d.key_dim, d.value_dim, out, V, cs);
+          continue;
+        }
+        for (int t = 0; t < n; ++t) {
+          const size_t r = size_t(t);
+          delta_rule_step(rs.row_input(t) + h * state_head, rs.row_output(t) + h * state_head, q + r * C, k + r * C,
+                          v + r * C, std::exp(ab[r * 2 * Hv + Hv + h]), ab[r * 2 * Hv + h], d.key_dim, d.value_dim,
+                          out + r * V);
+        }
+      }
+    });
+  }
+
+  DeltaNetSpec spec_;
+  int hidden_, intermediate_;
+  float eps_;
+  const float* input_norm_ = nullptr;  // [H], 1 + w
+  Linear in_qkv_;                      // [2·Hk·dk + Hv·dv, H]: rows q | k | v, head-major
+  Linear in_z_;                        // [Hv·dv, H], the output gate
+  Linear in_b_;                        // [Hv, H] -> β = σ(b)
+  Linear in_a_;                        // [Hv, H] -> decay input a
+  const float* conv_ = nullptr;        // [conv channels, K]; column K−1 multiplies the current row
+  const float* dt_bias_ = nullptr;     // [Hv]
+  std::vector<float> neg_a_;           // [Hv] −exp(A_log)
+  const float* norm_ = nullptr;        // [dv], plain w
+  Linear out_;                         // [H, Hv·dv]
+  MlpWeights mlp_;
+};
+
+}  // namespace
+
+std::unique_ptr<Block> make_gated_delta_net_block(const ModelConfig& config, const LayerSpec& layer,
+                                                  WeightStore& store, const std::string& prefix) {
+  return std::make_unique<GatedDeltaNetBlock>(config, layer, store, prefix);
+}
+
+}  // namespace nextn

@@ -1,0 +1,171 @@
+// tests/model/qwen3_5_test.cc — properties of the hybrid (Qwen3.5) forward pass that the
+// float64 comparison (test_qwen3_5_reference.py) does not cover: the chunked prefill
+// form equals the token-by-token recurrence for any split (chunk boundaries inside and
+// across 64-row blocks), and rollback of a speculative verify returns every layer to
+// exactly (bit for bit) the state of a run fed only the accepted tokens.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "model/model.h"
+#include "model/mtp_head.h"
+#include "util/error.h"
+
+namespace nextn {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string hybrid_checkpoint() {
+  static std::string dir;
+  if (!dir.empty()) return dir;
+  fs::path d = fs::path(NEXTN_BUILD_DIR) / "test-tmp" / "model-gtest" / "qwen3_5";
+  fs::remove_all(d);
+  fs::create_directories(d.parent_path());
+  std::string cmd = "/usr/bin/python3 " NEXTN_SOURCE_DIR "/tools/make_checkpoint.py --quiet --arch qwen3_5 --seed 5 --out " +
+                    d.string();
+  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
+  return dir = d.string();
+}
+
+std::vector<int32_t> prompt_of(int n) {
+  std::vector<int32_t> tokens(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = int32_t((i * 37 + 11) % 380);
+  return tokens;
+}
+
+// Logits of every row, fed in pieces of `chunk` rows (1: token by token).
+std::vector<float> logits_in_pieces(Model& m, SequenceState& st, const std::vector<int32_t>& tokens, int chunk) {
+  std::vector<float> all;
+  ForwardResult r;
+  for (size_t start = 0; start < tokens.size(); start += size_t(chunk)) {
+    SequenceRows rows;
+    rows.state = &st;
+    rows.tokens = std::span<const int32_t>(tokens).subspan(start, std::min<size_t>(chunk, tokens.size() - start));
+    for (size_t i = 0; i < rows.tokens.size(); ++i) rows.logit_rows.push_back(int(i));
+    m.forward(std::span<SequenceRows>(&rows, 1), r);
+    all.insert(all.end(), r.logits.begin(), r.logits.end());
+  }
+  return all;
+}
+
+double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double d = 0, s = 1e-30;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    d = std::max(d, double(std::abs(a[i] - b[i]))), s = std::max(s, double(std::abs(b[i])));
+  return d / s;
+}
+
+TEST(Qwen3_5, ChunkedPrefillEqualsTokenByToken) {
+  auto model = Model::load(hybrid_checkpoint());
+  const auto tokens = prompt_of(150);  // three 64-row blocks (64, 64, 22) in one forward
+  auto st = model->new_state(256, {});
+  const auto ref = logits_in_pieces(*model, *st, tokens, 1);
+  for (int chunk : {150, 64, 65, 50, 37, 2}) {
+    auto s = model->new_state(256, {});
+    EXPECT_LE(max_rel(logits_in_pieces(*model, *s, tokens, chunk), ref), 1e-4) << "chunk " << chunk;
+  }
+}
+
+// The recurrent state (S and conv window) of every DeltaNet layer, as raw bytes.
+std::vector<std::vector<float>> recurrent_states(const Model& m, SequenceState& st) {
+  std::vector<std::vector<float>> out;
+  for (int l = 0; l < m.config().num_layers; ++l) {
+    if (m.config().layers[size_t(l)].mixer != MixerKind::kGatedDeltaNet) continue;
+    const RecurrentState& r = st.recurrent(l);
+    out.emplace_back(r.current(), r.current() + r.floats());
+  }
+  return out;
+}
+
+std::vector<float> one_step(Model& m, SequenceState& st, int32_t token) {
+  ForwardResult r;
+  SequenceRows rows;
+  rows.state = &st;
+  rows.tokens = std::span<const int32_t>(&token, 1);
+  rows.logit_rows = {0};
+  m.forward(std::span<SequenceRows>(&rows, 1), r);
+  return r.logits;
+}
+
+TEST(Qwen3_5, RollbackEqualsARunFedOnlyTheAcceptedTokens) {
+  auto model = Model::load(hybrid_checkpoint());
+  const auto prompt = prompt_of(20);
+  const std::vector<int32_t> verify = {5, 77, 140, 9, 300};  // [last, d1..d4]
+  for (int kept = 0; kept <= int(verify.size()); ++kept) {
+    // A: prompt, one snapshotted verify forward of every row, back to `kept` rows.
+    auto a = model->new_state(64, {});
+    logits_in_pieces(*model, *a, prompt, 20);
+    ForwardResult r;
+    SequenceRows rows;
+    rows.state = a.get();
+    rows.tokens = verify;
+    rows.snapshots = true;
+    for (int i = 0; i < int(verify.size()); ++i) rows.logit_rows.push_back(i);
+    model->forward(std::span<SequenceRows>(&rows, 1), r);
+    ASSERT_TRUE(a->can_return_to(20 + kept));
+    a->return_to(20 + kept);
+    // B: the same prompt, then only the kept rows, one at a time.
+    auto b = model->new_state(64, {});
+    logits_in_pieces(*model, *b, prompt, 20);
+    for (int i = 0; i < kept; ++i) one_step(*model, *b, verify[size_t(i)]);
+    ASSERT_EQ(a->length(), b->length());
+    const auto sa = recurrent_states(*model, *a), sb = recurrent_states(*model, *b);
+    ASSERT_EQ(sa.size(), 3u);
+    for (size_t l = 0; l < sa.size(); ++l)
+      EXPECT_EQ(std::memcmp(sa[l].data(), sb[l].data(), sa[l].size() * sizeof(float)), 0)
+          << "kept " << kept << ", DeltaNet layer " << l;
+    // Attention KV too: the next row sees identical caches.
+    const auto la = one_step(*model, *a, 42), lb = one_step(*model, *b, 42);
+    EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)), 0) << "kept " << kept;
+  }
+}
+
+TEST(Qwen3_5, ReturnableLengths) {
+  auto model = Model::load(hybrid_checkpoint());
+  auto st = model->new_state(64, {});
+  logits_in_pieces(*model, *st, prompt_of(10), 10);
+  EXPECT_TRUE(st->can_return_to(10));
+  EXPECT_TRUE(st->can_return_to(0));
+  EXPECT_FALSE(st->can_return_to(5));  // inside a plain prefill: the recurrence cannot go back
+  EXPECT_EQ(st->longest_returnable(7), 0);
+  EXPECT_THROW(st->return_to(5), Error);
+  EXPECT_GT(st->recurrent_bytes(), 0u);
+  EXPECT_EQ(st->snapshot_bytes(), 0u);
+}
+
+TEST(Qwen3_5, MtpHeadCatchUpInPiecesEqualsOnce) {
+  auto model = Model::load(hybrid_checkpoint());
+  MtpHead* head = model->mtp_head();
+  ASSERT_NE(head, nullptr);
+  const auto tokens = prompt_of(12);
+  auto st = model->new_state(64, {});
+  ForwardResult r;
+  SequenceRows rows;
+  rows.state = st.get();
+  rows.tokens = tokens;
+  for (int i = 0; i < 12; ++i) rows.hidden_rows.push_back(i);
+  model->forward(std::span<SequenceRows>(&rows, 1), r);
+  std::vector<float> once, hid, piece_a, piece_b;
+  auto s1 = head->new_state(64, {});
+  std::vector<int> all(11);
+  for (int i = 0; i < 11; ++i) all[size_t(i)] = i;
+  head->forward(0, *s1, r.hidden_post.data(), std::span<const int32_t>(tokens).subspan(1, 11), all, once, hid);
+  auto s2 = head->new_state(64, {});
+  std::vector<int> first(5), second(6);
+  for (int i = 0; i < 5; ++i) first[size_t(i)] = i;
+  for (int i = 0; i < 6; ++i) second[size_t(i)] = i;
+  head->forward(0, *s2, r.hidden_post.data(), std::span<const int32_t>(tokens).subspan(1, 5), first, piece_a, hid);
+  head->forward(0, *s2, r.hidden_post.data() + 5 * model->config().hidden_size,
+                std::span<const int32_t>(tokens).subspan(6, 6), second, piece_b, hid);
+  piece_a.insert(piece_a.end(), piece_b.begin(), piece_b.end());
+  EXPECT_LE(max_rel(piece_a, once), 1e-5);
+}
+
+}  // namespace
+}  // namespace nextn

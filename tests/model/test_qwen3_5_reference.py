@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""tests/model/test_qwen3_5_reference.py — nextn's Qwen3.5 hybrid (Gated DeltaNet + gated
+attention, with its MTP head) against the independent float64 numpy reference
+(tests/reference/numpy_qwen3_5.py, the delta rule written token by token from the
+equations) on random checkpoints from tools/make_checkpoint.py --arch qwen3_5.
+
+`$NEXTN_BIN debug-logits` gives prefill logits (chunked form, several prefill chunk
+sizes, including prompts of 150 tokens whose chunks end inside and across 64-row
+blocks), post-norm hidden states, 16 greedy decode steps (per-token recurrence) and the
+MTP logits. Relative error = max|nextn - ref| / max|ref|: F32 <= 1e-4, BF16 <= 2e-2,
+identical greedy tokens. Each deliberately broken reference (no +1 on the norms, +1
+twice, gate/query as two halves, conv state not shifted, value heads tiled onto key
+heads) must miss nextn by far more than the tolerance. Bad configs exit 2 naming the
+problem; the MoE variants are refused."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+SRC = os.environ.get("NEXTN_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+import numpy_qwen3_5 as M  # noqa: E402
+
+PY = "/usr/bin/python3"
+GEN = os.path.join(SRC, "tools", "make_checkpoint.py")
+BIN = os.environ.get("NEXTN_BIN")
+TMP_ROOT = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
+PROMPT = [1, 37, 205, 12, 99, 250, 7, 64, 3, 180, 41]
+LONG = [int((i * 53 + 7) % 380) for i in range(150)]
+N_DECODE = 16
+TOL = {"f32": 1e-4, "bf16": 2e-2}
+
+# name: (generator args, dtype, debug-logits args, prompt)
+CASES = {
+    "f32": ([], "f32", ["--mtp"], PROMPT),
+    "f32_token_by_token": ([], "f32", ["--chunk", "1"], PROMPT),
+    "f32_chunk3": ([], "f32", ["--chunk", "3", "--mtp"], PROMPT),
+    "f32_tied_seed3": (["--tied", "--seed", "3"], "f32", ["--mtp"], PROMPT),
+    "vision_language_f32": (["--vision-language", "--seed", "1"], "f32", ["--mtp"], PROMPT),
+    "bf16": (["--dtype", "bf16"], "bf16", ["--mtp"], PROMPT),
+    "long150_whole": ([], "f32", [], LONG),
+    "long150_chunk50": ([], "f32", ["--chunk", "50"], LONG),
+    "long150_chunk64": ([], "f32", ["--chunk", "64"], LONG),
+    "long150_chunk97": ([], "f32", ["--chunk", "97"], LONG),
+}
+
+RESULTS = []
+
+
+def rel_err(a, b):
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise AssertionError(f"shape {a.shape} != reference {b.shape}")
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
+
+
+def make(out, args):
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run([PY, GEN, "--quiet", "--arch", "qwen3_5", "--out", out, *args], check=True)
+    return out
+
+
+def debug_logits(model_dir, prefix, extra, prompt):
+    cmd = [BIN, "debug-logits", "--model", model_dir, "--prompt-tokens", ",".join(map(str, prompt)),
+           "--decode", str(N_DECODE), "--threads", "2", "--out", prefix, *extra]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout}{p.stderr}")
+    return {part: np.load(f"{prefix}.{part}.npy") for part in
+            ("prefill", "hidden", "decode", "tokens", "mtp") if os.path.exists(f"{prefix}.{part}.npy")}
+
+
+class Qwen35ReferenceTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not BIN:
+            raise unittest.SkipTest("NEXTN_BIN is not set")
+        os.makedirs(TMP_ROOT, exist_ok=True)
+        cls._tmp = tempfile.TemporaryDirectory(prefix="qwen3_5-", dir=TMP_ROOT)
+        cls.tmp = cls._tmp.name
+        cls.models = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        if hasattr(cls, "_tmp"):
+            cls._tmp.cleanup()
+
+    def model(self, gen_args):
+        key = " ".join(gen_args)
+        if key not in self.models:
+            d = make(os.path.join(self.tmp, f"ckpt{len(self.models)}"), gen_args)
+            self.models[key] = (d, M.Model(d))
+        return self.models[key]
+
+    def check(self, name, gen_args, dtype, extra, prompt):
+        d, ref = self.model(gen_args)
+        got = debug_logits(d, os.path.join(self.tmp, name), extra, prompt)
+        logits, hidden = ref.forward(prompt)
+        row = {"case": name,
+               "prefill": rel_err(got["prefill"], logits),
+               "hidden": rel_err(got["hidden"], hidden)}
+        ref_tokens, _ = ref.greedy(prompt, N_DECODE)
+        toks = got["tokens"].astype(np.int64).reshape(-1)
+        row["tokens"] = bool(np.array_equal(toks, ref_tokens))
+        row["decode"] = rel_err(got["decode"], ref.forced_decode(prompt, toks))
+        if "--mtp" in extra:
+            row["mtp"] = rel_err(got["mtp"], ref.mtp_logits(prompt, hidden))
+        RESULTS.append(row)
+        for part in ("prefill", "hidden", "decode", "mtp"):
+            if part in row:
+                self.assertLessEqual(row[part], TOL[dtype], f"{name} {part}: {row}")
+        self.assertTrue(row["tokens"], f"{name}: greedy tokens {toks.tolist()} vs reference "
+                                       f"{ref_tokens.tolist()}")
+        return got
+
+    def test_broken_references_are_detected(self):
+        d, ref = self.model([])
+        got = debug_logits(d, os.path.join(self.tmp, "broken"), ["--mtp"], PROMPT)
+        logits, hidden = ref.forward(PROMPT)
+        self.assertLessEqual(rel_err(got["prefill"], logits), TOL["f32"])
+        for bug in M.BROKEN:
+            bad = M.Model(d, broken=bug)
+            b_logits, b_hidden = bad.forward(PROMPT)
+            err = max(rel_err(got["prefill"], b_logits),
+                      rel_err(got["mtp"], bad.mtp_logits(PROMPT, b_hidden)))
+            print(f"broken reference {bug}: relative error {err:.3g}")
+            self.assertGreater(err, 100 * TOL["f32"], f"broken reference '{bug}' went unnoticed")
+
+    # ---- bad configs ------------------------------------------------------------------
+    def bad_config(self, name, edit, expect):
+        d, _ = self.model([])
+        dst = os.path.join(self.tmp, "bad-" + name)
+        shutil.rmtree(dst, ignore_errors=True)
+        shutil.copytree(d, dst)
+        path = os.path.join(dst, "config.json")
+        with open(path) as f:
+            c = json.load(f)
+        edit(c)
+        with open(path, "w") as f:
+            json.dump(c, f)
+        p = subprocess.run([BIN, "debug-logits", "--model", dst, "--prompt-tokens", "1,2,3", "--out",
+                            os.path.join(dst, "out")], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, f"{name}: {p.stdout}{p.stderr}")
+        self.assertIn(expect, p.stderr, name)
+        self.assertFalse(os.path.exists(os.path.join(dst, "out.prefill.npy")), name)
+
+    def test_unknown_layer_type(self):
+        def edit(c):
+            c["layer_types"][1] = "mamba"
+        self.bad_config("layer-type", edit, "unknown layer type 'mamba' at layer 1")
+
+    def test_layer_types_length(self):
+        def edit(c):
+            c["layer_types"] = c["layer_types"][:3]
+        self.bad_config("layer-types-length", edit, "layer_types lists 3 layers")
+
+    def test_inconsistent_linear_heads(self):
+        def edit(c):
+            c["linear_num_value_heads"] = 3
+        self.bad_config("heads", edit, "must be a positive multiple of linear_num_key_heads")
+
+    def test_inconsistent_attention_heads(self):
+        def edit(c):
+            c["num_key_value_heads"] = 3
+        self.bad_config("attn-heads", edit, "not a multiple of num_key_value_heads")
+
+    def test_missing_tensor(self):
+        def edit(c):
+            c["num_hidden_layers"] = 5
+            c["layer_types"] = c["layer_types"] + ["linear_attention"]
+        self.bad_config("missing", edit, "model.layers.4.")
+
+    def test_moe_is_refused(self):
+        for arch, mt in (("Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe"),
+                         ("Qwen3NextForCausalLM", "qwen3_next")):
+            def edit(c, arch=arch, mt=mt):
+                c["architectures"] = [arch]
+                c["model_type"] = mt
+                c.pop("intermediate_size")
+            self.bad_config("moe-" + mt, edit, "MoE is not supported yet")
+
+
+def add_case(name, gen_args, dtype, extra, prompt):
+    def test(self):
+        self.check(name, gen_args, dtype, extra, prompt)
+    setattr(Qwen35ReferenceTest, f"test_{name}", test)
+
+
+for _n, (_g, _d, _e, _p) in CASES.items():
+    add_case(_n, _g, _d, _e, _p)
+
+
+def print_summary():
+    if not RESULTS:
+        return
+    print("\nnextn Qwen3.5 vs float64 reference (relative error = max|d| / max|ref|)")
+    print(f"{'case':24} {'prefill':>9} {'hidden':>9} {'decode':>9} {'mtp':>9}  tokens")
+    for r in RESULTS:
+        mtp = f"{r['mtp']:9.2e}" if "mtp" in r else f"{'-':>9}"
+        print(f"{r['case']:24} {r['prefill']:9.2e} {r['hidden']:9.2e} {r['decode']:9.2e} {mtp}"
+              f"  {'same' if r['tokens'] else 'DIFFER'}")
+
+
+if __name__ == "__main__":
+    prog = unittest.main(verbosity=2, exit=False)
+    print_summary()
+    sys.exit(0 if prog.result.wasSuccessful() else 1)
