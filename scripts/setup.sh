@@ -2,7 +2,7 @@
 # Installs what nextn needs from Debian (and npm for test references).
 # Idempotent and fast when everything is present.
 #   scripts/setup.sh            build + run dependencies
-#   scripts/setup.sh --tests    also the test references (numpy, jinja2, npm packages)
+#   scripts/setup.sh --tests    also the test references (numpy, jinja2, npm packages, Chromium, Firefox)
 #   scripts/setup.sh --train    also the training pipeline (torch, regex, corpora)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +22,9 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libgtest-dev)
 if [[ $want_tests == 1 ]]; then
   pkgs+=(python3 python3-numpy python3-jinja2 curl)
+  # The chat page's browser tests (tests/server/webui_browser.test.mjs, puppeteer-core:
+  # Chromium over the DevTools protocol, Firefox over WebDriver BiDi).
+  pkgs+=(chromium firefox-esr)
   # The sanitizer build and the libFuzzer targets (scripts/test.sh parts 3 and 4).
   pkgs+=(clang libclang-rt-14-dev)
   # Node.js may come from Debian (nodejs + npm) or from a vendor package that

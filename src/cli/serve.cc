@@ -118,6 +118,7 @@ int run_serve(ServeFlags& f) {
                           {"speculative", info.speculative},
                           {"num_draft_tokens", info.num_draft_tokens},
                           {"api_key_required", !so.api_key.empty()},
+                          {"webui", so.webui},
                           {"load_seconds", load.seconds()},
                           {"pid", int(getpid())}};
   std::printf("%s\n", ready.dump().c_str());
@@ -153,6 +154,7 @@ Command add_serve_command(CLI::App& root) {
   app->add_option("--top-k", f.top_k, "Default top-k (0: off)")->capture_default_str();
   app->add_option("--min-p", f.min_p, "Default min-p")->capture_default_str();
   app->add_option("--repeat-penalty", f.repeat_penalty, "Default repetition penalty")->capture_default_str();
+  app->add_flag("!--no-webui", f.server.webui, "Do not serve the chat page at /");
   app->add_option("--cors", f.server.cors_origin, "Allow browser requests from ORIGIN ('*' for any)");
   app->add_option("--alias", f.alias, "Model name reported by /v1/models (default: the model folder name)");
   app->add_option("--max-body-mb", f.max_body_mb, "Largest request body in MiB (413 beyond)")->capture_default_str();

@@ -40,6 +40,16 @@ const char* finish_reason_name(FinishReason reason) {
   return "none";
 }
 
+const char* token_source_name(TokenSource source) {
+  switch (source) {
+    case TokenSource::kTarget: return "target";
+    case TokenSource::kDraft: return "draft";
+    case TokenSource::kCorrection: return "correction";
+    case TokenSource::kBonus: return "bonus";
+  }
+  return "target";
+}
+
 PromptProblem find_prompt_problem(std::span<const int32_t> prompt, int n_ctx, int vocab_size) {
   PromptProblem p;
   if (prompt.empty()) {
@@ -128,7 +138,7 @@ struct Engine::Impl {
   void collect(Slot& slot, size_t& logit_rows, size_t& hidden_rows);
   void process(Slot& slot);
   void finish_prefill_chunk(Slot& slot, const float* logits, const float* hidden);
-  bool emit(Slot& slot, int32_t token, const float* logits_row);
+  bool emit(Slot& slot, const TokenEvent& provenance, const float* logits_row);
   void finish(Slot& slot, FinishReason reason, const std::string& error = {});
   int choose_k(Active& a, Slot& slot);
 };
@@ -456,8 +466,17 @@ void Engine::Impl::process(Slot& slot) {
   if (adaptive && a.draft_limit > 0) adaptive->record(k, step.accepted, a.drafted.draft_seconds);
   a.timings.draft_ms += a.drafted.draft_seconds * 1e3;
 
-  for (size_t i = 0; i < step.tokens.size(); ++i)
-    if (!emit(slot, step.tokens[i], logits + i * size_t(vocab))) return;
+  for (size_t i = 0; i < step.tokens.size(); ++i) {
+    TokenEvent ev;
+    ev.token = step.tokens[i];
+    ev.position = int(i) + 1;
+    ev.drafts = k;
+    ev.source = int(i) < step.accepted ? TokenSource::kDraft
+                : k == 0              ? TokenSource::kTarget
+                : step.accepted == k  ? TokenSource::kBonus
+                                      : TokenSource::kCorrection;
+    if (!emit(slot, ev, logits + i * size_t(vocab))) return;
+  }
 }
 
 // A prefill chunk is in the KV cache: the drafter sees it too; after the last chunk the
@@ -479,12 +498,16 @@ void Engine::Impl::finish_prefill_chunk(Slot& slot, const float* logits, const f
   a.timings.prompt_ms = (a.t_first - a.t_admit) * 1e3;
   int32_t tok = a.sampler->sample(logits);
   a.sampler->accept(tok);
-  emit(slot, tok, logits);
+  TokenEvent ev;
+  ev.token = tok;
+  emit(slot, ev, logits);
 }
 
-// Emits one token; returns false when the request finished.
-bool Engine::Impl::emit(Slot& slot, int32_t token, const float* logits_row) {
+// Emits one token (`provenance`: the token and how its step made it); returns false
+// when the request finished.
+bool Engine::Impl::emit(Slot& slot, const TokenEvent& provenance, const float* logits_row) {
   Active& a = *slot.active;
+  const int32_t token = provenance.token;
   a.last = token;
   for (int32_t stop : a.req.stop_tokens)
     if (token == stop) {
@@ -495,8 +518,7 @@ bool Engine::Impl::emit(Slot& slot, int32_t token, const float* logits_row) {
   a.generated += 1;
   TokenReply reply = true;
   if (a.req.on_token) {
-    TokenEvent ev;
-    ev.token = token;
+    TokenEvent ev = provenance;
     if (a.req.logprobs || a.req.top_logprobs > 0) {
       TokenLogprobs lp = compute_logprobs(logits_row, model->config().vocab_size, token, a.req.top_logprobs);
       ev.logprob = lp.logprob;

@@ -41,11 +41,24 @@ struct TokenLogprob {
   float logprob = 0.0f;
 };
 
+// How an emitted token came about in its decode step (speculative decoding made
+// visible: the server reports it per token when a client asks).
+enum class TokenSource : uint8_t {
+  kTarget,      // the target's own token in a step without drafts (or the first token)
+  kDraft,       // a draft the target accepted
+  kCorrection,  // the target's token in place of the first rejected draft
+  kBonus,       // the target's token after every draft of the step was accepted
+};
+const char* token_source_name(TokenSource source);  // "target", "draft", ...
+
 // One emitted token.
 struct TokenEvent {
   int32_t token = 0;
   float logprob = 0.0f;                 // when requested
   std::vector<TokenLogprob> top;        // top_logprobs alternatives when requested
+  TokenSource source = TokenSource::kTarget;
+  int position = 1;                     // 1-based place in its step's tokens (draft k is position k)
+  int drafts = 0;                       // drafts the step proposed
 };
 
 // What an on_token callback answers. `true` goes on; `false` ends the generation as

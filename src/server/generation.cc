@@ -52,6 +52,7 @@ Generation::Generation(Backend& backend, const std::vector<std::string>& stops)
 std::shared_ptr<Generation> Generation::start(Backend& backend, GenerationJob job) {
   std::shared_ptr<Generation> g(new Generation(backend, job.stop));
   g->want_token_texts_ = job.want_token_texts;
+  g->want_token_sources_ = job.want_token_sources;
   g->n_prompt_ = int(job.request.prompt.size());
   GenerationRequest req = std::move(job.request);
   // End-of-turn tokens end the generation in the engine and are never emitted; with
@@ -80,7 +81,9 @@ TokenReply Generation::on_token(const TokenEvent& ev) {
 }
 
 void Generation::decode(const TokenEvent& ev, GenerationUpdate& into) {
-  into.text += decoder_->push(ev.token);
+  std::string text = decoder_->push(ev.token);
+  if (want_token_sources_) into.pieces.push_back({ev.source, ev.position, ev.drafts, text});
+  into.text += text;
   if (want_token_texts_) into.tokens.push_back(ev);
   if (decoder_->stopped()) stop_hit_ = true;
 }
@@ -106,6 +109,8 @@ bool Generation::wait(GenerationUpdate& update, double timeout_s) {
     pending_.text.clear();
     update.tokens = std::move(pending_.tokens);
     pending_.tokens.clear();
+    update.pieces = std::move(pending_.pieces);
+    pending_.pieces.clear();
     update.done = pending_.done;
     update.finish = pending_.finish;
     update.timings = pending_.timings;
@@ -121,7 +126,14 @@ bool Generation::wait(GenerationUpdate& update, double timeout_s) {
   if (update.done && !flushed_) {
     flushed_ = true;
     if (!stop_hit_) {
-      update.text += decoder_->finish();
+      std::string rest = decoder_->finish();
+      update.text += rest;
+      if (want_token_sources_ && !rest.empty()) {
+        TokenPiece end;
+        end.text = rest;
+        end.is_token = false;
+        update.pieces.push_back(std::move(end));
+      }
       // The held-back text completed a stop string only now: the answer ended at it.
       if (decoder_->stopped()) update.finish = FinishReason::kStop;
     }

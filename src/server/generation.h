@@ -33,11 +33,23 @@ class StopMatcher {
   std::string pending_;
 };
 
+// One emitted token as the token_sources stream reports it: how its step made it and
+// the text it released from the detokenizer (possibly none: a partial UTF-8 sequence
+// or text held back for stop strings comes out with a later token).
+struct TokenPiece {
+  TokenSource source = TokenSource::kTarget;
+  int position = 1;   // see TokenEvent
+  int drafts = 0;
+  std::string text;
+  bool is_token = true;  // false: text released at the end of the generation, no token
+};
+
 struct GenerationUpdate {
   std::string text;                  // new text since the last update
   std::vector<TokenEvent> tokens;    // new tokens (filled only when logprobs were requested)
   std::vector<std::string> token_texts;  // their decoded pieces
   std::vector<std::vector<std::string>> top_texts;  // the pieces of their top_logprobs alternatives
+  std::vector<TokenPiece> pieces;    // new tokens with their provenance (only when asked for); texts add up to text
   bool done = false;
   FinishReason finish = FinishReason::kNone;
   Timings timings;
@@ -51,6 +63,7 @@ struct GenerationJob {
   GenerationRequest request;
   std::vector<std::string> stop;     // stop strings
   bool want_token_texts = false;     // logprobs: the text of every token
+  bool want_token_sources = false;   // the provenance and released text of every token
   bool ignore_eos = false;           // end-of-turn tokens do not end the generation
 };
 
@@ -77,6 +90,7 @@ class Generation {
   std::unique_ptr<TextDecoder> decoder_;
   bool decode_in_callback_ = false;  // the request has stop strings
   bool want_token_texts_ = false;
+  bool want_token_sources_ = false;
   uint64_t id_ = 0;
   int n_prompt_ = 0;
 

@@ -95,6 +95,7 @@ PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, 
   plan.stream = pr.stream;
   plan.include_usage = pr.include_usage;
   plan.logprobs = pr.logprobs;
+  plan.token_sources = pr.token_sources && pr.stream;
   plan.n_prompt = int(prompt.size());
 
   GenerationJob& job = out.job;
@@ -108,6 +109,7 @@ PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, 
   job.request.kv = pr.kv;
   job.stop = pr.stop;
   job.want_token_texts = pr.logprobs;
+  job.want_token_sources = plan.token_sources;
   job.ignore_eos = pr.ignore_eos;
   return out;
 }

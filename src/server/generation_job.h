@@ -21,6 +21,7 @@ struct ResponsePlan {
   bool stream = false;
   bool include_usage = false;
   bool logprobs = false;
+  bool token_sources = false;       // streamed chunks carry choices[0].nextn.tokens
   int n_prompt = 0;                 // prompt tokens
   std::string echo;                 // completions with echo: the prompt text
   bool opens_think = false;         // the rendered prompt ends inside a <think> block

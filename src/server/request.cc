@@ -224,6 +224,15 @@ void parse_common(const json& body, const RequestDefaults& d, ParsedRequest& r) 
     r.num_draft_tokens = int(*v);
     if (*v == 0) r.speculative = false;
   }
+  // nextn's own options, in one object so they never meet a future OpenAI field.
+  if (body.contains("nextn") && !body["nextn"].is_null()) {
+    const json& ext = body["nextn"];
+    if (!ext.is_object()) bad_field("nextn", "expected an object");
+    if (ext.contains("token_sources") && !ext["token_sources"].is_null()) {
+      if (!ext["token_sources"].is_boolean()) bad_field("nextn.token_sources", "expected true or false");
+      r.token_sources = ext["token_sources"].get<bool>();
+    }
+  }
   auto bits = opt_int(body, "kv_bits", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   auto group = opt_int(body, "kv_group_size", std::numeric_limits<int64_t>::min(),
                        std::numeric_limits<int64_t>::max());

@@ -2,7 +2,7 @@
 // Covers /v1/chat/completions and /v1/completions: messages (string or content
 // parts), sampling fields, stop, seed, n, stream options, logprobs, tools,
 // chat_template_kwargs and nextn's extensions (speculative, num_draft_tokens,
-// kv_bits, kv_group_size). Unknown fields are ignored; invalid ones are 400s
+// kv_bits, kv_group_size, nextn.token_sources). Unknown fields are ignored; invalid ones are 400s
 // naming the field.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -49,6 +49,7 @@ struct ParsedRequest {
   int num_draft_tokens = -1;
   std::optional<KvOptions> kv;   // kv_bits given: the request's own KV storage
   bool kv_group_size_given = false;  // kv_group_size was in the body (must then fit the model)
+  bool token_sources = false;    // "nextn": {"token_sources": true}: streamed chunks say how each token came
 };
 
 ParsedRequest parse_chat_request(const nlohmann::ordered_json& body, const RequestDefaults& defaults);

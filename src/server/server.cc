@@ -17,6 +17,7 @@
 #include "server/output_parser.h"
 #include "server/responses.h"
 #include "server/sse_writer.h"
+#include "server/webui.h"
 #include "speculative/counters.h"
 #include "util/log.h"
 #include "util/process_memory.h"
@@ -165,7 +166,9 @@ void HttpServer::install_routes() {
         return httplib::Server::HandlerResponse::Handled;
       }
     }
-    bool open = req.path == "/health" || req.path == "/v1/health" || req.path == "/metrics";
+    // The page is public (it asks for the key itself); what it calls is not.
+    bool page = options_.webui && find_web_file(req.path) != nullptr;
+    bool open = req.path == "/health" || req.path == "/v1/health" || req.path == "/metrics" || page;
     if (!open && !authorized(req)) {
       counters_.http_errors++;
       send_json(res, 401, unauthorized().to_json());
@@ -244,8 +247,25 @@ void HttpServer::install_routes() {
   s.Post("/completions", completions);
   s.Post("/tokenize", guarded([this](const httplib::Request& q, httplib::Response& r) { handle_tokenize(q, r); }));
   s.Post("/detokenize", guarded([this](const httplib::Request& q, httplib::Response& r) { handle_detokenize(q, r); }));
+  if (options_.webui) {
+    auto page = guarded([this](const httplib::Request& q, httplib::Response& r) { handle_web_file(q, r); });
+    s.Get("/", page);
+    s.Get(R"(/webui/[A-Za-z0-9._-]+)", page);
+  }
   s.Post("/apply-template",
          guarded([this](const httplib::Request& q, httplib::Response& r) { handle_apply_template(q, r); }));
+}
+
+void HttpServer::handle_web_file(const httplib::Request& req, httplib::Response& res) {
+  const WebFile* file = find_web_file(req.path);
+  if (!file) throw not_found("Unknown route: GET " + req.path, "unknown_route");
+  // Everything the page loads comes from this server; nothing inline, no other origin.
+  res.set_header("Content-Security-Policy",
+                 "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "
+                 "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Cache-Control", "no-cache");
+  res.set_content(std::string(file->body), std::string(file->content_type));
 }
 
 MetricsInput HttpServer::metrics_input() const {
@@ -269,6 +289,7 @@ void HttpServer::handle_health(httplib::Response& res) {
     return;
   }
   json body = render_health(metrics_input());
+  body["api_key_required"] = !options_.api_key.empty();  // the chat page asks for a key before it calls
   if (stopping_) {
     body["status"] = "shutting_down";
     send_json(res, 503, body);

@@ -1,6 +1,7 @@
 // server/server.h — the OpenAI-compatible HTTP server (cpp-httplib).
 // Routes: /v1/chat/completions, /v1/completions (streamed and not), /v1/models,
-// /health, /metrics, /tokenize, /detokenize, /apply-template, CORS preflight. It listens before the
+// /health, /metrics, /tokenize, /detokenize, /apply-template, CORS preflight, and the
+// built-in chat page at / (server/webui.h). It listens before the
 // model is loaded (503 until set_backend), checks the API key, limits body size
 // and JSON depth, and shuts down gracefully: stop accepting, let in-flight
 // streams end (cancelled after a grace period), then return from run().
@@ -42,6 +43,7 @@ struct ServerOptions {
   double shutdown_grace_s = 10;  // in-flight generations get this long before being cancelled
   jinja::RenderLimits template_limits;  // bounds on each chat-template render (cancel is set by the server)
   bool log_requests = true;
+  bool webui = true;             // serve the chat page at / (--no-webui: off)
 };
 
 class HttpServer {
@@ -80,6 +82,7 @@ class HttpServer {
   void handle_models(httplib::Response& res);
   void handle_health(httplib::Response& res);
   void handle_metrics(httplib::Response& res);
+  void handle_web_file(const httplib::Request& req, httplib::Response& res);
   MetricsInput metrics_input() const;
   void track(const std::shared_ptr<Generation>& g, bool add);
 

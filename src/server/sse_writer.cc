@@ -26,6 +26,24 @@ bool write_all(httplib::DataSink& sink, const std::string& text) {
 
 std::string sse(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
+// One entry of choices[0].nextn.tokens: how the token came and the text it released
+// (chat: split into content and reasoning as the delta is; completions: text).
+json token_source_json(const TokenPiece& piece, const OutputDelta* delta) {
+  json entry = json::object();
+  if (piece.is_token) {
+    entry["source"] = token_source_name(piece.source);
+    entry["position"] = piece.position;
+    entry["drafts"] = piece.drafts;
+  }
+  if (delta) {
+    if (!delta->content.empty()) entry["content"] = delta->content;
+    if (!delta->reasoning.empty()) entry["reasoning"] = delta->reasoning;
+  } else if (!piece.text.empty()) {
+    entry["text"] = piece.text;
+  }
+  return entry;
+}
+
 }  // namespace
 
 SseWriter::SseWriter(std::shared_ptr<Generation> generation, ResponsePlan plan, ResponseIds ids, Hooks hooks)
@@ -74,26 +92,48 @@ bool SseWriter::write_next(httplib::DataSink& sink) {
     lp = plan_.chat ? chat_logprobs(u.tokens, u.token_texts, u.top_texts)
                     : completion_logprobs(u.tokens, u.token_texts, u.top_texts, text_offset_);
   }
+  // token_sources: the parser is fed token by token so each token's share of the
+  // delta is known; the delta is the same as from feeding the update's text at once.
+  json sources = json::array();
   if (plan_.chat) {
-    OutputDelta d = parser_.feed(u.text);
+    OutputDelta d;
+    auto add = [&d](const OutputDelta& part) {
+      d.content += part.content;
+      d.reasoning += part.reasoning;
+    };
+    if (plan_.token_sources) {
+      for (const TokenPiece& piece : u.pieces) {
+        OutputDelta part = parser_.feed(piece.text);
+        add(part);
+        sources.push_back(token_source_json(piece, &part));
+      }
+    } else {
+      add(parser_.feed(u.text));
+    }
     if (u.done) {
       OutputDelta f = parser_.finish();
-      d.content += f.content;
-      d.reasoning += f.reasoning;
+      add(f);
+      if (plan_.token_sources && !f.empty()) sources.push_back(token_source_json(TokenPiece{.is_token = false}, &f));
     }
-    if (!d.empty() || !lp.is_null()) {
+    if (!d.empty() || !lp.is_null() || !sources.empty()) {
       json delta = json::object();
       if (!d.reasoning.empty()) delta["reasoning_content"] = d.reasoning;
       if (!d.content.empty()) delta["content"] = d.content;
       json chunk = chat_chunk(ids_, delta, nullptr);
       chunk["choices"][0]["logprobs"] = lp;
+      if (plan_.token_sources) chunk["choices"][0]["nextn"] = {{"tokens", sources}};
       out += sse(with_usage_slot(chunk));
     }
-  } else if (!u.text.empty() || !lp.is_null()) {
-    json chunk = completion_chunk(ids_, u.text, nullptr);
-    chunk["choices"][0]["logprobs"] = lp;
-    out += sse(with_usage_slot(chunk));
-    text_offset_ += u.text.size();
+  } else {
+    if (plan_.token_sources)
+      for (const TokenPiece& piece : u.pieces) sources.push_back(token_source_json(piece, nullptr));
+    if (!u.text.empty() || !lp.is_null() || !sources.empty()) {
+      json chunk = completion_chunk(ids_, u.text, nullptr);
+      chunk["choices"][0]["logprobs"] = lp;
+      if (plan_.token_sources) chunk["choices"][0]["nextn"] = {{"tokens", sources}};
+      out += sse(with_usage_slot(chunk));
+      text_offset_ += u.text.size();
+    }
   }
   if (u.done) {
     finished_ = true;

@@ -166,6 +166,61 @@ TEST(Engine, SyntheticAcceptanceIsStamped) {
   EXPECT_GT(stats.kv_bytes_used, 0u);
 }
 
+// Every emitted token says how its step made it; read back step by step, the sources
+// must rebuild the request's own speculative counters.
+TEST(Engine, TokenSourcesRebuildTheSpeculativeCounters) {
+  for (double synthetic : {-1.0, 0.5, 1.0}) {
+    EngineOptions o = spec_options(mimo_model(), "mtp", 3);
+    o.speculative.synthetic_accept = synthetic;
+    Engine engine(o);
+    std::vector<TokenEvent> events;
+    auto req = greedy_request(kPrompt, 40);
+    req.on_token = [&](const TokenEvent& ev) {
+      events.push_back(ev);
+      return true;
+    };
+    auto r = run_one(engine, std::move(req));
+    ASSERT_EQ(events.size(), 40u);
+    EXPECT_EQ(events[0].source, TokenSource::kTarget);  // from the prompt pass
+    SpeculativeCounters rebuilt;
+    int in_step = 0;  // tokens of the current step seen so far
+    for (size_t i = 1; i < events.size(); ++i) {
+      const TokenEvent& ev = events[i];
+      EXPECT_EQ(ev.position, in_step + 1) << i;
+      if (ev.source == TokenSource::kDraft) {
+        EXPECT_LE(ev.position, ev.drafts) << i;
+        ++in_step;
+        continue;
+      }
+      // The step's last token: the target's.
+      int accepted = ev.position - 1;
+      switch (ev.source) {
+        case TokenSource::kTarget: EXPECT_EQ(ev.drafts, 0) << i; break;
+        case TokenSource::kBonus: EXPECT_EQ(accepted, ev.drafts) << i; break;
+        case TokenSource::kCorrection: EXPECT_LT(accepted, ev.drafts) << i; break;
+        default: ADD_FAILURE() << i;
+      }
+      if (ev.drafts > 0) rebuilt.record(ev.drafts, accepted);
+      in_step = 0;
+    }
+    EXPECT_EQ(in_step, 0) << "the last step was cut short";
+    EXPECT_EQ(rebuilt.drafts, r.timings.speculative.drafts) << synthetic;
+    EXPECT_EQ(rebuilt.draft_tokens, r.timings.speculative.draft_tokens) << synthetic;
+    EXPECT_EQ(rebuilt.accepted, r.timings.speculative.accepted) << synthetic;
+    EXPECT_EQ(rebuilt.accepted_per_pos, r.timings.speculative.accepted_per_pos) << synthetic;
+    EXPECT_EQ(rebuilt.drafted_per_pos, r.timings.speculative.drafted_per_pos) << synthetic;
+  }
+  Engine plain(base_options(mimo_model()));
+  auto req = greedy_request(kPrompt, 10);
+  int targets = 0;
+  req.on_token = [&](const TokenEvent& ev) {
+    targets += ev.source == TokenSource::kTarget && ev.position == 1 && ev.drafts == 0;
+    return true;
+  };
+  run_one(plain, std::move(req));
+  EXPECT_EQ(targets, 10);
+}
+
 TEST(Engine, PerRequestSpeculationSwitch) {
   Engine engine(spec_options(mimo_model(), "mtp", 3));
   auto req = greedy_request(kPrompt, 10);

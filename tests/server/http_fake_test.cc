@@ -17,6 +17,19 @@ using namespace nextn::server;
 
 namespace {
 
+// How the fake says token n came: steps of 2 drafts, the first step's second draft
+// rejected (correction), every later step fully accepted (bonus).
+void scripted_source(int n, TokenEvent& ev) {
+  ev.drafts = 2;
+  if (n < 2) {
+    ev.position = n + 1;
+    ev.source = n == 0 ? TokenSource::kDraft : TokenSource::kCorrection;
+    return;
+  }
+  ev.position = (n - 2) % 3 + 1;
+  ev.source = ev.position <= 2 ? TokenSource::kDraft : TokenSource::kBonus;
+}
+
 // Bytes are tokens; the "model" replies with a fixed script, one byte per step.
 class FakeBackend : public Backend {
  public:
@@ -41,9 +54,18 @@ class FakeBackend : public Backend {
       explicit Dec(const std::vector<std::string>& s) : m(s) {}
       StopMatcher m;
       bool hit = false;
+      std::string partial;  // an incomplete UTF-8 sequence, held like the real decoder holds it
       std::string push(int32_t t) override {
         if (hit) return "";
-        return m.feed(std::string(1, char(t)), hit);
+        partial += char(t);
+        size_t lead = partial.size() - 1;
+        while (lead > 0 && (uint8_t(partial[lead]) & 0xC0) == 0x80) --lead;
+        uint8_t c = uint8_t(partial[lead]);
+        size_t need = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        if (partial.size() - lead < need) return "";
+        std::string whole;
+        whole.swap(partial);
+        return m.feed(whole, hit);
       }
       std::string finish() override { return hit ? "" : m.flush(); }
       bool stopped() const override { return hit; }
@@ -68,6 +90,7 @@ class FakeBackend : public Backend {
       for (; n < int(reply_.size()) && n < req.max_tokens; ++n) {
         TokenEvent ev;
         ev.token = uint8_t(reply_[size_t(n)]);
+        scripted_source(n, ev);
         if (TokenReply reply = req.on_token(ev); !reply) {
           reason = reply.finish();  // cancelled, or stop (a stop string)
           ++n;
@@ -191,6 +214,68 @@ TEST(HttpFake, ToolCallStreamedAndReasoning) {
   const json& usage = ev[ev.size() - 2];
   EXPECT_TRUE(usage["choices"].empty());
   EXPECT_GT(usage["usage"]["completion_tokens"].get<int>(), 0);
+}
+
+// "nextn": {"token_sources": true} adds choices[0].nextn.tokens to streamed chunks: one
+// entry per token, in order, with the fake's provenance, whose texts add up to the
+// deltas; without it the stream has no such field and the same deltas.
+TEST(HttpFake, TokenSourcesStreamed) {
+  const std::string reply = "<think>why</think>Hello, w\xc3\xa9rld XY!";
+  Harness h(reply);
+  auto collect = [&](json extra) {
+    auto r = h.post(chat_body(extra));
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r->status, 200) << r->body;
+    return sse_events(r->body);
+  };
+  auto deltas = [](const std::vector<json>& events, const char* key) {
+    std::string s;
+    for (const json& e : events)
+      if (e.is_object() && e.contains("choices") && !e["choices"].empty()) {
+        const json& d = e["choices"][0]["delta"];
+        if (d.contains(key)) s += d[key].get<std::string>();
+      }
+    return s;
+  };
+  // Stop strings hold text back ("XY" might start "XYZ"); entries then carry text late.
+  for (json stop : {json(nullptr), json("XYZ")}) {
+    json base = {{"stream", true}};
+    if (!stop.is_null()) base["stop"] = stop;
+    auto plain = collect(base);
+    json asked_body = base;
+    asked_body["nextn"] = {{"token_sources", true}};
+    auto asked = collect(asked_body);
+    for (const json& e : plain)
+      if (e.is_object() && e.contains("choices") && !e["choices"].empty()) EXPECT_FALSE(e["choices"][0].contains("nextn"));
+    EXPECT_EQ(deltas(plain, "content"), "Hello, w\xc3\xa9rld XY!");
+    EXPECT_EQ(deltas(asked, "content"), deltas(plain, "content"));
+    EXPECT_EQ(deltas(asked, "reasoning_content"), "why");
+    std::string content, reasoning;
+    int n = 0;
+    for (const json& e : asked) {
+      if (!e.is_object() || !e.contains("choices") || e["choices"].empty() || !e["choices"][0].contains("nextn")) continue;
+      for (const json& t : e["choices"][0]["nextn"]["tokens"]) {
+        if (t.contains("content")) content += t["content"].get<std::string>();
+        if (t.contains("reasoning")) reasoning += t["reasoning"].get<std::string>();
+        if (!t.contains("source")) continue;  // text released at the end
+        TokenEvent want;
+        scripted_source(n++, want);
+        EXPECT_EQ(t["source"], token_source_name(want.source)) << n;
+        EXPECT_EQ(t["position"], want.position) << n;
+        EXPECT_EQ(t["drafts"], want.drafts) << n;
+      }
+    }
+    EXPECT_EQ(n, int(reply.size()));
+    EXPECT_EQ(content, deltas(plain, "content"));
+    EXPECT_EQ(reasoning, "why");
+  }
+  // A malformed option names itself.
+  for (json bad : {json(5), json{{"token_sources", "yes"}}}) {
+    auto r = h.post(chat_body({{"stream", true}, {"nextn", bad}}));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400);
+    EXPECT_EQ(json::parse(r->body)["error"]["param"], bad.is_object() ? "nextn.token_sources" : "nextn");
+  }
 }
 
 TEST(HttpFake, StopStringCancelsGeneration) {
