@@ -113,7 +113,11 @@ bool SseWriter::write_next(httplib::DataSink& sink) {
     if (u.done) {
       OutputDelta f = parser_.finish();
       add(f);
-      if (plan_.token_sources && !f.empty()) sources.push_back(token_source_json(TokenPiece{.is_token = false}, &f));
+      if (plan_.token_sources && !f.empty()) {
+        TokenPiece released;  // text held back until the end, not a token of its own
+        released.is_token = false;
+        sources.push_back(token_source_json(released, &f));
+      }
     }
     if (!d.empty() || !lp.is_null() || !sources.empty()) {
       json delta = json::object();

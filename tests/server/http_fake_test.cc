@@ -245,8 +245,11 @@ TEST(HttpFake, TokenSourcesStreamed) {
     json asked_body = base;
     asked_body["nextn"] = {{"token_sources", true}};
     auto asked = collect(asked_body);
-    for (const json& e : plain)
-      if (e.is_object() && e.contains("choices") && !e["choices"].empty()) EXPECT_FALSE(e["choices"][0].contains("nextn"));
+    for (const json& e : plain) {
+      if (e.is_object() && e.contains("choices") && !e["choices"].empty()) {
+        EXPECT_FALSE(e["choices"][0].contains("nextn"));
+      }
+    }
     EXPECT_EQ(deltas(plain, "content"), "Hello, w\xc3\xa9rld XY!");
     EXPECT_EQ(deltas(asked, "content"), deltas(plain, "content"));
     EXPECT_EQ(deltas(asked, "reasoning_content"), "why");
