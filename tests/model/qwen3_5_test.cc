@@ -12,54 +12,20 @@
 #include <map>
 
 #include "model/model.h"
+#include "model_test_util.h"
 #include "model/mtp_head.h"
 #include "util/error.h"
 
 namespace nextn {
 namespace {
 
-namespace fs = std::filesystem;
+using model_test::logits_in_pieces;
+using model_test::max_rel;
+using model_test::one_step;
+using model_test::prompt_of;
 
-std::string hybrid_checkpoint() {
-  static std::string dir;
-  if (!dir.empty()) return dir;
-  fs::path d = fs::path(NEXTN_BUILD_DIR) / "test-tmp" / "model-gtest" / "qwen3_5";
-  fs::remove_all(d);
-  fs::create_directories(d.parent_path());
-  std::string cmd = "/usr/bin/python3 " NEXTN_SOURCE_DIR "/tools/make_checkpoint.py --quiet --arch qwen3_5 --seed 5 --out " +
-                    d.string();
-  if (std::system(cmd.c_str()) != 0) throw std::runtime_error("failed: " + cmd);
-  return dir = d.string();
-}
 
-std::vector<int32_t> prompt_of(int n) {
-  std::vector<int32_t> tokens(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) tokens[static_cast<size_t>(i)] = int32_t((i * 37 + 11) % 380);
-  return tokens;
-}
-
-// Logits of every row, fed in pieces of `chunk` rows (1: token by token).
-std::vector<float> logits_in_pieces(Model& m, SequenceState& st, const std::vector<int32_t>& tokens, int chunk) {
-  std::vector<float> all;
-  ForwardResult r;
-  for (size_t start = 0; start < tokens.size(); start += size_t(chunk)) {
-    SequenceRows rows;
-    rows.state = &st;
-    rows.tokens = std::span<const int32_t>(tokens).subspan(start, std::min<size_t>(chunk, tokens.size() - start));
-    for (size_t i = 0; i < rows.tokens.size(); ++i) rows.logit_rows.push_back(int(i));
-    m.forward(std::span<SequenceRows>(&rows, 1), r);
-    all.insert(all.end(), r.logits.begin(), r.logits.end());
-  }
-  return all;
-}
-
-double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double d = 0, s = 1e-30;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
-    d = std::max(d, double(std::abs(a[i] - b[i]))), s = std::max(s, double(std::abs(b[i])));
-  return d / s;
-}
+std::string hybrid_checkpoint() { return model_test::random_checkpoint("qwen3_5", 5); }
 
 TEST(Qwen3_5, ChunkedPrefillEqualsTokenByToken) {
   auto model = Model::load(hybrid_checkpoint());
@@ -83,15 +49,6 @@ std::vector<std::vector<float>> recurrent_states(const Model& m, SequenceState& 
   return out;
 }
 
-std::vector<float> one_step(Model& m, SequenceState& st, int32_t token) {
-  ForwardResult r;
-  SequenceRows rows;
-  rows.state = &st;
-  rows.tokens = std::span<const int32_t>(&token, 1);
-  rows.logit_rows = {0};
-  m.forward(std::span<SequenceRows>(&rows, 1), r);
-  return r.logits;
-}
 
 TEST(Qwen3_5, RollbackEqualsARunFedOnlyTheAcceptedTokens) {
   auto model = Model::load(hybrid_checkpoint());
