@@ -12,7 +12,6 @@ F32 <= 1e-4, BF16 <= 2e-2, identical greedy tokens. Each deliberately broken ref
 (norm +1, softcap missing, wrong donor layer, window off by one, global RoPE as plain
 partial RoPE) must miss nextn by far more than the tolerance. Bad configs exit 2 naming the
 problem; the MoE variant is refused."""
-import json
 import os
 import shutil
 import subprocess
@@ -25,6 +24,8 @@ import numpy as np
 SRC = os.environ.get("NEXTN_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+sys.path.insert(0, os.path.join(SRC, "tests", "model"))
+import config_check  # noqa: E402
 import numpy_gemma4 as M  # noqa: E402
 
 PY = "/usr/bin/python3"
@@ -130,20 +131,7 @@ class Gemma4ReferenceTest(unittest.TestCase):
     # ---- bad configs ------------------------------------------------------------------
     def bad_config(self, name, edit, expect):
         d, _ = self.model([])
-        dst = os.path.join(self.tmp, "bad-" + name)
-        shutil.rmtree(dst, ignore_errors=True)
-        shutil.copytree(d, dst)
-        path = os.path.join(dst, "config.json")
-        with open(path) as f:
-            c = json.load(f)
-        edit(c)
-        with open(path, "w") as f:
-            json.dump(c, f)
-        p = subprocess.run([BIN, "debug-logits", "--model", dst, "--prompt-tokens", "1,2,3", "--out",
-                            os.path.join(dst, "out")], capture_output=True, text=True, timeout=60)
-        self.assertEqual(p.returncode, 2, f"{name}: {p.stdout}{p.stderr}")
-        self.assertIn(expect, p.stderr, name)
-        self.assertFalse(os.path.exists(os.path.join(dst, "out.prefill.npy")), name)
+        config_check.assert_bad_config(self, BIN, d, os.path.join(self.tmp, "bad-" + name), edit, expect)
 
     def test_unknown_layer_type(self):
         def edit(c):
