@@ -5,7 +5,6 @@ dequantized. nextn rounds activations to int8 per 32 values (|Δx| ≤ amax/254)
 few layers of 64-wide random matmuls that gives relative logit errors of a few percent,
 so the bound is 0.1 of the largest logit, with identical greedy tokens wherever the
 reference's top-2 gap exceeds that error."""
-import os
 import subprocess
 
 import numpy as np
