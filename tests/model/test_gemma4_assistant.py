@@ -23,25 +23,15 @@ import numpy as np
 SRC = os.environ.get("NEXTN_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+sys.path.insert(0, os.path.join(SRC, "tests", "model"))
 import numpy_gemma4 as M  # noqa: E402
+from architecture_check import BIN, GEN, PY, TMP_ROOT, rel_err  # noqa: E402
 
-PY = "/usr/bin/python3"
-GEN = os.path.join(SRC, "tools", "make_checkpoint.py")
-BIN = os.environ.get("NEXTN_BIN")
-TMP_ROOT = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
 PROMPT = [1, 37, 205, 12, 99, 250, 7, 64, 3, 180, 41, 9, 17]
 LONG = [int((i * 53 + 7) % 380) for i in range(90)]
 N_DECODE = 16
 STEPS = 4
 TOL = 1e-4
-
-
-def rel_err(a, b):
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
-        raise AssertionError(f"shape {a.shape} != reference {b.shape}")
-    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
 
 
 class WrongAssistant(M.Assistant):

@@ -13,10 +13,7 @@ F32 <= 1e-4, BF16 <= 2e-2, identical greedy tokens. Each deliberately broken ref
 partial RoPE) must miss nextn by far more than the tolerance. Bad configs exit 2 naming the
 problem; the MoE variant is refused."""
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import unittest
 
 import numpy as np
@@ -25,13 +22,10 @@ SRC = os.environ.get("NEXTN_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
 sys.path.insert(0, os.path.join(SRC, "tests", "model"))
-import config_check  # noqa: E402
 import numpy_gemma4 as M  # noqa: E402
+from architecture_check import ArchitectureTestCase, rel_err  # noqa: E402
+import architecture_check  # noqa: E402
 
-PY = "/usr/bin/python3"
-GEN = os.path.join(SRC, "tools", "make_checkpoint.py")
-BIN = os.environ.get("NEXTN_BIN")
-TMP_ROOT = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
 PROMPT = [1, 37, 205, 12, 99, 250, 7, 64, 3, 180, 41, 9, 17]
 LONG = [int((i * 53 + 7) % 380) for i in range(150)]
 N_DECODE = 16
@@ -54,51 +48,13 @@ CASES = {
 RESULTS = []
 
 
-def rel_err(a, b):
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape:
-        raise AssertionError(f"shape {a.shape} != reference {b.shape}")
-    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
-
-
-def make(out, args):
-    shutil.rmtree(out, ignore_errors=True)
-    subprocess.run([PY, GEN, "--quiet", "--arch", "gemma4", "--out", out, *args], check=True)
-    return out
-
-
 def debug_logits(model_dir, prefix, extra, prompt):
-    cmd = [BIN, "debug-logits", "--model", model_dir, "--prompt-tokens", ",".join(map(str, prompt)),
-           "--decode", str(N_DECODE), "--threads", "2", "--out", prefix, *extra]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if p.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout}{p.stderr}")
-    return {part: np.load(f"{prefix}.{part}.npy") for part in
-            ("prefill", "hidden", "decode", "tokens") if os.path.exists(f"{prefix}.{part}.npy")}
+    return architecture_check.debug_logits(model_dir, prefix, extra, prompt, N_DECODE)
 
 
-class Gemma4ReferenceTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not BIN:
-            raise unittest.SkipTest("NEXTN_BIN is not set")
-        os.makedirs(TMP_ROOT, exist_ok=True)
-        cls._tmp = tempfile.TemporaryDirectory(prefix="gemma4-", dir=TMP_ROOT)
-        cls.tmp = cls._tmp.name
-        cls.models = {}
-
-    @classmethod
-    def tearDownClass(cls):
-        if hasattr(cls, "_tmp"):
-            cls._tmp.cleanup()
-
-    def model(self, gen_args):
-        key = " ".join(gen_args)
-        if key not in self.models:
-            d = make(os.path.join(self.tmp, f"ckpt{len(self.models)}"), gen_args)
-            self.models[key] = (d, M.Model(d))
-        return self.models[key]
+class Gemma4ReferenceTest(ArchitectureTestCase):
+    ARCH = "gemma4"
+    REFERENCE = M
 
     def check(self, name, gen_args, dtype, extra, prompt):
         d, ref = self.model(gen_args)
@@ -128,11 +84,7 @@ class Gemma4ReferenceTest(unittest.TestCase):
             print(f"broken reference {bug}: relative error {err:.3g}")
             self.assertGreater(err, 100 * TOL["f32"], f"broken reference '{bug}' went unnoticed")
 
-    # ---- bad configs ------------------------------------------------------------------
-    def bad_config(self, name, edit, expect):
-        d, _ = self.model([])
-        config_check.assert_bad_config(self, BIN, d, os.path.join(self.tmp, "bad-" + name), edit, expect)
-
+    # ---- bad configs (ArchitectureTestCase.bad_config) ----------------------------------
     def test_unknown_layer_type(self):
         def edit(c):
             c["layer_types"][1] = "chunked_attention"

@@ -1,0 +1,95 @@
+"""tests/model/architecture_check.py — what the per-architecture reference tests share
+(test_qwen3_5_reference.py, test_gemma4_reference.py, test_gemma4_assistant.py): the
+relative error they bound, random checkpoints from tools/make_checkpoint.py, the
+`nextn debug-logits` outputs, a test case holding a temporary folder and one checkpoint
+(with its float64 reference model) per set of generator arguments, and the bad-config
+check: a copy of a good checkpoint with config.json edited must make `nextn debug-logits`
+exit 2 with a message containing the expected text, and write no output."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+SRC = os.environ.get("NEXTN_SOURCE_DIR") or os.path.abspath(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+PY = "/usr/bin/python3"
+GEN = os.path.join(SRC, "tools", "make_checkpoint.py")
+BIN = os.environ.get("NEXTN_BIN")
+TMP_ROOT = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
+
+
+def rel_err(a, b):
+    """max |a − b| / max |b|, in float64; the shapes must agree."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise AssertionError(f"shape {a.shape} != reference {b.shape}")
+    return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
+
+
+def make_checkpoint(out, args):
+    """A fresh random checkpoint at `out` from tools/make_checkpoint.py `args`."""
+    shutil.rmtree(out, ignore_errors=True)
+    subprocess.run([PY, GEN, "--quiet", "--out", out, *args], check=True)
+    return out
+
+
+def debug_logits(model_dir, prefix, extra, prompt, n_decode):
+    """`nextn debug-logits` on `prompt` with `n_decode` greedy steps: the .npy parts it wrote."""
+    cmd = [BIN, "debug-logits", "--model", model_dir, "--prompt-tokens", ",".join(map(str, prompt)),
+           "--decode", str(n_decode), "--threads", "2", "--out", prefix, *extra]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} exited {p.returncode}:\n{p.stdout}{p.stderr}")
+    return {part: np.load(f"{prefix}.{part}.npy") for part in
+            ("prefill", "hidden", "decode", "tokens", "mtp") if os.path.exists(f"{prefix}.{part}.npy")}
+
+
+class ArchitectureTestCase(unittest.TestCase):
+    """Subclasses set ARCH (make_checkpoint's --arch) and REFERENCE (the numpy module
+    whose Model(dir) is the float64 reference)."""
+    ARCH = None
+    REFERENCE = None
+
+    @classmethod
+    def setUpClass(cls):
+        if not BIN:
+            raise unittest.SkipTest("NEXTN_BIN is not set")
+        os.makedirs(TMP_ROOT, exist_ok=True)
+        cls._tmp = tempfile.TemporaryDirectory(prefix=cls.ARCH + "-", dir=TMP_ROOT)
+        cls.tmp = cls._tmp.name
+        cls.models = {}
+
+    @classmethod
+    def tearDownClass(cls):
+        if hasattr(cls, "_tmp"):
+            cls._tmp.cleanup()
+
+    def model(self, gen_args):
+        """(checkpoint dir, reference model) for these generator arguments, made once."""
+        key = " ".join(gen_args)
+        if key not in self.models:
+            d = make_checkpoint(os.path.join(self.tmp, f"ckpt{len(self.models)}"), ["--arch", self.ARCH, *gen_args])
+            self.models[key] = (d, self.REFERENCE.Model(d))
+        return self.models[key]
+
+    def bad_config(self, name, edit, expect):
+        good, _ = self.model([])
+        dst = os.path.join(self.tmp, "bad-" + name)
+        shutil.rmtree(dst, ignore_errors=True)
+        shutil.copytree(good, dst)
+        path = os.path.join(dst, "config.json")
+        with open(path) as f:
+            c = json.load(f)
+        edit(c)
+        with open(path, "w") as f:
+            json.dump(c, f)
+        p = subprocess.run([BIN, "debug-logits", "--model", dst, "--prompt-tokens", "1,2,3", "--out",
+                            os.path.join(dst, "out")], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, f"{name}: {p.stdout}{p.stderr}")
+        self.assertIn(expect, p.stderr, name)
+        self.assertFalse(os.path.exists(os.path.join(dst, "out.prefill.npy")), name)
