@@ -27,6 +27,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tools", "checkpoint"))
 import safetensors_reader  # noqa: E402
+from stateful_decoding import StatefulDecoding  # noqa: E402
 
 BROKEN = ("norm_plus_one", "no_softcap", "wrong_donor", "window_off_by_one",
           "global_rope_plain")
@@ -62,7 +63,7 @@ class State:
         self.length = 0
 
 
-class Model:
+class Model(StatefulDecoding):
     def __init__(self, model_dir, broken=None):
         if broken is not None and broken not in BROKEN:
             raise ValueError(broken)
@@ -206,26 +207,6 @@ class Model:
         if self.softcap and self.broken != "no_softcap":
             logits = self.softcap * np.tanh(logits / self.softcap)
         return logits, hidden
-
-    def forward(self, tokens):
-        return self.step(tokens, self.new_state())
-
-    def greedy(self, prompt, n):
-        state = self.new_state()
-        logits, _ = self.step(prompt, state)
-        toks, rows = [], []
-        nxt = int(np.argmax(logits[-1]))
-        for _ in range(n):
-            toks.append(nxt)
-            logits, _ = self.step([nxt], state)
-            rows.append(logits[-1])
-            nxt = int(np.argmax(logits[-1]))
-        return np.array(toks, dtype=np.int64), np.array(rows)
-
-    def forced_decode(self, prompt, fed):
-        state = self.new_state()
-        self.step(prompt, state)
-        return np.array([self.step([t], state)[0][-1] for t in fed])
 
     def last_kv_layer(self, kind):
         """The last non-shared layer of this type (what the assistant reads)."""

@@ -23,6 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tools", "checkpoint"))
 import safetensors_reader  # noqa: E402
+from stateful_decoding import StatefulDecoding  # noqa: E402
 
 BROKEN = ("no_plus_one", "plus_one_twice", "gate_query_halves", "conv_not_shifted",
           "value_heads_tiled")
@@ -58,7 +59,7 @@ class State:
         self.length = 0
 
 
-class Model:
+class Model(StatefulDecoding):
     def __init__(self, model_dir, broken=None):
         if broken is not None and broken not in BROKEN:
             raise ValueError(broken)
@@ -205,26 +206,6 @@ class Model:
         state.length += len(tokens)
         hidden = self.norm1p(x, self.prefix + "norm.weight")
         return hidden @ self.lm_head.T, hidden
-
-    def forward(self, tokens):
-        return self.step(tokens, self.new_state())
-
-    def greedy(self, prompt, n):
-        state = self.new_state()
-        logits, _ = self.step(prompt, state)
-        toks, rows = [], []
-        nxt = int(np.argmax(logits[-1]))
-        for _ in range(n):
-            toks.append(nxt)
-            logits, _ = self.step([nxt], state)
-            rows.append(logits[-1])
-            nxt = int(np.argmax(logits[-1]))
-        return np.array(toks, dtype=np.int64), np.array(rows)
-
-    def forced_decode(self, prompt, fed):
-        state = self.new_state()
-        self.step(prompt, state)
-        return np.array([self.step([t], state)[0][-1] for t in fed])
 
     # ---- MTP ------------------------------------------------------------------------
     def mtp_logits(self, tokens, hidden, layer=0):
