@@ -21,6 +21,7 @@ namespace {
 using model_test::logits_in_pieces;
 using model_test::max_rel;
 using model_test::one_step;
+using model_test::verify_forward;
 using model_test::prompt_of;
 
 
@@ -46,13 +47,7 @@ TEST(Gemma4, RollbackAfterTheRingWrapsEqualsARunFedOnlyTheAcceptedTokens) {
     // A: prompt, one verify forward of every row, back to `kept` rows.
     auto a = model->new_state(256, {});
     logits_in_pieces(*model, *a, prompt, 50);
-    ForwardResult r;
-    SequenceRows rows;
-    rows.state = a.get();
-    rows.tokens = verify;
-    rows.snapshots = true;
-    for (int i = 0; i < int(verify.size()); ++i) rows.logit_rows.push_back(i);
-    model->forward(std::span<SequenceRows>(&rows, 1), r);
+    verify_forward(*model, *a, verify);
     ASSERT_TRUE(a->can_return_to(150 + kept));
     a->return_to(150 + kept);
     // B: the same prompt, then only the kept rows, one at a time.

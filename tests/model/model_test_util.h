@@ -1,6 +1,7 @@
 // tests/model/model_test_util.h — what the architecture gtests share: a random checkpoint
 // made once per architecture by tools/make_checkpoint.py, a deterministic prompt, logits
-// of a prompt fed in pieces, one decode step, and the relative difference of two logit sets.
+// of a prompt fed in pieces, one decode step, one verify forward, and the relative
+// difference of two logit sets.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -70,6 +71,19 @@ inline std::vector<float> one_step(Model& m, SequenceState& st, int32_t token) {
   rows.state = &st;
   rows.tokens = std::span<const int32_t>(&token, 1);
   rows.logit_rows = {0};
+  m.forward(std::span<SequenceRows>(&rows, 1), r);
+  return r.logits;
+}
+
+// One verify forward of `tokens` as the engine runs it: logits of every row, and the
+// state able to return to the length after any of them.
+inline std::vector<float> verify_forward(Model& m, SequenceState& st, const std::vector<int32_t>& tokens) {
+  ForwardResult r;
+  SequenceRows rows;
+  rows.state = &st;
+  rows.tokens = tokens;
+  rows.snapshots = true;
+  for (int i = 0; i < int(tokens.size()); ++i) rows.logit_rows.push_back(i);
   m.forward(std::span<SequenceRows>(&rows, 1), r);
   return r.logits;
 }
