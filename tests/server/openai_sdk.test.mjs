@@ -2,15 +2,14 @@
 // models.list, chat (plain and streamed with include_usage), legacy completions, and
 // errors surfaced as the SDK's typed exceptions (BadRequestError 400,
 // AuthenticationError 401, NotFoundError 404).
-import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, renameSync, mkdtempSync, openSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, renameSync, mkdtempSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { TMP, startServer, stopServer } from "./serve.mjs";
 import assert from "node:assert/strict";
 
 const SRC = process.env.NEXTN_SOURCE_DIR ?? path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
-const BIN = process.env.NEXTN_BIN ?? path.join(SRC, "build/nextn");
-const TMP = process.env.NEXTN_TEST_TMP ?? "/tmp/nextn-test-tmp";
 const require = createRequire(path.join(SRC, "tests/package.json"));
 const { default: OpenAI, APIError, BadRequestError, AuthenticationError, NotFoundError } = require("openai");
 
@@ -26,35 +25,6 @@ function checkpoint() {
   return out;
 }
 
-// Starts `nextn serve --port 0` and resolves with {proc, ready} once the JSON ready line arrives.
-function startServer(args) {
-  mkdirSync(TMP, { recursive: true });
-  const log = openSync(path.join(TMP, `serve-sdk-${process.pid}.log`), "a");
-  const proc = spawn(BIN, ["serve", "--model", checkpoint(), "--port", "0", "--threads", "1", ...args],
-                     { stdio: ["ignore", "pipe", log] });
-  return new Promise((resolve, reject) => {
-    let buf = "";
-    const timer = setTimeout(() => reject(new Error("server not ready")), 120000);
-    proc.stdout.on("data", (d) => {
-      buf += d;
-      const line = buf.split("\n").find((l) => l.startsWith("{"));
-      if (line) {
-        clearTimeout(timer);
-        resolve({ proc, ready: JSON.parse(line) });
-      }
-    });
-    proc.on("exit", (code) => reject(new Error(`server exited with ${code}`)));
-  });
-}
-
-function stopServer(proc) {
-  return new Promise((resolve) => {
-    if (proc.exitCode !== null) return resolve(proc.exitCode);
-    proc.removeAllListeners("exit");
-    proc.on("exit", (code) => resolve(code));
-    proc.kill("SIGTERM");
-  });
-}
 
 async function expectError(promise, Cls, status) {
   try {
@@ -70,7 +40,7 @@ async function expectError(promise, Cls, status) {
   assert.fail(`expected ${Cls.name}`);
 }
 
-const { proc, ready } = await startServer(["--api-key", "test-key", "--parallel", "2", "--ctx-size", "512"]);
+const { proc, ready } = await startServer("sdk", checkpoint(), 1, ["--api-key", "test-key", "--parallel", "2", "--ctx-size", "512"]);
 let exitCode;
 try {
   const baseURL = `http://127.0.0.1:${ready.port}/v1`;

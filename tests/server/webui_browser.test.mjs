@@ -13,15 +13,13 @@
 // HTML-looking text renders as it should (last tests).
 import test from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, openSync } from "node:fs";
+import { existsSync, mkdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { startServer, stopServer } from "./serve.mjs";
 
 const SRC = process.env.NEXTN_SOURCE_DIR ?? path.resolve(path.dirname(new URL(import.meta.url).pathname), "../..");
-const BIN = process.env.NEXTN_BIN ?? path.join(SRC, "build/nextn");
 const BUILD = process.env.NEXTN_BUILD_DIR ?? path.join(SRC, "build");
-const TMP = process.env.NEXTN_TEST_TMP ?? "/tmp/nextn-test-tmp";
 const SHOTS = path.join(BUILD, "test-artifacts", "webui");
 const MODEL = path.join(SRC, "models", "nextn-tiny");
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
@@ -29,34 +27,6 @@ const KEY = "webui-test-key";
 const require = createRequire(path.join(SRC, "tests/package.json"));
 const puppeteer = require("puppeteer-core");
 
-function startServer(args) {
-  mkdirSync(TMP, { recursive: true });
-  const log = openSync(path.join(TMP, `serve-webui-${process.pid}.log`), "a");
-  const proc = spawn(BIN, ["serve", "--model", MODEL, "--port", "0", "--threads", "2", ...args],
-                     { stdio: ["ignore", "pipe", log] });
-  return new Promise((resolve, reject) => {
-    let buf = "";
-    const timer = setTimeout(() => reject(new Error("server not ready")), 120000);
-    proc.stdout.on("data", (d) => {
-      buf += d;
-      const line = buf.split("\n").find((l) => l.startsWith("{"));
-      if (line) {
-        clearTimeout(timer);
-        resolve({ proc, ready: JSON.parse(line) });
-      }
-    });
-    proc.on("exit", (code) => reject(new Error(`server exited with ${code}`)));
-  });
-}
-
-function stopServer(proc) {
-  return new Promise((resolve) => {
-    if (proc.exitCode !== null) return resolve(proc.exitCode);
-    proc.removeAllListeners("exit");
-    proc.on("exit", (code) => resolve(code));
-    proc.kill("SIGTERM");
-  });
-}
 
 // All data payloads of a streamed answer.
 async function streamChunks(url, body) {
@@ -74,7 +44,7 @@ async function streamChunks(url, body) {
 const PROMPT = "The history of the printing press";
 
 test("--no-webui: no page at /", async () => {
-  const { proc, ready } = await startServer(["--no-webui"]);
+  const { proc, ready } = await startServer("webui", MODEL, 2, ["--no-webui"]);
   try {
     const res = await fetch(ready.url + "/");
     assert.equal(res.status, 404);
@@ -88,7 +58,7 @@ test("--no-webui: no page at /", async () => {
 test("the chat page in Chromium", { timeout: 300000 }, async () => {
   assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: scripts/setup.sh --tests installs it`);
   mkdirSync(SHOTS, { recursive: true });
-  const { proc, ready } = await startServer(["--mtp", "--api-key", KEY, "--max-tokens", "120"]);
+  const { proc, ready } = await startServer("webui", MODEL, 2, ["--mtp", "--api-key", KEY, "--max-tokens", "120"]);
   const url = ready.url;
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM,
@@ -312,7 +282,7 @@ mkdirSync(SHOTS, { recursive: true });
 for (const name of ["chromium", "firefox"]) {
   const skip = name === "firefox" && !existsSync(FIREFOX) ? `no Firefox at ${FIREFOX}` : false;
   test(`reasoning, code, tool calls and HTML-looking text in ${name}`, { skip, timeout: 240000 }, async () => {
-    const { proc, ready } = await startServer(["--mtp", "--max-tokens", "60"]);
+    const { proc, ready } = await startServer("webui", MODEL, 2, ["--mtp", "--max-tokens", "60"]);
     const browser = await launch(name);
     const problems = [];
     try {
