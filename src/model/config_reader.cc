@@ -46,4 +46,16 @@ std::string ConfigReader::get_string(const std::string& key, const std::string& 
   return v.get<std::string>();
 }
 
+std::vector<std::string> ConfigReader::get_strings(const std::string& key) const {
+  std::vector<std::string> out;
+  if (!has(key)) return out;
+  const nlohmann::json& v = json_.at(key);
+  if (!v.is_array()) error(ErrorKind::kBadInput, "key '{}' must be a list of strings", key);
+  for (const auto& item : v) {
+    if (!item.is_string()) error(ErrorKind::kBadInput, "key '{}' must be a list of strings", key);
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 }  // namespace nextn

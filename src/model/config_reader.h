@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <vector>
 
 #include "util/error.h"
 
@@ -23,6 +24,8 @@ class ConfigReader {
   double get_double(const std::string& key, double fallback) const;
   bool get_bool(const std::string& key, bool fallback) const;
   std::string get_string(const std::string& key, const std::string& fallback) const;
+  // A list of strings; empty when the key is absent.
+  std::vector<std::string> get_strings(const std::string& key) const;
 
   template <typename... Args>
   [[noreturn]] void error(ErrorKind kind, fmt::format_string<Args...> format, Args&&... args) const {

@@ -53,14 +53,8 @@ RopeKind rope_kind(const ConfigReader& reader, const char* type, double theta, d
 }
 
 std::vector<std::string> layer_types(const ConfigReader& reader, int n_layers) {
-  std::vector<std::string> types;
+  std::vector<std::string> types = reader.get_strings("layer_types");
   if (reader.has("layer_types")) {
-    const nlohmann::json& lt = reader.json().at("layer_types");
-    if (!lt.is_array()) reader.error(ErrorKind::kBadInput, "key 'layer_types' must be a list of strings");
-    for (const auto& t : lt) {
-      if (!t.is_string()) reader.error(ErrorKind::kBadInput, "key 'layer_types' must be a list of strings");
-      types.push_back(t.get<std::string>());
-    }
     if (int(types.size()) != n_layers)
       reader.error(ErrorKind::kBadInput, "layer_types lists {} layers but num_hidden_layers is {}", types.size(), n_layers);
   } else {

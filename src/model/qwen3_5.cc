@@ -67,14 +67,8 @@ void configure_qwen3_5(const ConfigReader& reader, const Checkpoint& ckpt, Model
     reader.error(ErrorKind::kBadInput, "linear_conv_kernel_dim must be in 2..16, got {}", dn.conv_kernel);
 
   // Layer kinds: layer_types, else every full_attention_interval-th layer is full attention.
-  std::vector<std::string> types;
+  std::vector<std::string> types = reader.get_strings("layer_types");
   if (reader.has("layer_types")) {
-    const nlohmann::json& lt = reader.json().at("layer_types");
-    if (!lt.is_array()) reader.error(ErrorKind::kBadInput, "key 'layer_types' must be a list of strings");
-    for (const auto& t : lt) {
-      if (!t.is_string()) reader.error(ErrorKind::kBadInput, "key 'layer_types' must be a list of strings");
-      types.push_back(t.get<std::string>());
-    }
     if (int(types.size()) != c.num_layers)
       reader.error(ErrorKind::kBadInput, "layer_types lists {} layers but num_hidden_layers is {}", types.size(),
                    c.num_layers);
