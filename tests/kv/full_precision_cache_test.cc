@@ -12,56 +12,10 @@
 #include "util/dtype.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
+#include "kv_test_util.h"
 
 namespace nextn {
 namespace {
-
-std::vector<float> randn(size_t n, unsigned seed, float stddev = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, stddev);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-// The value the cache stores for x.
-float stored(KvType type, float x) {
-  if (type == KvType::kF16) return f16_to_f32(f32_to_f16(x));
-  if (type == KvType::kBF16) return bf16_to_f32(f32_to_bf16(x));
-  return x;
-}
-
-// Causal GQA attention in double precision. k, v: [len, kv_heads * D]; q: [n, heads * D].
-std::vector<double> reference(const KvShape& s, KvType type, const std::vector<float>& k, const std::vector<float>& v,
-                              int pos, int n, const float* q, double scale) {
-  const int D = s.head_dim, group = s.n_heads / s.n_kv_heads;
-  std::vector<double> out(size_t(n) * s.n_heads * D, 0.0);
-  for (int r = 0; r < n; ++r)
-    for (int h = 0; h < s.n_heads; ++h) {
-      const int kvh = h / group;
-      const float* qr = q + (size_t(r) * s.n_heads + h) * D;
-      std::vector<double> w(pos + r + 1);
-      double mx = -1e300;
-      for (int t = 0; t <= pos + r; ++t) {
-        double dot = 0;
-        for (int d = 0; d < D; ++d) dot += double(qr[d]) * stored(type, k[(size_t(t) * s.n_kv_heads + kvh) * D + d]);
-        w[t] = dot * scale;
-        mx = std::max(mx, w[t]);
-      }
-      double z = 0;
-      for (double& x : w) z += (x = std::exp(x - mx));
-      double* o = out.data() + (size_t(r) * s.n_heads + h) * D;
-      for (int t = 0; t <= pos + r; ++t)
-        for (int d = 0; d < D; ++d) o[d] += w[t] / z * stored(type, v[(size_t(t) * s.n_kv_heads + kvh) * D + d]);
-    }
-  return out;
-}
-
-double max_err(const std::vector<double>& ref, const std::vector<float>& got) {
-  double m = 0;
-  for (size_t i = 0; i < ref.size(); ++i) m = std::max(m, std::abs(ref[i] - got[i]));
-  return m;
-}
 
 struct Case {
   KvType type;
@@ -78,7 +32,7 @@ TEST_P(AttentionTest, MatchesDoubleReference) {
   FullPrecisionCache cache(s, c.type);
   const int len = c.prefix + c.n, kv_dim = c.kv_heads * c.head_dim;
   const int layer = 1;
-  auto k = randn(size_t(len) * kv_dim, 1), v = randn(size_t(len) * kv_dim, 2);
+  auto k = testing_kv::random_floats(size_t(len) * kv_dim, 1), v = testing_kv::random_floats(size_t(len) * kv_dim, 2);
   // The prefix in uneven pieces, then the checked chunk.
   int pos = 0;
   for (int piece : {1, 7, 64, 3, 100000}) {
@@ -89,12 +43,12 @@ TEST_P(AttentionTest, MatchesDoubleReference) {
   }
   cache.append(layer, c.prefix, c.n, k.data() + size_t(c.prefix) * kv_dim, v.data() + size_t(c.prefix) * kv_dim);
   EXPECT_EQ(cache.length(), len);
-  auto q = randn(size_t(c.n) * c.heads * c.head_dim, 3);
+  auto q = testing_kv::random_floats(size_t(c.n) * c.heads * c.head_dim, 3);
   std::vector<float> out(q.size(), -7.0f);
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
   cache.attend(layer, c.prefix, c.n, q.data(), out.data(), scale);
-  auto ref = reference(s, c.type, k, v, c.prefix, c.n, q.data(), scale);
-  EXPECT_LT(max_err(ref, out), 2e-5);
+  auto ref = testing_kv::reference_attention(s, c.type, k, v, c.prefix, c.n, q.data(), scale);
+  EXPECT_LT(testing_kv::max_abs_diff(ref, out), 2e-5);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -108,22 +62,22 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(FullPrecisionCache, StableWithLargeScores) {
   KvShape s{1, 2, 1, 16, 8};
   FullPrecisionCache cache(s, KvType::kF32);
-  auto k = randn(4 * 16, 5, 30.0f), v = randn(4 * 16, 6);
+  auto k = testing_kv::random_floats(4 * 16, 5, 30.0f), v = testing_kv::random_floats(4 * 16, 6);
   cache.append(0, 0, 4, k.data(), v.data());
-  auto q = randn(2 * 2 * 16, 7, 30.0f);
+  auto q = testing_kv::random_floats(2 * 2 * 16, 7, 30.0f);
   std::vector<float> out(q.size());
   cache.attend(0, 2, 2, q.data(), out.data(), 0.25f);
   for (float x : out) ASSERT_TRUE(std::isfinite(x));
-  auto ref = reference(s, KvType::kF32, k, v, 2, 2, q.data(), 0.25);
-  EXPECT_LT(max_err(ref, out), 1e-4);
+  auto ref = testing_kv::reference_attention(s, KvType::kF32, k, v, 2, 2, q.data(), 0.25);
+  EXPECT_LT(testing_kv::max_abs_diff(ref, out), 1e-4);
 }
 
 TEST(FullPrecisionCache, TruncateThenReappendEqualsFreshCache) {
   for (KvType type : {KvType::kF32, KvType::kF16, KvType::kBF16}) {
     KvShape s{2, 4, 2, 32, 200};
     const int kv_dim = 64, q_dim = 128;
-    auto k = randn(150 * kv_dim, 11), v = randn(150 * kv_dim, 12);
-    auto junk_k = randn(60 * kv_dim, 13), junk_v = randn(60 * kv_dim, 14);
+    auto k = testing_kv::random_floats(150 * kv_dim, 11), v = testing_kv::random_floats(150 * kv_dim, 12);
+    auto junk_k = testing_kv::random_floats(60 * kv_dim, 13), junk_v = testing_kv::random_floats(60 * kv_dim, 14);
     FullPrecisionCache rolled(s, type), fresh(s, type);
     for (int l = 0; l < 2; ++l) {
       rolled.append(l, 0, 100, k.data(), v.data());
@@ -135,7 +89,7 @@ TEST(FullPrecisionCache, TruncateThenReappendEqualsFreshCache) {
     EXPECT_EQ(rolled.length(), 100);
     for (int l = 0; l < 2; ++l) rolled.append(l, 100, 50, k.data() + 100 * kv_dim, v.data() + 100 * kv_dim);
     EXPECT_EQ(rolled.bytes_used(), fresh.bytes_used());
-    auto q = randn(10 * q_dim, 15);
+    auto q = testing_kv::random_floats(10 * q_dim, 15);
     std::vector<float> a(q.size()), b(q.size());
     for (int l = 0; l < 2; ++l) {
       rolled.attend(l, 140, 10, q.data(), a.data(), 0.2f);
@@ -148,9 +102,9 @@ TEST(FullPrecisionCache, TruncateThenReappendEqualsFreshCache) {
 TEST(FullPrecisionCache, SameResultWithOneOrTwoThreads) {
   KvShape s{1, 8, 2, 64, 300};
   FullPrecisionCache cache(s, KvType::kF16);
-  auto k = randn(256 * 128, 21), v = randn(256 * 128, 22);
+  auto k = testing_kv::random_floats(256 * 128, 21), v = testing_kv::random_floats(256 * 128, 22);
   cache.append(0, 0, 256, k.data(), v.data());
-  auto q = randn(56 * 512, 23);
+  auto q = testing_kv::random_floats(56 * 512, 23);
   std::vector<float> one(q.size()), two(q.size());
   ThreadPool::set_global_threads(1);
   cache.attend(0, 200, 56, q.data(), one.data(), 0.125f);

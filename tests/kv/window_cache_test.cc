@@ -12,57 +12,10 @@
 #include "kv/full_precision_cache.h"
 #include "util/dtype.h"
 #include "util/error.h"
+#include "kv_test_util.h"
 
 namespace nextn {
 namespace {
-
-std::vector<float> randn(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
-
-float stored(KvType type, float x) {
-  if (type == KvType::kF16) return f16_to_f32(f32_to_f16(x));
-  if (type == KvType::kBF16) return bf16_to_f32(f32_to_bf16(x));
-  return x;
-}
-
-// Windowed causal GQA attention in double precision: row r (position pos + r) sees keys
-// j with pos + r - window < j <= pos + r. k, v: [len, kv_heads * D].
-std::vector<double> reference(const KvShape& s, KvType type, const std::vector<float>& k, const std::vector<float>& v,
-                              int pos, int n, const float* q, double scale) {
-  const int D = s.head_dim, group = s.n_heads / s.n_kv_heads;
-  std::vector<double> out(size_t(n) * s.n_heads * D, 0.0);
-  for (int r = 0; r < n; ++r)
-    for (int h = 0; h < s.n_heads; ++h) {
-      const int kvh = h / group, i = pos + r, lo = std::max(0, i - s.window + 1);
-      const float* qr = q + (size_t(r) * s.n_heads + h) * D;
-      std::vector<double> w(size_t(i - lo + 1));
-      double mx = -1e300;
-      for (int t = lo; t <= i; ++t) {
-        double dot = 0;
-        for (int d = 0; d < D; ++d) dot += double(qr[d]) * stored(type, k[(size_t(t) * s.n_kv_heads + kvh) * D + d]);
-        w[size_t(t - lo)] = dot * scale;
-        mx = std::max(mx, w[size_t(t - lo)]);
-      }
-      double z = 0;
-      for (double& x : w) z += (x = std::exp(x - mx));
-      double* o = out.data() + (size_t(r) * s.n_heads + h) * D;
-      for (int t = lo; t <= i; ++t)
-        for (int d = 0; d < D; ++d)
-          o[d] += w[size_t(t - lo)] / z * stored(type, v[(size_t(t) * s.n_kv_heads + kvh) * D + d]);
-    }
-  return out;
-}
-
-double max_err(const std::vector<double>& ref, const std::vector<float>& got) {
-  double m = 0;
-  for (size_t i = 0; i < ref.size(); ++i) m = std::max(m, std::abs(ref[i] - got[i]));
-  return m;
-}
 
 KvShape ring_shape(int window, int slack, int max_tokens) {
   KvShape s{2, 4, 2, 16, max_tokens};
@@ -78,8 +31,8 @@ TEST(WindowCache, MatchesWindowedReferenceAfterTheRingWraps) {
       KvShape s = ring_shape(window, slack, 1000);
       FullPrecisionCache cache(s, type);
       const int kv_dim = s.n_kv_heads * s.head_dim, q_dim = s.n_heads * s.head_dim, len = 420;
-      auto k = randn(size_t(len) * kv_dim, 1), v = randn(size_t(len) * kv_dim, 2);
-      auto q = randn(size_t(slack) * q_dim, 3);
+      auto k = testing_kv::random_floats(size_t(len) * kv_dim, 1), v = testing_kv::random_floats(size_t(len) * kv_dim, 2);
+      auto q = testing_kv::random_floats(size_t(slack) * q_dim, 3);
       int pos = 0;
       // Uneven pieces, each at most the slack; attention checked after every piece.
       for (int piece : {1, 5, 31, 17, 32, 3, 29, 32, 9, 30, 32, 32, 32, 32, 32, 32, 32, 32, 32, 21}) {
@@ -89,7 +42,7 @@ TEST(WindowCache, MatchesWindowedReferenceAfterTheRingWraps) {
           cache.append(l, pos, m, k.data() + size_t(pos) * kv_dim, v.data() + size_t(pos) * kv_dim);
         std::vector<float> out(size_t(m) * q_dim);
         cache.attend(1, pos, m, q.data(), out.data(), 0.3f);
-        EXPECT_LT(max_err(reference(s, type, k, v, pos, m, q.data(), 0.3), out), 2e-5)
+        EXPECT_LT(testing_kv::max_abs_diff(testing_kv::reference_attention(s, type, k, v, pos, m, q.data(), 0.3), out), 2e-5)
             << kv_type_name(type) << " window " << window << " at " << pos;
         pos += m;
       }
@@ -108,9 +61,9 @@ TEST(WindowCache, RejectedVerifyRowsNeverEvictTheAcceptedWindow) {
   const int window = 24, slack = 32, rows = 17;
   const KvShape s = ring_shape(window, slack, 2000);
   const int kv_dim = s.n_kv_heads * s.head_dim, q_dim = s.n_heads * s.head_dim;
-  auto k = randn(size_t(600) * kv_dim, 4), v = randn(size_t(600) * kv_dim, 5);
-  auto junk_k = randn(size_t(rows) * kv_dim, 6), junk_v = randn(size_t(rows) * kv_dim, 7);
-  auto q = randn(size_t(rows) * q_dim, 8);
+  auto k = testing_kv::random_floats(size_t(600) * kv_dim, 4), v = testing_kv::random_floats(size_t(600) * kv_dim, 5);
+  auto junk_k = testing_kv::random_floats(size_t(rows) * kv_dim, 6), junk_v = testing_kv::random_floats(size_t(rows) * kv_dim, 7);
+  auto q = testing_kv::random_floats(size_t(rows) * q_dim, 8);
   for (int base : {10, 63, 64, 100, 255}) {
     for (int accepted = 0; accepted <= rows; ++accepted) {
       FullPrecisionCache spec(s, KvType::kF16), plain(s, KvType::kF16);
@@ -148,7 +101,7 @@ TEST(WindowCache, ReturnableLengthsAndMisuse) {
   const KvShape s = ring_shape(10, 32, 500);
   FullPrecisionCache cache(s, KvType::kF32);
   const int kv_dim = s.n_kv_heads * s.head_dim;
-  auto k = randn(size_t(300) * kv_dim, 9);
+  auto k = testing_kv::random_floats(size_t(300) * kv_dim, 9);
   EXPECT_EQ(cache.min_truncate_length(), 0);
   for (int p = 0; p < 300; p += 30) {
     cache.append(0, p, 30, k.data() + size_t(p) * kv_dim, k.data() + size_t(p) * kv_dim);

@@ -10,17 +10,10 @@
 #include <vector>
 
 #include "util/error.h"
+#include "../kv/kv_test_util.h"
 
 namespace nextn {
 namespace {
-
-std::vector<float> randn(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
 
 // A model state with a sliding layer (window 8), a full layer and a layer reading the
 // sliding layer's KV.
@@ -36,7 +29,7 @@ TEST(WindowState, ReturnableLengthsFollowTheRing) {
   EXPECT_EQ(own.cache, read.cache);
   EXPECT_EQ(own.layer, read.layer);
   EXPECT_NE(state.attention(1).cache, own.cache);  // another shape, another cache
-  auto k = randn(size_t(32) * 64, 10);
+  auto k = testing_kv::random_floats(size_t(32) * 64, 10);
   for (int step = 0; step < 8; ++step) {
     state.begin_rows(32, false);
     AttentionSlot a = state.attention(0), f = state.attention(1);
