@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstring>
+
 namespace nextn {
 
 int64_t TensorView::numel() const {
@@ -13,5 +15,17 @@ int64_t TensorView::numel() const {
 }
 
 std::string TensorView::shape_string() const { return fmt::format("[{}]", fmt::join(shape, ", ")); }
+
+float TensorView::float_at(int64_t i) const {
+  const char* p = static_cast<const char*>(data);
+  if (dtype == DType::kF32) {
+    float v;
+    std::memcpy(&v, p + 4 * i, 4);
+    return v;
+  }
+  uint16_t h;
+  std::memcpy(&h, p + 2 * i, 2);
+  return dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
 
 }  // namespace nextn

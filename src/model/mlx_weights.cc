@@ -12,18 +12,6 @@
 namespace nextn {
 namespace {
 
-float element(const TensorView& t, int64_t i) {
-  const char* p = static_cast<const char*>(t.data);
-  if (t.dtype == DType::kF32) {
-    float v;
-    std::memcpy(&v, p + 4 * i, 4);
-    return v;
-  }
-  uint16_t h;
-  std::memcpy(&h, p + 2 * i, 2);
-  return t.dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
-}
-
 // The mode of a settings object ("affine" when absent, as older mlx-lm files are).
 void check_mode(const nlohmann::json& s, const std::string& where, const std::string& source) {
   if (!s.contains("mode")) return;
@@ -142,7 +130,7 @@ void repack_mlx_matrix(const Checkpoint& ckpt, const std::string& prefix, DType 
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t g = 0; g < groups; ++g) {
       std::memcpy(packed.data(), bytes + 4 * (r * words_per_row + g * words_per_group), packed.size() * 4);
-      repack_mlx_group(bits, group, packed.data(), element(s, r * groups + g), element(b, r * groups + g),
+      repack_mlx_group(bits, group, packed.data(), s.float_at(r * groups + g), b.float_at(r * groups + g),
                        dst + (r * groups + g) * info.block_bytes);
     }
   }

@@ -95,24 +95,7 @@ const float* WeightStore::floats(const std::string& name, std::vector<int64_t> s
   if (is_quantized(t.dtype)) {  // GGUF keeps 1-D tensors in F32, but a file may quantize them
     convert_row(t.dtype, t.data, n, out);
   } else {
-    for (int64_t i = 0; i < n; ++i) {
-      switch (t.dtype) {
-        case DType::kF32: {
-          float v;
-          std::memcpy(&v, static_cast<const char*>(t.data) + 4 * i, 4);
-          out[i] = v;
-          break;
-        }
-        case DType::kF16:
-        case DType::kBF16: {
-          uint16_t h;
-          std::memcpy(&h, static_cast<const char*>(t.data) + 2 * i, 2);
-          out[i] = t.dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
-          break;
-        }
-        default: break;  // quantized: handled above
-      }
-    }
+    for (int64_t i = 0; i < n; ++i) out[i] = t.float_at(i);
   }
   if (offset != 0.0f)
     for (int64_t i = 0; i < n; ++i) out[i] += offset;
