@@ -31,22 +31,26 @@ void* WeightStore::allocate(size_t bytes) {
 
 bool WeightStore::has(const std::string& name) const { return ckpt_.has(name); }
 
-WeightMatrix WeightStore::matrix(const std::string& name, int64_t rows, int64_t cols) {
+std::string WeightStore::mlx_module(const std::string& name) const {
   constexpr std::string_view kSuffix = ".weight";
-  if (name.size() > kSuffix.size() && name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) == 0) {
-    const std::string module = name.substr(0, name.size() - kSuffix.size());
-    if (is_mlx_quantized(ckpt_, module)) {
-      WeightMatrix m;
-      m.dtype = mlx_matrix_dtype(ckpt_, mlx_, module, rows, cols);
-      m.rows = rows;
-      m.cols = cols;
-      const size_t bytes = static_cast<size_t>(rows) * dtype_row_bytes(m.dtype, cols);
-      void* p = allocate(bytes);
-      repack_mlx_matrix(ckpt_, module, m.dtype, rows, cols, p);
-      m.data = p;
-      matrix_bytes_ += bytes;
-      return m;
-    }
+  if (name.size() <= kSuffix.size() || name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0)
+    return "";
+  std::string module = name.substr(0, name.size() - kSuffix.size());
+  return is_mlx_quantized(ckpt_, module) ? module : "";
+}
+
+WeightMatrix WeightStore::matrix(const std::string& name, int64_t rows, int64_t cols) {
+  if (const std::string module = mlx_module(name); !module.empty()) {
+    WeightMatrix m;
+    m.dtype = mlx_matrix_dtype(ckpt_, mlx_, module, rows, cols);
+    m.rows = rows;
+    m.cols = cols;
+    const size_t bytes = static_cast<size_t>(rows) * dtype_row_bytes(m.dtype, cols);
+    void* p = allocate(bytes);
+    repack_mlx_matrix(ckpt_, module, m.dtype, rows, cols, p);
+    m.data = p;
+    matrix_bytes_ += bytes;
+    return m;
   }
   const TensorView& t = ckpt_.require(name, {rows, cols});
   WeightMatrix m;
@@ -65,8 +69,7 @@ WeightMatrix WeightStore::matrix(const std::string& name, int64_t rows, int64_t 
 }
 
 WeightMatrix WeightStore::row_table(const std::string& name, int64_t rows, int64_t cols) {
-  const std::string module = name.size() > 7 ? name.substr(0, name.size() - 7) : name;
-  if (!copy_ || is_mlx_quantized(ckpt_, module)) return matrix(name, rows, cols);  // MLX: repacked in memory
+  if (!copy_ || !mlx_module(name).empty()) return matrix(name, rows, cols);  // MLX: repacked in memory
   const TensorView& t = ckpt_.require(name, {rows, cols});
   WeightMatrix m;
   m.dtype = t.dtype;

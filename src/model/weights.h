@@ -50,6 +50,8 @@ class WeightStore {
     void operator()(void* p) const { std::free(p); }
   };
   void* allocate(size_t bytes);
+  // The module of `name` ("P" of "P.weight") when it is MLX-quantized, else "".
+  std::string mlx_module(const std::string& name) const;
 
   const Checkpoint& ckpt_;
   bool copy_;
