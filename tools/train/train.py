@@ -40,7 +40,9 @@ def log(msg, f=None):
         f.flush()
 
 
-def export(model, cfg, tok_dir, out_dir, max_shard_mib=0, extra_files=()):
+def export(model, cfg, tok_dir, out_dir, max_shard_mib=0, hf_config=None):
+    """BF16 safetensors + config.json (hf_config, default the MiMo one) + generation_config.json
+    + the tokenizer files of tok_dir."""
     os.makedirs(out_dir, exist_ok=True)
     tensors = {}
     for name, p in model.state_dict().items():
@@ -48,7 +50,7 @@ def export(model, cfg, tok_dir, out_dir, max_shard_mib=0, extra_files=()):
         tensors[name] = ("BF16", a.shape, st.f32_to_bf16_bits(a).tobytes())
     st.write_dir(out_dir, tensors, int(max_shard_mib * 1024 * 1024) if max_shard_mib else None)
     with open(os.path.join(out_dir, "config.json"), "w") as f:
-        json.dump(M.hf_config(cfg), f, indent=2)
+        json.dump(hf_config if hf_config is not None else M.hf_config(cfg), f, indent=2)
     eot = cfg.vocab_size - 5
     im_end = cfg.vocab_size - 3
     with open(os.path.join(out_dir, "generation_config.json"), "w") as f:
