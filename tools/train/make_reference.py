@@ -30,6 +30,16 @@ PROMPTS = {
     "prose": "And the LORD spake unto Moses, saying, Speak unto the children",
     "code": "def fib(n):\n    if n < 2:\n        return n\n    return",
 }
+# the chat model (Qwen3.5 hybrid): prompts rendered with its chat template; the second one
+# is longer than a 64-token DeltaNet chunk and has an earlier assistant turn
+CHAT_PROMPTS = {
+    "chat": [{"role": "user", "content": "What does the ls command do?"}],
+    "chat2": [{"role": "system", "content": "You are a helpful assistant."},
+              {"role": "user", "content": "What is a hacker?"},
+              {"role": "assistant", "content": "hacker (n.): A person who enjoys exploring the details "
+                                               "of programmable systems and how to stretch their capabilities."},
+              {"role": "user", "content": "What does `os.path.join()` do in Python?"}],
+}
 
 
 @torch.no_grad()
@@ -37,7 +47,8 @@ def reference(model, ids, n_decode):
     x = torch.tensor([ids], dtype=torch.long)
     h = model.backbone(x)
     prefill = model.logits(h)[0]
-    mtp = model.logits(model.mtp(h, x))[0]
+    mtp_rows = model.mtp_rows if hasattr(model, "mtp_rows") else model.mtp
+    mtp = model.logits(mtp_rows(h, x))[0]
     fed, dec = [], []
     nxt = int(prefill[-1].argmax())
     seq = list(ids)
@@ -56,15 +67,30 @@ def reference(model, ids, n_decode):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
-    ap.add_argument("--work", required=True, help="corpus work dir with docs_val.jsonl")
+    ap.add_argument("--work", default="", help="corpus work dir with docs_val.jsonl (not with --chat)")
     ap.add_argument("--out", default="tests/train/data")
     ap.add_argument("--every", type=int, default=5, help="take every k-th held-out document")
     ap.add_argument("--chars", type=int, default=3000)
     ap.add_argument("--decode", type=int, default=8)
+    ap.add_argument("--chat", action="store_true",
+                    help="the Qwen3.5 chat model: chat prompts, no val_texts.jsonl (same tokenizer)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(2)
     enc = bpe.load(args.model)
+    if args.chat:
+        import chat_data
+        import model_qwen35
+        ren = chat_data.Renderer(args.model)
+        model = model_qwen35.load_exported(args.model).float().eval()
+        for name, msgs in CHAT_PROMPTS.items():
+            ids = ren.encode(ren.render(msgs, add_generation_prompt=True))
+            ref = reference(model, ids, args.decode)
+            for k, v in ref.items():
+                np.save(os.path.join(args.out, f"ref_{name}.{k}.npy"), v)
+            print(f"ref_{name}: {len(ids)} prompt tokens, greedy {ref['greedy'].tolist()} -> "
+                  f"{enc.decode(ref['greedy'].tolist())!r}")
+        return
     with open(os.path.join(args.work, "docs_val.jsonl"), encoding="utf-8") as f, \
             open(os.path.join(args.out, "val_texts.jsonl"), "w", encoding="utf-8") as g:
         n = ntok = 0

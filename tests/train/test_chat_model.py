@@ -1,0 +1,118 @@
+"""tests/train/test_chat_model.py — the shipped models/nextn-tiny-chat (Qwen3.5 hybrid with an
+MTP head, tuned on chat) against its training framework: nextn's logits (prefill, hidden,
+MTP, greedy decode) on two chat prompts match PyTorch's float32 forward on the exported BF16
+weights (tests/train/data_chat, written by tools/train/make_reference.py --chat), greedy
+decoding with --mtp N = 1..3 gives the same tokens as plain greedy decoding, and the chat
+template renders as the trainer rendered it. numpy only.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import unittest
+
+import numpy as np
+
+SRC = os.environ.get("NEXTN_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.environ.get("NEXTN_BIN", "")
+TMP = os.environ.get("NEXTN_TEST_TMP", "/tmp")
+MODEL = os.path.join(SRC, "models", "nextn-tiny-chat")
+DATA = os.path.join(SRC, "tests", "train", "data_chat")
+
+
+def run(*args):
+    r = subprocess.run([BIN, *args], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise AssertionError(f"nextn {' '.join(args[:2])} failed ({r.returncode}): {r.stderr[-2000:]}")
+    return r.stdout
+
+
+def safetensors_header(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        return json.loads(f.read(n))
+
+
+class ShippedChatModel(unittest.TestCase):
+    def test_directory_layout_and_size(self):
+        total = sum(os.path.getsize(os.path.join(dp, fn)) for dp, _, fns in os.walk(MODEL) for fn in fns)
+        self.assertLessEqual(total, 45_000_000, "models/nextn-tiny-chat must stay <= 45 MB")
+        with open(os.path.join(MODEL, "config.json")) as f:
+            cfg = json.load(f)
+        self.assertEqual(cfg["architectures"], ["Qwen3_5ForCausalLM"])
+        self.assertEqual(cfg["mtp_num_hidden_layers"], 1)
+        self.assertTrue(cfg["tie_word_embeddings"])
+        L = cfg["num_hidden_layers"]
+        kinds = cfg["layer_types"]
+        self.assertEqual(kinds, ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(L)])
+        hdr = safetensors_header(os.path.join(MODEL, "model.safetensors"))
+        hdr.pop("__metadata__", None)
+        self.assertTrue(all(v["dtype"] == "BF16" for v in hdr.values()))
+        self.assertNotIn("lm_head.weight", hdr)
+        H = cfg["hidden_size"]
+        self.assertEqual(hdr["mtp.fc.weight"]["shape"], [H, 2 * H])
+        nh, d = cfg["num_attention_heads"], cfg["head_dim"]
+        self.assertEqual(hdr["model.layers.3.self_attn.q_proj.weight"]["shape"], [2 * nh * d, H])
+        conv = 2 * cfg["linear_num_key_heads"] * cfg["linear_key_head_dim"] + \
+            cfg["linear_num_value_heads"] * cfg["linear_value_head_dim"]
+        self.assertEqual(hdr["model.layers.0.linear_attn.conv1d.weight"]["shape"],
+                         [conv, 1, cfg["linear_conv_kernel_dim"]])
+
+
+@unittest.skipUnless(BIN and os.path.exists(BIN), "NEXTN_BIN not set")
+class ChatTemplate(unittest.TestCase):
+    def test_prompt_tokens_are_the_trainers(self):
+        # tokens.npy of the reference = the trainer's rendering of CHAT_PROMPTS["chat"]
+        ids = np.load(os.path.join(DATA, "ref_chat.tokens.npy")).tolist()
+        out = run("tokenize", "--model", MODEL, "--chat", "What does the ls command do?", "--ids")
+        self.assertEqual([int(t) for t in out.split()], ids)
+
+
+@unittest.skipUnless(BIN and os.path.exists(BIN), "NEXTN_BIN not set")
+class Logits(unittest.TestCase):
+    def check(self, name):
+        ref = {k: np.load(os.path.join(DATA, f"ref_{name}.{k}.npy"))
+               for k in ("tokens", "prefill", "hidden", "mtp", "decode", "greedy")}
+        n_dec = len(ref["greedy"])
+        prefix = os.path.join(TMP, f"train_chat_{name}")
+        os.makedirs(TMP, exist_ok=True)
+        run("debug-logits", "--model", MODEL, "--prompt-tokens", ",".join(map(str, ref["tokens"])),
+            "--decode", str(n_dec), "--mtp", "--out", prefix)
+        got = {k: np.load(f"{prefix}.{k}.npy") for k in ("prefill", "hidden", "mtp", "decode", "tokens")}
+        for k in ("prefill", "mtp", "decode"):
+            r = ref[k].astype(np.float32)
+            g = got[k].astype(np.float32)
+            self.assertEqual(g.shape, r.shape, k)
+            # BF16 weights, float32 math on both sides; float16 storage of the reference
+            tol = 0.02 * np.abs(r).max(axis=1) + 0.02
+            err = np.abs(g - r).max(axis=1)
+            self.assertTrue(np.all(err <= tol), f"{name}.{k}: max err {err.max():.4f} (row tol {tol.min():.4f})")
+            top2 = np.sort(r, axis=1)[:, -2:]
+            clear = (top2[:, 1] - top2[:, 0]) > 2 * tol
+            self.assertTrue(np.array_equal(g.argmax(1)[clear], r.argmax(1)[clear]), f"{name}.{k} argmax")
+        h_ref, h = ref["hidden"], got["hidden"]
+        self.assertEqual(h.shape, h_ref.shape)
+        self.assertLessEqual(np.abs(h - h_ref).max(), 0.02 * np.abs(h_ref).max() + 0.02, f"{name}.hidden")
+        self.assertEqual(got["tokens"].tolist(), ref["greedy"].tolist(), f"{name} greedy tokens")
+
+    def test_single_turn_prompt(self):
+        self.check("chat")
+
+    def test_multi_turn_prompt(self):
+        self.check("chat2")
+
+
+@unittest.skipUnless(BIN and os.path.exists(BIN), "NEXTN_BIN not set")
+class GreedyMtp(unittest.TestCase):
+    def test_greedy_mtp_equals_plain_greedy(self):
+        q = "What does the grep command do?"
+        plain = run("generate", "--model", MODEL, "--chat", q, "-n", "48", "--ids", "--ignore-eos")
+        for depth in ("1", "2", "3"):
+            mtp = run("generate", "--model", MODEL, "--chat", q, "-n", "48", "--ids", "--ignore-eos",
+                      "--mtp", "--num-mtp-tokens", depth)
+            self.assertEqual(plain.splitlines()[0], mtp.splitlines()[0], f"--mtp {depth}")
+
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
