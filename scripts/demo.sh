@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the main job on the embedded default model:
-# a speculative (MTP) generation from a prompt, with timing and acceptance.
+# Sets up, builds and runs the main job on the embedded default model (models/nextn-tiny-chat,
+# a Qwen3.5 hybrid with an MTP head): one chat exchange decoded with MTP speculative decoding,
+# with timing and the draft acceptance per position.
+#   scripts/demo.sh ["question" [max tokens]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh nextn
-exec "${BUILD_DIR:-build}"/nextn generate --mtp --prompt "${1:-And God said unto Moses,}" -n "${2:-96}"
+question=${1:-What does the ls command do?}
+echo "user: $question"
+echo "assistant:"
+exec "${BUILD_DIR:-build}"/nextn generate --mtp --chat "$question" -n "${2:-128}"

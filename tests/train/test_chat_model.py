@@ -63,10 +63,26 @@ class ShippedChatModel(unittest.TestCase):
 @unittest.skipUnless(BIN and os.path.exists(BIN), "NEXTN_BIN not set")
 class ChatTemplate(unittest.TestCase):
     def test_prompt_tokens_are_the_trainers(self):
-        # tokens.npy of the reference = the trainer's rendering of CHAT_PROMPTS["chat"]
-        ids = np.load(os.path.join(DATA, "ref_chat.tokens.npy")).tolist()
-        out = run("tokenize", "--model", MODEL, "--chat", "What does the ls command do?", "--ids")
-        self.assertEqual([int(t) for t in out.split()], ids)
+        """nextn's rendering (= Jinja2's) and tokenization of the chat prompt give the ids the
+        trainer rendered for it (ref_chat.tokens.npy), the reference logits' input."""
+        messages = [{"role": "user", "content": "What does the ls command do?"}]
+        path = os.path.join(TMP, "train_chat_messages.json")
+        os.makedirs(TMP, exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(messages, f)
+        text = run("chat-template", "--model", MODEL, "--messages", path)
+        try:
+            import jinja2
+            with open(os.path.join(MODEL, "tokenizer_config.json")) as f:
+                tmpl = json.load(f)["chat_template"]
+            want = jinja2.Environment().from_string(tmpl).render(messages=messages, add_generation_prompt=True)
+            self.assertEqual(text, want)
+        except ImportError:
+            pass
+        self.assertTrue(text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n"), text)
+        ids = run("tokenize", "--model", MODEL, "--ids", text)
+        self.assertEqual([int(t) for t in ids.split()],
+                         np.load(os.path.join(DATA, "ref_chat.tokens.npy")).tolist())
 
 
 @unittest.skipUnless(BIN and os.path.exists(BIN), "NEXTN_BIN not set")

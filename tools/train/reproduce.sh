@@ -3,8 +3,13 @@
 # pre-tokenized data, training (backbone + MTP head), export, evaluation, model card, and
 # the test references in tests/train/data.
 #
-#   tools/train/reproduce.sh [--device cpu|cuda] [--minutes M | --steps N] [--seed S]
+#   tools/train/reproduce.sh [--chat] [--device cpu|cuda] [--minutes M | --steps N] [--seed S]
 #                            [--out DIR] [--work DIR] [--resume] [--skip-setup] [-- TRAIN_ARGS...]
+#
+# --chat rebuilds models/nextn-tiny-chat instead: the Qwen3.5 hybrid with an MTP head,
+# warm-started from models/nextn-tiny and tuned on the chat set (chat_data.py), measured
+# through `nextn serve` when $NEXTN (default build/nextn) exists, with its test references
+# in tests/train/data_chat. Defaults there: --minutes 75 on cpu, 10 on cuda.
 #
 # Defaults: --device cuda when PyTorch sees a GPU else cpu; --minutes 7 on cuda, 75 on cpu;
 # --seed 1; --out models/nextn-tiny; --work tools/train/work (git-ignored).
@@ -14,11 +19,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-/usr/bin/python3}
-device="" minutes="" steps="" seed=1 out=models/nextn-tiny work=tools/train/work resume=0 setup=1
+device="" minutes="" steps="" seed=1 out="" work=tools/train/work resume=0 setup=1 chat=0
 extra=()
 while (( $# )); do
   case "$1" in
     --) shift; extra=("$@"); break ;;
+    --chat) chat=1; shift ;;
     --device) device=$2; shift 2 ;;
     --minutes) minutes=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
@@ -35,7 +41,56 @@ if (( setup )); then scripts/setup.sh --train; fi
 if [[ -z $device ]]; then
   device=$($PY -c 'import torch; print("cuda" if torch.cuda.is_available() else "cpu")')
 fi
-if [[ -z $minutes ]]; then minutes=$([[ $device == cuda ]] && echo 7 || echo 75); fi
+if [[ -z $minutes ]]; then
+  minutes=$([[ $device == cuda ]] && { (( chat )) && echo 10 || echo 7; } || echo 75)
+fi
+hw=$($PY -c 'import torch,platform,os
+d="'"$device"'"
+print((torch.cuda.get_device_name(0) if d=="cuda" else f"{os.cpu_count()} CPU cores ({platform.machine()})")
+      + f", torch {torch.__version__}, bf16 autocast")')
+
+if (( chat )); then
+  out=${out:-models/nextn-tiny-chat}
+  NEXTN=${NEXTN:-build/nextn}
+  chat_args=(--device "$device" --seed "$seed" --minutes "$minutes")
+  [[ -n $steps ]] && chat_args+=(--steps "$steps")
+  if [[ $device == cpu ]]; then
+    # OMP_WAIT_POLICY=PASSIVE: on shared cores OpenMP's spinning threads made each step ~8x
+    # slower (measured: 7.8 CPU-s vs 1.0 per 512 tokens at load 7.4 with 2 threads)
+    export MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=100000000000 MALLOC_TOP_PAD_=1000000000 OMP_WAIT_POLICY=PASSIVE
+    chat_args+=(--threads "$(nproc)" --ckpt-minutes 5 --batch 8)
+  else
+    chat_args+=(--batch 64)
+  fi
+  (( resume )) && chat_args+=(--resume)
+  chat_args+=("${extra[@]}")
+  echo "== chat data"
+  $PY tools/train/chat_data.py --tokenizer models/nextn-tiny --work "$work"
+  run="$work/run_chat"
+  if (( ! resume )); then rm -rf "$run"; fi
+  echo "== chat training: ${chat_args[*]}"
+  PYTHONUNBUFFERED=1 $PY tools/train/train_chat.py --chat "$work/chat" --init models/nextn-tiny \
+    --tokenizer models/nextn-tiny --out "$run" "${chat_args[@]}"
+  evals=()
+  if [[ -x $NEXTN ]]; then
+    echo "== measured by nextn ($NEXTN)"
+    $PY tools/train/chat_eval.py --nextn "$NEXTN" --model "$run" --questions "$work/chat/val_questions.jsonl" \
+      --out "$run/nextn_eval.json"
+    $PY tools/train/chat_eval.py --nextn "$NEXTN" --model models/nextn-tiny --what answers \
+      --questions "$work/chat/val_questions.jsonl" --out "$run/nextn_eval_mimo.json"
+    evals=(--nextn-eval "$run/nextn_eval.json" --baseline-eval "$run/nextn_eval_mimo.json")
+  fi
+  echo "== export to $out"
+  $PY tools/train/chat_finalize.py --run "$run" --chat "$work/chat" --out "$out" "${evals[@]}" \
+    --hardware "$hw" --machine "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end" \
+    --command "train_chat.py ${chat_args[*]} (via tools/train/reproduce.sh --chat)"
+  if [[ $out == models/nextn-tiny-chat ]]; then
+    $PY tools/train/make_reference.py --chat --model "$out" --out tests/train/data_chat
+  fi
+  echo "done: $out"
+  exit 0
+fi
+out=${out:-models/nextn-tiny}
 
 train_args=(--device "$device" --seed "$seed" --minutes "$minutes")
 [[ -n $steps ]] && train_args+=(--steps "$steps")
@@ -59,10 +114,6 @@ if (( ! resume )); then rm -rf "$run"; fi
 echo "== training: ${train_args[*]}"
 PYTHONUNBUFFERED=1 $PY tools/train/train.py --data "$work" --out "$run" "${train_args[@]}"
 $PY tools/train/check_reference.py --data "$work" --model "$run" | tee "$run/checks.txt"
-hw=$($PY -c 'import torch,platform,os
-d="'"$device"'"
-print((torch.cuda.get_device_name(0) if d=="cuda" else f"{os.cpu_count()} CPU cores ({platform.machine()})")
-      + f", torch {torch.__version__}, bf16 autocast")')
 echo "== export to $out"
 $PY tools/train/finalize.py --run "$run" --work "$work" --out "$out" --hardware "$hw" \
   --command "train.py ${train_args[*]} (via tools/train/reproduce.sh)"
