@@ -119,10 +119,18 @@ def speed(nextn, model, threads, rounds, prompts, n_tokens=128):
              "mtp2": {"num_draft_tokens": 2}, "mtp3": {"num_draft_tokens": 3}}
     res = {k: {"tokens": 0, "ms": 0.0, "per_round": []} for k in list(confs) + ["ngram"]}
 
+    demo = []
+
     def run(srv, name, kw):
         tok = ms = 0
         for p in prompts:
             r = srv.chat([{"role": "user", "content": p}], max_tokens=n_tokens, temperature=0.0, **kw)
+            if name == "mtp3" and len(demo) < len(prompts):
+                t = r["timings"]
+                demo.append({"question": p, "answer": r["choices"][0]["message"].get("content") or "",
+                             "finish_reason": r["choices"][0]["finish_reason"],
+                             "accepted_per_pos": t.get("draft_accepted_per_pos"),
+                             "drafted_per_pos": t.get("draft_drafted_per_pos")})
             tok += r["timings"]["predicted_n"]
             ms += r["timings"]["predicted_ms"]
         res[name]["tokens"] += tok
@@ -147,7 +155,7 @@ def speed(nextn, model, threads, rounds, prompts, n_tokens=128):
     base = res["vanilla"]["tok_s"]
     for k, v in res.items():
         v["ratio_vs_vanilla"] = v["tok_s"] / base if base else 0.0
-    return res
+    return res, demo
 
 
 def main():
@@ -165,7 +173,10 @@ def main():
     if args.limit:
         qs = qs[:args.limit]
     what = set(args.what.split(","))
-    out = {"model": args.model, "questions": len(qs), "load_before": os.getloadavg()[0]}
+    simd = os.environ.get("NEXTN_SIMD") or subprocess.run(
+        [args.nextn, "perf", "--simd-targets"], capture_output=True, text=True).stdout.split()[0]
+    out = {"model": args.model, "questions": len(qs), "load_before": os.getloadavg()[0],
+           "threads": args.threads, "simd": f"SIMD target {simd}"}
     if "answers" in what:
         srv = Server(args.nextn, args.model, [], args.threads)
         try:
@@ -182,6 +193,12 @@ def main():
         try:
             for temp in (0.0, 0.7):
                 rows = answers(srv, qs, temperature=temp)
+                if temp == 0.0 and "answers" not in what:
+                    # greedy --mtp decodes the plain greedy tokens (tests/train/test_chat_model.py),
+                    # so this pass also gives the answers
+                    out["answers"] = summarize_answers(rows)
+                    out["answer_rows"] = rows
+                    out["answers_from"] = "the T = 0 --mtp pass (greedy --mtp = plain greedy)"
                 acc = acceptance(rows)
                 acc["answers"] = summarize_answers(rows)["all"]
                 out["acceptance"][f"T={temp}"] = acc
@@ -190,7 +207,8 @@ def main():
         finally:
             srv.close()
     if "speed" in what:
-        out["speed"] = speed(args.nextn, args.model, args.threads, args.rounds, DEMO_PROMPTS)
+        out["speed"], out["demo_answers"] = speed(args.nextn, args.model, args.threads, args.rounds, DEMO_PROMPTS)
+        out["demo_prompts"] = DEMO_PROMPTS
         print("speed: " + ", ".join(f"{k} {v['tok_s']:.1f} tok/s (x{v['ratio_vs_vanilla']:.2f})"
                                     for k, v in out["speed"].items()))
     out["load_after"] = os.getloadavg()[0]

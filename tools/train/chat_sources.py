@@ -19,7 +19,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-MAX_ANSWER_CHARS = 330
+MAX_ANSWER_CHARS = 200
 
 
 @dataclass

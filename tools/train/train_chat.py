@@ -121,7 +121,16 @@ def main():
     ap.add_argument("--ckpt-minutes", type=float, default=5.0)
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--log-every", type=int, default=10)
+    ap.add_argument("--export-checkpoint", default="",
+                    help="only export --out's checkpoint (a run in progress) into this directory")
     args = ap.parse_args()
+    if args.export_checkpoint:
+        ck = torch.load(os.path.join(args.out, "ckpt.pt"), map_location="cpu")
+        model = Q.Qwen35ForCausalLM(Q.Config(num_hidden_layers=args.layers, max_position_embeddings=1024))
+        model.load_state_dict(ck["model"])
+        export(model.eval(), model.cfg, args.tokenizer, args.export_checkpoint)
+        print(f"exported step {ck['step']} ({ck['tokens_seen']/1e6:.2f}M tokens) to {args.export_checkpoint}")
+        return
 
     os.makedirs(args.out, exist_ok=True)
     logf = open(os.path.join(args.out, "train_log.txt"), "a")
