@@ -17,9 +17,9 @@ def pct(a, b):
     return f"{a}/{b} ({100 * a / max(b, 1):.1f} %)"
 
 
-def answers_table(a, title, L):
-    L.append(f"| {title} | " + " | ".join(
-        f"{pct(s['pass'], s['n'])}" for k, s in sorted(a.items()) if k != "all") + f" | **{pct(a['all']['pass'], a['all']['n'])}** |")
+def answers_table(a, title, srcs, L):
+    cells = [pct(a[k]["pass"], a[k]["n"]) if k in a else "-" for k in srcs]
+    L.append(f"| {title} | " + " | ".join(cells) + f" | **{pct(a['all']['pass'], a['all']['n'])}** |")
 
 
 def render(ev, chat_stats, config, nev, base, hardware, command, machine, train_log):
@@ -134,9 +134,9 @@ def render(ev, chat_stats, config, nev, base, hardware, command, machine, train_
         srcs = sorted(k for k in nev["answers"] if k != "all")
         a("| model | " + " | ".join(srcs) + " | all |")
         a("|---|" + "---|" * (len(srcs) + 1))
-        answers_table(nev["answers"], "nextn-tiny-chat", L)
+        answers_table(nev["answers"], "nextn-tiny-chat", srcs, L)
         if base and "answers" in base:
-            answers_table(base["answers"], "nextn-tiny (MiMo, no chat tuning)", L)
+            answers_table(base["answers"], "nextn-tiny (MiMo, no chat tuning)", srcs, L)
         al = nev["answers"]["all"]
         a(f"\nnextn-tiny-chat: {al['ended']}/{al['n']} ended before max_tokens, {al['mentions']}/{al['n']} "
           "mention the subject.")
@@ -165,7 +165,6 @@ def render(ev, chat_stats, config, nev, base, hardware, command, machine, train_
                 a(f"| {k} | {s['tok_s']:.1f} | {', '.join(f'{x:.1f}' for x in s['per_round'])} | "
                   f"{s['ratio_vs_vanilla']:.2f} |")
             a("")
-        rows = [r for r in nev.get("answer_rows", [])][:0]
         demo = nev.get("demo_answers", [])
         if demo:
             a("## Sample answers (greedy, through the server)\n")
