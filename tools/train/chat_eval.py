@@ -26,7 +26,7 @@ DEMO_PROMPTS = [
     "What does the ls command do?",
     "What does `os.path.join()` do in Python?",
     "What is a hacker?",
-    "Define cynic.",
+    "Define dictionary.",
     "What does the grep command do?",
     "How do I use json.dumps() in Python?",
 ]

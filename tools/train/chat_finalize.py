@@ -65,7 +65,8 @@ def render(ev, chat_stats, config, nev, base, hardware, command, machine, train_
     a("## Chat data\n")
     a("Built by `tools/train/chat_data.py` / `chat_sources.py` only from what Debian 12 packages "
       "install. Questions come from fixed phrasings per source; answers are the source text cut to "
-      f"at most ~330 characters at a sentence end. An entry (source/subject) is held out when its "
+      "at most 200 characters at a sentence end (this run: 330 for its first 172 steps, then the "
+      "set was rebuilt with 200 because the model looped instead of ending long answers). An entry (source/subject) is held out when its "
       "SHA-1 falls in the lowest 4 %; held-out entries are never trained on and give the evaluation "
       "questions. Some conversations have a system message (25 %), a second turn (a follow-up "
       "about the same command's usage, or \"And what about X?\"), and a few are greetings "
@@ -126,7 +127,7 @@ def render(ev, chat_stats, config, nev, base, hardware, command, machine, train_
     a("## Measured by nextn (`tools/train/chat_eval.py`)\n")
     if nev:
         a(f"Through `nextn serve` (`/v1/chat/completions`), {nev['questions']} held-out questions, "
-          f"2 threads; load average {nev.get('load_before', 0):.1f} before, {nev.get('load_after', 0):.1f} "
+          f"{nev.get('threads', 2)} thread(s); load average {nev.get('load_before', 0):.1f} before, {nev.get('load_after', 0):.1f} "
           f"after; {nev.get('simd', '')}.\n")
         a("**Chat answers** (T = 0, max_tokens 128): an answer passes when it ends with an end-of-turn "
           "token before max_tokens (finish_reason `stop`) and mentions the question's subject "
@@ -168,7 +169,12 @@ def render(ev, chat_stats, config, nev, base, hardware, command, machine, train_
         demo = nev.get("demo_answers", [])
         if demo:
             a("## Sample answers (greedy, through the server)\n")
+            a("Demo prompts of the speed table: " + "; ".join(f"`{d['question']}`" for d in demo) + ".\n")
             for d in demo:
+                if d["question"] == "Define cynic.":  # the run's answer mixed in a dated, offensive entry
+                    a("**Define cynic.** (answer not reproduced here: it recombined a dated, offensive "
+                      "Devil's Dictionary entry; it is in training/nextn_eval.json)\n")
+                    continue
                 a(f"**{d['question']}**\n")
                 a("```text\n" + d["answer"] + "\n```\n")
     a("## Tests\n")
