@@ -2,6 +2,7 @@
 // StreamDecoder (stop strings) and the checkpoint's chat template.
 #include <algorithm>
 #include <memory>
+#include <mutex>
 
 #include "chat/chat_template.h"
 #include "server/backend.h"
@@ -77,6 +78,17 @@ class EngineBackend : public Backend {
     return template_->render(messages, tools, add_generation_prompt, kwargs, limits);
   }
   std::vector<int32_t> eos_tokens() const override { return eos_; }
+  std::shared_ptr<const grammar::TokenTrie> token_trie() const override {
+    std::call_once(trie_once_, [&] {
+      // One entry per model id (the model's vocabulary may be padded past the
+      // tokenizer's); special tokens and unused ids get no bytes: the grammar never allows them.
+      std::vector<std::string> bytes(size_t(info_.vocab_size));
+      for (int32_t id = 0; id < info_.vocab_size && id < tokenizer_->vocab_size(); ++id)
+        if (!tokenizer_->is_special(id)) bytes[size_t(id)] = tokenizer_->token_bytes(id);
+      trie_ = std::make_shared<grammar::TokenTrie>(std::move(bytes));
+    });
+    return trie_;
+  }
 
   uint64_t submit(GenerationRequest request) override { return engine_->submit(std::move(request)); }
   void cancel(uint64_t id) override { engine_->cancel(id); }
@@ -89,6 +101,8 @@ class EngineBackend : public Backend {
   std::unique_ptr<ChatTemplate> template_;
   ModelInfo info_;
   std::vector<int32_t> eos_;
+  mutable std::once_flag trie_once_;
+  mutable std::shared_ptr<const grammar::TokenTrie> trie_;
 };
 
 }  // namespace
