@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "util/timer.h"
+
 namespace nextn::grammar {
 
 namespace {
@@ -27,6 +29,7 @@ const std::vector<uint64_t>& GrammarConstraint::allowed_bits() {
   auto it = masks_.find(s);
   if (it != masks_.end()) return it->second;
   if (masks_.size() >= kMaxCachedMasks) masks_.clear();
+  Stopwatch sw;
   std::vector<uint64_t> bits;
   trie_->allowed(matcher_, s, bits);
   bool end_ok = matcher_.accepting(s);
@@ -35,10 +38,13 @@ const std::vector<uint64_t>& GrammarConstraint::allowed_bits() {
     uint64_t bit = uint64_t(1) << (t & 63);
     bits[size_t(t) >> 6] = end_ok ? bits[size_t(t) >> 6] | bit : bits[size_t(t) >> 6] & ~bit;
   }
+  stats_.masks_built += 1;
+  stats_.build_seconds += sw.seconds();
   return masks_.emplace(s, std::move(bits)).first->second;
 }
 
 bool GrammarConstraint::mask(float* logits, int vocab) {
+  Stopwatch sw;
   const std::vector<uint64_t>& bits = allowed_bits();
   bool any = false;
   const int n = std::min(vocab, trie_->vocab());
@@ -54,6 +60,8 @@ bool GrammarConstraint::mask(float* logits, int vocab) {
     any |= word != 0;
   }
   for (int t = n; t < vocab; ++t) logits[t] = -INFINITY;  // ids the tokenizer does not know
+  stats_.masks_applied += 1;
+  stats_.apply_seconds += sw.seconds();
   return any;
 }
 

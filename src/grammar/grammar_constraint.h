@@ -28,7 +28,13 @@ class GrammarConstraint : public Constraint {
 
   // The allowed set of the current state (bit t: token t), computed on first use.
   const std::vector<uint64_t>& allowed_bits();
-  size_t cached_masks() const { return masks_.size(); }
+  // Cost, for benchmarks: masks computed with the trie walk (cache misses) and their
+  // time; masks applied to a logits row and their time (the walk included).
+  struct Stats {
+    long masks_built = 0, masks_applied = 0;
+    double build_seconds = 0, apply_seconds = 0;
+  };
+  const Stats& stats() const { return stats_; }
 
  private:
   bool is_end(int32_t token) const;
@@ -37,6 +43,7 @@ class GrammarConstraint : public Constraint {
   std::vector<int32_t> end_tokens_;
   std::vector<Matcher::State> history_;  // history_[i]: the state after i tokens
   std::unordered_map<Matcher::State, std::vector<uint64_t>> masks_;
+  Stats stats_;
 };
 
 }  // namespace nextn::grammar

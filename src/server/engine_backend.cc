@@ -80,12 +80,7 @@ class EngineBackend : public Backend {
   std::vector<int32_t> eos_tokens() const override { return eos_; }
   std::shared_ptr<const grammar::TokenTrie> token_trie() const override {
     std::call_once(trie_once_, [&] {
-      // One entry per model id (the model's vocabulary may be padded past the
-      // tokenizer's); special tokens and unused ids get no bytes: the grammar never allows them.
-      std::vector<std::string> bytes(size_t(info_.vocab_size));
-      for (int32_t id = 0; id < info_.vocab_size && id < tokenizer_->vocab_size(); ++id)
-        if (!tokenizer_->is_special(id)) bytes[size_t(id)] = tokenizer_->token_bytes(id);
-      trie_ = std::make_shared<grammar::TokenTrie>(std::move(bytes));
+      trie_ = std::make_shared<grammar::TokenTrie>(vocabulary_bytes(*tokenizer_, info_.vocab_size));
     });
     return trie_;
   }

@@ -387,6 +387,13 @@ std::string Tokenizer::token_bytes(int32_t id) const {
   return both.compare(0, before.size(), before) == 0 ? both.substr(before.size()) : decode(std::span<const int32_t>(&id, 1), false);
 }
 
+std::vector<std::string> vocabulary_bytes(const Tokenizer& tokenizer, int vocab) {
+  std::vector<std::string> bytes(size_t(std::max(vocab, 0)));
+  for (int32_t id = 0; id < vocab && id < tokenizer.vocab_size(); ++id)
+    if (!tokenizer.is_special(id)) bytes[size_t(id)] = tokenizer.token_bytes(id);
+  return bytes;
+}
+
 std::string Tokenizer::clean_up_tokenization(std::string text) {
   static const std::pair<const char*, const char*> rules[] = {
       {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"},

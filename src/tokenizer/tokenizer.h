@@ -95,6 +95,11 @@ class Tokenizer {
   bool byte_level_decoder_ = false;  // tokenizer.json's decoder is ByteLevel (alone or in a Sequence)
 };
 
+// token_bytes() of every id below `vocab` (the model's vocabulary, which may be larger
+// than the tokenizer's), "" for special tokens and ids the tokenizer does not know: the
+// vocabulary that constrained decoding matches (grammar/token_trie.h).
+std::vector<std::string> vocabulary_bytes(const Tokenizer& tokenizer, int vocab);
+
 // The text of a special-token entry in tokenizer_config.json: a string, an AddedToken
 // object {"content": ...}, or null → "".
 std::string config_token_text(const nlohmann::json& entry);

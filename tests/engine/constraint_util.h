@@ -1,6 +1,5 @@
 // tests/engine/constraint_util.h — a grammar constraint for a test checkpoint: the
-// checkpoint's own tokenizer gives each id's bytes (special tokens none), as the server
-// does (server/engine_backend.cc).
+// checkpoint's own tokenizer gives each id's bytes (vocabulary_bytes), as the server does.
 #pragma once
 #include <memory>
 #include <string>
@@ -20,12 +19,8 @@ struct ConstraintFactory {
 
 inline ConstraintFactory constraint_factory(const std::string& model_dir, int vocab, const std::string& gbnf,
                                             std::vector<int32_t> ends = {}) {
-  auto tok = Tokenizer::load(model_dir);
-  std::vector<std::string> bytes(size_t(vocab));
-  for (int32_t id = 0; id < vocab && id < tok->vocab_size(); ++id)
-    if (!tok->is_special(id)) bytes[size_t(id)] = tok->token_bytes(id);
   return {std::make_shared<grammar::Grammar>(grammar::parse_gbnf(gbnf)),
-          std::make_shared<grammar::TokenTrie>(std::move(bytes)), std::move(ends)};
+          std::make_shared<grammar::TokenTrie>(vocabulary_bytes(*Tokenizer::load(model_dir), vocab)), std::move(ends)};
 }
 
 }  // namespace nextn::testing

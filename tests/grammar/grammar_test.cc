@@ -44,11 +44,12 @@ bool prefix_ok(const std::shared_ptr<const Grammar>& g, const std::string& text)
 TEST(Gbnf, ArithmeticExample) {
   auto g = gbnf(read_data("arithmetic.gbnf"));
   EXPECT_TRUE(full_match(g, "a=b\n"));
-  EXPECT_TRUE(full_match(g, "x1 + (y*2) = 42\nz=3\n"));
+  EXPECT_TRUE(full_match(g, "x1 +(y*2) = 42\nz=3\n"));
+  EXPECT_FALSE(prefix_ok(g, "x1 + (y"));  // no space after an operator
   EXPECT_FALSE(full_match(g, "a=b"));        // the line must end
   EXPECT_FALSE(full_match(g, "1a=b\n"));     // a number then a letter
   EXPECT_FALSE(prefix_ok(g, "=b\n"));
-  EXPECT_TRUE(prefix_ok(g, "(a + b"));
+  EXPECT_TRUE(prefix_ok(g, "(a +b"));
 }
 
 TEST(Gbnf, JsonExample) {
