@@ -24,6 +24,7 @@ struct RuleDef {
   std::vector<Sequence> alts;
   bool defined = false;
   size_t defined_at = 0, first_use = 0;
+  int owner = -1;  // helper rules (groups, repetitions): the rule whose text made them
 };
 
 class Parser {
@@ -41,6 +42,7 @@ class Parser {
       p_ += 3;
       skip_space(true);
       int r = rule_index(name, at);
+      current_ = r;
       if (rules_[size_t(r)].defined) error(at, "rule '" + name + "' is defined twice");
       rules_[size_t(r)].defined = true;
       rules_[size_t(r)].defined_at = at;
@@ -108,6 +110,7 @@ class Parser {
     while (names_.count(name));
     int r = rule_index(name, p_);
     rules_[size_t(r)].defined = true;
+    rules_[size_t(r)].owner = current_;
     return r;
   }
 
@@ -353,7 +356,7 @@ class Parser {
           if (!it.is_rule) break;
           size_t c = size_t(it.rule);
           if (color[c] == 1) {
-            size_t shown = rules_[c].name.find('-') != std::string::npos && r != c ? r : c;
+            size_t shown = rules_[c].owner >= 0 ? size_t(rules_[c].owner) : c;
             error(rules_[shown].defined_at,
                   "rule '" + rules_[shown].name +
                       "' is left-recursive (it can reach itself without matching a character, e.g. a "
@@ -401,6 +404,7 @@ class Parser {
   std::vector<RuleDef> rules_;
   std::map<std::string, int> names_;
   int helpers_ = 0;
+  int current_ = -1;  // the rule being defined
 };
 
 }  // namespace

@@ -247,16 +247,18 @@ class Compiler {
       rules_[name] = visit(resolve(ref, ptr + "/$ref"), ref.substr(1));
       return name;
     }
-    if (s.contains("const")) {
-      alone("const");
-      return literal(s["const"]);
-    }
-    if (s.contains("enum")) {
-      alone("enum");
-      if (!s["enum"].is_array() || s["enum"].empty()) fail(ptr + "/enum", "expected a non-empty array");
+    if (s.contains("const") || s.contains("enum")) {
+      // The listed values, those of the given type(s) if `type` is there too.
+      const char* kw = s.contains("const") ? "const" : "enum";
+      for (const std::string& k : constraining)
+        if (k != kw && k != "type") fail(ptr + "/" + escape_pointer(k), "'" + k + "' together with '" + kw + "' is not supported");
+      json values = s.contains("const") ? json::array({s["const"]}) : s["enum"];
+      if (!values.is_array() || values.empty()) fail(ptr + "/enum", "expected a non-empty array");
       std::vector<std::string> alts;
-      for (const json& v : s["enum"]) alts.push_back(literal(v));
-      return add_rule(hint(ptr), alternatives(alts));
+      for (const json& v : values)
+        if (!s.contains("type") || has_type(v, s["type"], ptr)) alts.push_back(literal(v));
+      if (alts.empty()) fail(ptr + "/" + kw, "no value is of the schema's type");
+      return alts.size() == 1 ? alts[0] : add_rule(hint(ptr), alternatives(alts));
     }
     for (const char* kw : {"anyOf", "oneOf"}) {
       if (!s.contains(kw)) continue;
@@ -310,6 +312,25 @@ class Compiler {
       else fail(ptr + "/type", "unknown type '" + t + "'");
     }
     return alts.size() == 1 ? alts[0] : add_rule(hint(ptr), alternatives(alts));
+  }
+
+  // Whether JSON value v is of type t (a name or a list of names).
+  static bool has_type(const json& v, const json& t, const std::string& ptr) {
+    if (t.is_array()) {
+      for (const json& x : t)
+        if (has_type(v, x, ptr)) return true;
+      return false;
+    }
+    if (!t.is_string()) fail(ptr + "/type", "expected a type name or a list of them");
+    std::string n = t.get<std::string>();
+    if (n == "integer") return v.is_number_integer() || (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+    if (n == "number") return v.is_number();
+    if (n == "string") return v.is_string();
+    if (n == "boolean") return v.is_boolean();
+    if (n == "null") return v.is_null();
+    if (n == "object") return v.is_object();
+    if (n == "array") return v.is_array();
+    fail(ptr + "/type", "unknown type '" + n + "'");
   }
 
   static std::string hint(const std::string& ptr) {

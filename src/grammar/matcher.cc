@@ -71,11 +71,16 @@ Matcher::State Matcher::take_code_point(const StateData& s, uint32_t cp) {
 
 Matcher::State Matcher::step(State s, uint8_t byte) {
   if (s == kDead) return kDead;
-  uint64_t key = (uint64_t(uint32_t(s)) << 8) | byte;
-  auto it = transitions_.find(key);
-  if (it != transitions_.end()) return it->second;
-  State next = compute_step(s, byte);
-  transitions_.emplace(key, next);
+  if (size_t(s) >= transitions_.size()) transitions_.resize(size_t(s) + 1);
+  auto& row = transitions_[size_t(s)];
+  if (!row) {
+    row = std::make_unique<std::array<State, 256>>();
+    row->fill(kUnknown);
+  }
+  State next = (*row)[byte];
+  if (next != kUnknown) return next;
+  next = compute_step(s, byte);
+  (*transitions_[size_t(s)])[byte] = next;  // the row outlives compute_step; the vector may have moved
   return next;
 }
 

@@ -7,6 +7,7 @@
 // have been seen. Rule calls in tail position do not grow the stack, so repetitions run
 // in constant stack depth.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -52,7 +53,10 @@ class Matcher {
   std::unordered_map<uint64_t, int32_t> frame_ids_;
   std::vector<StateData> states_;
   std::unordered_map<std::string, State> state_ids_;
-  std::unordered_map<uint64_t, State> transitions_;
+  // transitions_[s][byte]: step()'s memo, a dense row per state (kUnknown until computed):
+  // the trie walk reads it once per trie edge, so it must be a plain load.
+  static constexpr State kUnknown = -2;
+  std::vector<std::unique_ptr<std::array<State, 256>>> transitions_;
   State start_ = kDead;
 };
 

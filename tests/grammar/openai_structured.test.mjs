@@ -16,7 +16,7 @@ const { z } = require("zod");
 
 const { proc, ready } = await startServer("structured", path.join(SRC, "models/nextn-tiny"), 1, ["--mtp"]);
 try {
-  const client = new OpenAI({ baseURL: `http://127.0.0.1:${ready.port}/v1`, apiKey: "none" });
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${ready.port}/v1`, apiKey: "none", maxRetries: 0, timeout: 300000 });
   const messages = [{ role: "user", content: "Describe a city as JSON." }];
 
   // zod: the SDK turns the schema into response_format and parses the answer with zod.
@@ -28,7 +28,7 @@ try {
   });
   let finished = 0;
   for (const seed of [1, 2, 3, 4]) {
-    const r = await client.chat.completions.parse({ model: ready.model ?? "nextn", messages, seed, temperature: 1,
+    const r = await client.chat.completions.parse({ model: ready.model, messages, seed, temperature: 1,
                                                     max_tokens: 120, response_format: zodResponseFormat(City, "city") });
     const choice = r.choices[0];
     if (choice.finish_reason !== "stop") continue;
@@ -39,7 +39,7 @@ try {
 
   // A plain JSON Schema through response_format.
   const r2 = await client.chat.completions.create({
-    model: "nextn", messages, max_tokens: 60,
+    model: ready.model, messages, max_tokens: 60,
     response_format: { type: "json_schema", json_schema: { name: "flag", strict: true, schema: {
       type: "object", properties: { ok: { type: "boolean" }, n: { type: "integer", minimum: 1, maximum: 3 } },
       required: ["ok", "n"], additionalProperties: false } } },
@@ -53,7 +53,7 @@ try {
   const tools = [{ type: "function", function: { name: "get_weather", parameters: {
     type: "object", properties: { city: { type: "string", maxLength: 10 }, unit: { enum: ["C", "F"] } },
     required: ["city", "unit"], additionalProperties: false } } }];
-  const r3 = await client.chat.completions.create({ model: "nextn", messages, tools, tool_choice: "required",
+  const r3 = await client.chat.completions.create({ model: ready.model, messages, tools, tool_choice: "required",
                                                     max_tokens: 80, temperature: 0 });
   const c3 = r3.choices[0];
   assert.equal(c3.finish_reason, "tool_calls", JSON.stringify(c3));
@@ -62,7 +62,7 @@ try {
 
   // A schema keyword nextn does not support is a 400 naming it.
   try {
-    await client.chat.completions.create({ model: "nextn", messages, response_format: { type: "json_schema",
+    await client.chat.completions.create({ model: ready.model, messages, response_format: { type: "json_schema",
       json_schema: { name: "x", schema: { type: "object", properties: { a: { type: "string", contentMediaType: "x" } } } } } });
     assert.fail("expected BadRequestError");
   } catch (e) {
