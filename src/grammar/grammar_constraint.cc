@@ -9,77 +9,117 @@
 namespace nextn::grammar {
 
 namespace {
-// Masks cached per sequence; a grammar that keeps reaching new states (deep nesting,
-// counted repetitions) starts the cache over rather than growing without bound.
-constexpr size_t kMaxCachedMasks = 4096;
+// Masks kept per compiled grammar; a grammar that keeps reaching new states (deep
+// nesting, counted repetitions) starts its mask cache over rather than growing without
+// bound (each mask is vocab/8 bytes: 19 KB at 151 936 tokens).
+constexpr size_t kMaxCachedMasks = 2048;
+// Interned matcher states past which GrammarCache compiles the grammar afresh.
+constexpr size_t kMaxSharedStates = 200000;
 }  // namespace
 
-GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
-                                     std::vector<int32_t> end_tokens)
-    : matcher_(std::move(grammar)), trie_(std::move(trie)), end_tokens_(std::move(end_tokens)) {
-  history_.push_back(matcher_.start());
+CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie)
+    : matcher_(std::move(grammar)), trie_(std::move(trie)) {}
+
+CompiledGrammar::Stats CompiledGrammar::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
 }
 
-bool GrammarConstraint::is_end(int32_t token) const {
-  return std::find(end_tokens_.begin(), end_tokens_.end(), token) != end_tokens_.end();
+size_t CompiledGrammar::num_states() const {
+  std::lock_guard lock(mu_);
+  return matcher_.num_states();
 }
 
-const std::vector<uint64_t>& GrammarConstraint::allowed_bits() {
-  Matcher::State s = history_.back();
+const std::vector<uint64_t>& CompiledGrammar::allowed_bits(Matcher::State s) {
   auto it = masks_.find(s);
   if (it != masks_.end()) return it->second;
   if (masks_.size() >= kMaxCachedMasks) masks_.clear();
   Stopwatch sw;
   std::vector<uint64_t> bits;
   trie_->allowed(matcher_, s, bits);
-  bool end_ok = matcher_.accepting(s);
-  for (int32_t t : end_tokens_) {
-    if (t < 0 || t >= trie_->vocab()) continue;
-    uint64_t bit = uint64_t(1) << (t & 63);
-    bits[size_t(t) >> 6] = end_ok ? bits[size_t(t) >> 6] | bit : bits[size_t(t) >> 6] & ~bit;
-  }
   stats_.masks_built += 1;
   stats_.build_seconds += sw.seconds();
   return masks_.emplace(s, std::move(bits)).first->second;
 }
 
+GrammarConstraint::GrammarConstraint(std::shared_ptr<CompiledGrammar> compiled, std::vector<int32_t> end_tokens)
+    : g_(std::move(compiled)), end_tokens_(std::move(end_tokens)) {
+  std::lock_guard lock(g_->mu_);
+  history_.push_back(g_->matcher_.start());
+}
+
+GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
+                                     std::vector<int32_t> end_tokens)
+    : GrammarConstraint(std::make_shared<CompiledGrammar>(std::move(grammar), std::move(trie)), std::move(end_tokens)) {}
+
+bool GrammarConstraint::is_end(int32_t token) const {
+  return std::find(end_tokens_.begin(), end_tokens_.end(), token) != end_tokens_.end();
+}
+
 bool GrammarConstraint::mask(float* logits, int vocab) {
+  std::lock_guard lock(g_->mu_);
   Stopwatch sw;
-  const std::vector<uint64_t>& bits = allowed_bits();
+  Matcher::State s = history_.back();
+  const std::vector<uint64_t>& bits = g_->allowed_bits(s);
+  const int n = std::min(vocab, g_->trie_->vocab());
+  // End tokens: allowed (with their own score) exactly where the grammar accepts.
+  const bool end_ok = g_->matcher_.accepting(s);
+  float end_logits[8];
+  const size_t n_ends = std::min<size_t>(end_tokens_.size(), 8);
+  for (size_t i = 0; i < n_ends; ++i)
+    end_logits[i] = end_tokens_[i] >= 0 && end_tokens_[i] < vocab ? logits[end_tokens_[i]] : 0.0f;
   bool any = false;
-  const int n = std::min(vocab, trie_->vocab());
   for (int w = 0; w * 64 < n; ++w) {
     uint64_t word = bits[size_t(w)];
     int base = w * 64, end = std::min(n, base + 64);
-    if (word == ~uint64_t(0) && end - base == 64) {
-      any = true;
-      continue;
-    }
+    any |= word != 0;
+    if (word == ~uint64_t(0)) continue;
     for (int t = base; t < end; ++t)
       if (!((word >> (t - base)) & 1)) logits[t] = -INFINITY;
-    any |= word != 0;
   }
   for (int t = n; t < vocab; ++t) logits[t] = -INFINITY;  // ids the tokenizer does not know
-  stats_.masks_applied += 1;
-  stats_.apply_seconds += sw.seconds();
+  for (size_t i = 0; i < end_tokens_.size(); ++i) {
+    int32_t t = end_tokens_[i];
+    if (t < 0 || t >= vocab) continue;
+    if (end_ok && i < n_ends) {
+      logits[t] = end_logits[i];
+      any = true;
+    } else {
+      logits[t] = -INFINITY;
+    }
+  }
+  g_->stats_.masks_applied += 1;
+  g_->stats_.apply_seconds += sw.seconds();
+  // Some allowed token must remain: a word with only masked-out end tokens does not count.
+  if (any && !end_ok) {
+    any = false;
+    for (int w = 0; w * 64 < n && !any; ++w) {
+      uint64_t word = bits[size_t(w)];
+      for (int32_t t : end_tokens_)
+        if (t >= w * 64 && t < w * 64 + 64) word &= ~(uint64_t(1) << (t - w * 64));
+      any = word != 0;
+    }
+  }
   return any;
 }
 
 bool GrammarConstraint::allows(int32_t token) {
-  if (token < 0 || token >= trie_->vocab()) return false;
+  std::lock_guard lock(g_->mu_);
+  if (token < 0 || token >= g_->trie_->vocab()) return false;
   Matcher::State s = history_.back();
-  if (is_end(token)) return matcher_.accepting(s);
-  auto it = masks_.find(s);
-  if (it != masks_.end()) return (it->second[size_t(token) >> 6] >> (token & 63)) & 1;
-  const std::string& b = trie_->bytes(token);
-  return !b.empty() && matcher_.advance(s, b) != Matcher::kDead;
+  if (is_end(token)) return g_->matcher_.accepting(s);
+  auto it = g_->masks_.find(s);
+  if (it != g_->masks_.end()) return (it->second[size_t(token) >> 6] >> (token & 63)) & 1;
+  const std::string& b = g_->trie_->bytes(token);
+  return !b.empty() && g_->matcher_.advance(s, b) != Matcher::kDead;
 }
 
 void GrammarConstraint::accept(int32_t token) {
+  std::lock_guard lock(g_->mu_);
   Matcher::State s = history_.back();
   Matcher::State next = Matcher::kDead;
-  if (token >= 0 && token < trie_->vocab() && !is_end(token) && !trie_->bytes(token).empty())
-    next = matcher_.advance(s, trie_->bytes(token));
+  if (token >= 0 && token < g_->trie_->vocab() && !is_end(token) && !g_->trie_->bytes(token).empty())
+    next = g_->matcher_.advance(s, g_->trie_->bytes(token));
   history_.push_back(next);
 }
 
@@ -89,8 +129,24 @@ void GrammarConstraint::rollback(int n) {
 }
 
 bool GrammarConstraint::complete(int d) const {
+  std::lock_guard lock(g_->mu_);
   d = std::clamp(d, 0, depth());
-  return !matcher_.can_continue(history_[size_t(d)]);
+  return !g_->matcher_.can_continue(history_[size_t(d)]);
+}
+
+std::shared_ptr<CompiledGrammar> GrammarCache::get(const std::string& key, const std::shared_ptr<const Grammar>& grammar) {
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < entries_.size(); ++i)
+    if (entries_[i].first == key) {
+      auto entry = std::move(entries_[i]);
+      entries_.erase(entries_.begin() + long(i));
+      if (entry.second->num_states() > kMaxSharedStates) break;  // grown too big: compile afresh
+      entries_.push_back(std::move(entry));
+      return entries_.back().second;
+    }
+  if (entries_.size() >= capacity_) entries_.erase(entries_.begin());
+  entries_.emplace_back(key, std::make_shared<CompiledGrammar>(grammar, trie_));
+  return entries_.back().second;
 }
 
 }  // namespace nextn::grammar

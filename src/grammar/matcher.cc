@@ -11,7 +11,7 @@ Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : g_(std::move(grammar)
   pos_.push_back(UINT32_MAX);
   std::vector<int32_t> stacks;
   for (uint32_t alt : g_->alternatives[size_t(g_->root)]) expand(frame(0, alt), stacks);
-  start_ = intern(std::move(stacks), 0, 0);
+  start_ = intern(std::move(stacks), 0, 0, 0);
 }
 
 int32_t Matcher::frame(int32_t parent, uint32_t pos) {
@@ -46,16 +46,16 @@ void Matcher::expand(int32_t f, std::vector<int32_t>& out) {
   }
 }
 
-Matcher::State Matcher::intern(std::vector<int32_t>&& stacks, uint32_t partial, uint8_t need) {
+Matcher::State Matcher::intern(std::vector<int32_t>&& stacks, uint32_t partial, uint8_t need, uint8_t length) {
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
   if (stacks.empty()) return kDead;
   std::string key(stacks.size() * sizeof(int32_t) + 5, '\0');
   std::memcpy(key.data(), stacks.data(), stacks.size() * sizeof(int32_t));
   std::memcpy(key.data() + stacks.size() * sizeof(int32_t), &partial, 4);
-  key.back() = char(need);
+  key.back() = char(need | (length << 4));
   auto [it, added] = state_ids_.try_emplace(std::move(key), State(states_.size()));
-  if (added) states_.push_back({std::move(stacks), partial, need});
+  if (added) states_.push_back({std::move(stacks), partial, need, length});
   return it->second;
 }
 
@@ -66,7 +66,7 @@ Matcher::State Matcher::take_code_point(const StateData& s, uint32_t cp) {
     const Element& e = g_->elements[pos_[size_t(f)]];
     if (g_->matches(e, cp)) expand(frame(parent_[size_t(f)], pos_[size_t(f)] + 1), out);
   }
-  return intern(std::move(out), 0, 0);
+  return intern(std::move(out), 0, 0, 0);
 }
 
 Matcher::State Matcher::step(State s, uint8_t byte) {
@@ -105,14 +105,22 @@ Matcher::State Matcher::compute_step(State id, uint8_t b) {
     }
     s.partial = bits;
     s.need = need;
+    s.length = uint8_t(need + 1);
   } else {
     if ((b & 0xC0) != 0x80) return kDead;
     s.partial = (s.partial << 6) | (b & 0x3F);
     s.need -= 1;
-    if (s.need == 0) return take_code_point(s, s.partial);
   }
-  // Mid-character: alive while some stack accepts a code point this prefix can still become.
+  // The code points this prefix can still become: well-formed UTF-8 only (no overlong
+  // forms, no surrogates, nothing past U+10FFFF).
+  static constexpr uint32_t kMinOfLength[5] = {0, 0, 0x80, 0x800, 0x10000};
   uint32_t lo = s.partial << (6 * s.need), hi = lo | ((1u << (6 * s.need)) - 1);
+  lo = std::max(lo, kMinOfLength[s.length]);
+  hi = std::min<uint32_t>(hi, 0x10FFFF);
+  if (lo >= 0xD800 && hi <= 0xDFFF) return kDead;
+  if (lo > hi) return kDead;
+  if (s.need == 0) return take_code_point(s, s.partial);
+  // Mid-character: alive while some stack accepts a code point this prefix can still become.
   bool viable = false;
   for (int32_t f : s.stacks)
     if (f != 0 && g_->matches_some(g_->elements[pos_[size_t(f)]], lo, hi)) {
@@ -123,7 +131,7 @@ Matcher::State Matcher::compute_step(State id, uint8_t b) {
   std::vector<int32_t> keep;
   for (int32_t f : s.stacks)
     if (f != 0) keep.push_back(f);
-  return intern(std::move(keep), s.partial, s.need);
+  return intern(std::move(keep), s.partial, s.need, s.length);
 }
 
 Matcher::State Matcher::advance(State s, std::string_view bytes) {

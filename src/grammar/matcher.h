@@ -40,10 +40,11 @@ class Matcher {
     std::vector<int32_t> stacks;  // sorted frame ids; 0 = the empty stack (accepted)
     uint32_t partial = 0;         // bits of a UTF-8 character read so far
     uint8_t need = 0;             // its continuation bytes still to come
+    uint8_t length = 0;           // its length in bytes (2..4; 0 between characters)
   };
   int32_t frame(int32_t parent, uint32_t pos);
   void expand(int32_t frame, std::vector<int32_t>& out);
-  State intern(std::vector<int32_t>&& stacks, uint32_t partial, uint8_t need);
+  State intern(std::vector<int32_t>&& stacks, uint32_t partial, uint8_t need, uint8_t length);
   State take_code_point(const StateData& s, uint32_t cp);
   State compute_step(State s, uint8_t byte);
 

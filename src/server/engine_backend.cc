@@ -78,11 +78,12 @@ class EngineBackend : public Backend {
     return template_->render(messages, tools, add_generation_prompt, kwargs, limits);
   }
   std::vector<int32_t> eos_tokens() const override { return eos_; }
-  std::shared_ptr<const grammar::TokenTrie> token_trie() const override {
-    std::call_once(trie_once_, [&] {
-      trie_ = std::make_shared<grammar::TokenTrie>(vocabulary_bytes(*tokenizer_, info_.vocab_size));
+  grammar::GrammarCache* grammar_cache() const override {
+    std::call_once(grammar_once_, [&] {
+      grammars_ = std::make_unique<grammar::GrammarCache>(
+          std::make_shared<grammar::TokenTrie>(vocabulary_bytes(*tokenizer_, info_.vocab_size)));
     });
-    return trie_;
+    return grammars_.get();
   }
 
   uint64_t submit(GenerationRequest request) override { return engine_->submit(std::move(request)); }
@@ -96,8 +97,8 @@ class EngineBackend : public Backend {
   std::unique_ptr<ChatTemplate> template_;
   ModelInfo info_;
   std::vector<int32_t> eos_;
-  mutable std::once_flag trie_once_;
-  mutable std::shared_ptr<const grammar::TokenTrie> trie_;
+  mutable std::once_flag grammar_once_;
+  mutable std::unique_ptr<grammar::GrammarCache> grammars_;
 };
 
 }  // namespace

@@ -113,11 +113,12 @@ PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, 
   job.want_token_sources = plan.token_sources;
   job.ignore_eos = pr.ignore_eos;
   if (pr.structured.grammar) {
-    std::shared_ptr<const grammar::TokenTrie> trie = backend.token_trie();
-    if (!trie) bad_field(pr.structured.source, "structured output is not available on this backend");
+    grammar::GrammarCache* cache = backend.grammar_cache();
+    if (!cache) bad_field(pr.structured.source, "structured output is not available on this backend");
     // The end-of-turn tokens end the output exactly where the grammar is complete.
     std::vector<int32_t> ends = pr.ignore_eos ? std::vector<int32_t>{} : backend.eos_tokens();
-    job.request.constraint = std::make_shared<grammar::GrammarConstraint>(pr.structured.grammar, trie, ends);
+    job.request.constraint = std::make_shared<grammar::GrammarConstraint>(
+        cache->get(pr.structured.text, pr.structured.grammar), ends);
   }
   return out;
 }

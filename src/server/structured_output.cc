@@ -113,6 +113,7 @@ StructuredOutput parse_structured_output(const json& body, const json& tools, co
   StructuredOutput out;
   if (found.empty()) return out;
   out.source = found[0].first;
+  out.text = found[0].second;
   out.grammar = compile(found[0].second, found[0].first);
   return out;
 }

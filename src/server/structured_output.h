@@ -19,6 +19,7 @@ namespace nextn::server {
 struct StructuredOutput {
   std::shared_ptr<const grammar::Grammar> grammar;  // null: the output is free text
   std::string source;                               // the field it came from (for messages)
+  std::string text;                                 // its GBNF text (the key of the backend's grammar cache)
 };
 
 // `tools`/`tool_choice`: the request's, after parse_tools (null when absent).

@@ -27,13 +27,13 @@ std::string text_of(const std::string& model, const std::vector<int32_t>& tokens
   return Tokenizer::load(model)->decode(tokens, false);
 }
 
-struct Run {
+struct ConstrainedRun {
   std::vector<int32_t> tokens;
   FinishReason reason;
   int drafted = 0;
 };
 
-Run constrained(EngineOptions o, const std::vector<int32_t>& prompt, const std::string& gbnf, int n_tokens,
+ConstrainedRun constrained(EngineOptions o, const std::vector<int32_t>& prompt, const std::string& gbnf, int n_tokens,
                 SamplingParams sp = {}) {
   Engine engine(o);
   ConstraintFactory f = constraint_factory(o.model_dir, engine.model().config().vocab_size, gbnf);
@@ -47,7 +47,7 @@ Run constrained(EngineOptions o, const std::vector<int32_t>& prompt, const std::
 void check_constrained_equal(const std::string& model, const std::string& mode, const std::string& extra,
                              const std::string& gbnf, int n_tokens, bool expect_complete) {
   for (const auto& prompt : {kPrompt, kPrompt2}) {
-    Run plain = constrained(base_options(model), prompt, gbnf, n_tokens);
+    ConstrainedRun plain = constrained(base_options(model), prompt, gbnf, n_tokens);
     // The constrained text is in the language (a prefix of a sentence, or a whole one).
     grammar::Matcher m(std::make_shared<grammar::Grammar>(grammar::parse_gbnf(gbnf)));
     std::string text = text_of(model, plain.tokens);
@@ -60,7 +60,7 @@ void check_constrained_equal(const std::string& model, const std::string& mode, 
     for (int n = 1; n <= 4; ++n) {
       EngineOptions o = spec_options(model, mode, n);
       if (mode == "draft") o.speculative.draft_model_dir = extra;
-      Run spec = constrained(o, prompt, gbnf, n_tokens);
+      ConstrainedRun spec = constrained(o, prompt, gbnf, n_tokens);
       EXPECT_EQ(spec.tokens, plain.tokens) << mode << " N=" << n << "\nplain: " << text
                                            << "\nspec:  " << text_of(model, spec.tokens);
       EXPECT_EQ(spec.reason, plain.reason) << mode << " N=" << n;
@@ -89,7 +89,7 @@ TEST(ConstrainedGreedy, SchemaCompletesWithStop) {
       grammar::Whitespace::kCompact);
   check_constrained_equal(deepseek_model(), "mtp", "", gbnf, 60, true);
   check_constrained_equal(qwen3_model(), "draft", qwen3_model(), gbnf, 60, true);
-  Run r = constrained(base_options(deepseek_model()), kPrompt, gbnf, 60);
+  ConstrainedRun r = constrained(base_options(deepseek_model()), kPrompt, gbnf, 60);
   auto value = nlohmann::json::parse(text_of(deepseek_model(), r.tokens));
   EXPECT_TRUE(value["id"].is_number_integer());
   EXPECT_TRUE(value["ok"].is_boolean());

@@ -60,6 +60,15 @@ TEST(Gbnf, JsonExample) {
   EXPECT_FALSE(full_match(g, R"({"a": 1,})"));
   EXPECT_FALSE(full_match(g, "[1]"));  // the root is an object
   EXPECT_FALSE(prefix_ok(g, "{\"a\x01"));  // control characters are not string characters
+  // Only well-formed UTF-8: no overlong forms, surrogates or stray continuation bytes,
+  // and a lead byte lives only if a character the grammar takes can start with it.
+  EXPECT_FALSE(prefix_ok(g, "{\"\xc0\xaf"));
+  EXPECT_FALSE(prefix_ok(g, "{\"\xe0\x80"));
+  EXPECT_FALSE(prefix_ok(g, "{\"\xed\xa0"));
+  EXPECT_FALSE(prefix_ok(g, "{\"\xa9"));
+  EXPECT_TRUE(prefix_ok(g, "{\"\xe0\xa0"));
+  EXPECT_FALSE(prefix_ok(g, "\xe0"));  // the root starts with '{'
+  EXPECT_FALSE(prefix_ok(g, "\xf0"));
 }
 
 TEST(Gbnf, ListAndChessExamples) {
