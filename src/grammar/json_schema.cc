@@ -142,7 +142,7 @@ class Compiler {
 
   std::string primitive(const std::string& name) {
     if (name == "ws")
-      return ws_ == Whitespace::kCompact ? "\"\"" : "| \" \" | \"\\n\" [ \\t]{0,20}";
+      return ws_ == Whitespace::kCompact ? "\"\"" : ws_ == Whitespace::kSpace ? "| \" \"" : "| \" \" | \"\\n\" [ \\t]{0,20}";
     if (name == "char")
       return "[^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" ([0-9a-cA-Ce-fE-F] [0-9a-fA-F]{3} | [dD] "
              "[0-7] [0-9a-fA-F]{2}))";

@@ -27,6 +27,7 @@ struct SchemaError : std::runtime_error {
 
 enum class Whitespace {
   kFlexible,  // one optional space, or a newline and up to 20 spaces/tabs of indentation
+  kSpace,     // one optional space: {"a": 1} (single-line answers, such as tool calls)
   kCompact,   // none: {"a":1}
 };
 

@@ -40,7 +40,8 @@ std::string tool_call_grammar(const json& tools) {
   json schema = calls.size() == 1 ? calls[0] : json{{"anyOf", calls}};
   std::string body;
   try {
-    body = grammar::json_schema_to_gbnf(schema);
+    // One line, as Hermes tool calls are written.
+    body = grammar::json_schema_to_gbnf(schema, grammar::Whitespace::kSpace);
   } catch (const grammar::SchemaError& e) {
     // Name the tool's parameters: /anyOf/i/properties/arguments/... → tools[i].function.parameters/...
     std::string p = e.pointer;
