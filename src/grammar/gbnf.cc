@@ -3,6 +3,7 @@
 // flattened into a Grammar.
 #include "grammar/gbnf.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <optional>
@@ -10,6 +11,11 @@
 namespace nextn::grammar {
 
 namespace {
+
+// Limits that keep the parser's and the matcher's recursion shallow on hostile input.
+constexpr int kMaxNesting = 128;        // parentheses inside parentheses
+constexpr int kMaxLeftCornerDepth = 1000;  // rules entered before a character must match
+constexpr size_t kMaxItems = 1 << 20;      // elements after repetitions are expanded
 
 struct Item {
   bool is_rule = false;
@@ -226,8 +232,10 @@ class Parser {
         seq.push_back(item);
       } else if (c == '(') {
         ++p_;
+        if (++nesting_ > kMaxNesting) error(at, "groups nested more than " + std::to_string(kMaxNesting) + " deep");
         skip_space(true);
         std::vector<Sequence> inner = parse_alternates(true);
+        --nesting_;
         if (p_ >= s_.size() || s_[p_] != ')') error(at, "expected ')' to close this group");
         ++p_;
         int r = new_helper("group");
@@ -286,6 +294,9 @@ class Parser {
 
   // body{min,max} as one rule reference.
   Item repeat(const Sequence& body, int min, int max) {
+    // {m,n} copies the body m + (n - m) times: nested counts multiply.
+    items_ += body.size() * size_t(std::max(min, 1) + std::max(max - min, 0) + 1);
+    if (items_ > kMaxItems) error(p_, "the grammar grows past " + std::to_string(kMaxItems) + " elements once repetitions are expanded");
     Item ref;
     ref.is_rule = true;
     // The optional tail: opt_k ::= body opt_{k+1} | ε, or star ::= body star | ε.
@@ -349,8 +360,14 @@ class Parser {
       }
     }
     std::vector<int> color(rules_.size(), 0);  // 0 new, 1 on the path, 2 done
+    int depth = 0;
     std::function<void(size_t)> visit = [&](size_t r) {
       color[r] = 1;
+      if (++depth > kMaxLeftCornerDepth) {
+        size_t shown = rules_[r].owner >= 0 ? size_t(rules_[r].owner) : r;
+        error(rules_[shown].defined_at, "rules nest more than " + std::to_string(kMaxLeftCornerDepth) +
+                                            " deep before a character must match");
+      }
       for (const Sequence& alt : rules_[r].alts)
         for (const Item& it : alt) {
           if (!it.is_rule) break;
@@ -366,6 +383,7 @@ class Parser {
           if (!nullable[c]) break;
         }
       color[r] = 2;
+      --depth;
     };
     for (size_t r = 0; r < rules_.size(); ++r)
       if (color[r] == 0) visit(r);
@@ -405,6 +423,8 @@ class Parser {
   std::map<std::string, int> names_;
   int helpers_ = 0;
   int current_ = -1;  // the rule being defined
+  int nesting_ = 0;
+  size_t items_ = 0;
 };
 
 }  // namespace

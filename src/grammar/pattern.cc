@@ -180,6 +180,7 @@ class PatternParser {
     char c = s_[p_];
     if (c == '(') {
       ++p_;
+      if (++nesting_ > 128) error("groups nested more than 128 deep");
       if (p_ < s_.size() && s_[p_] == '?') {
         if (p_ + 1 < s_.size() && s_[p_ + 1] == ':') {
           p_ += 2;
@@ -193,6 +194,7 @@ class PatternParser {
         error("unclosed '('");
       }
       ++p_;
+      --nesting_;
       return group_of(inner);
     }
     if (c == '[') return json_class(char_class());
@@ -291,6 +293,7 @@ class PatternParser {
 
   std::string_view s_;
   size_t p_ = 0;
+  int nesting_ = 0;
 };
 
 }  // namespace

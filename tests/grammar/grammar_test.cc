@@ -128,6 +128,14 @@ TEST(Gbnf, ErrorsNameLineAndColumn) {
   expect_error("root ::= expr\nexpr ::= expr \"+\" \"1\" | \"1\"\n", 2, 1, "left-recursive");
   expect_error("root ::= (\"a\"?)*\n", 1, 1, "rule 'root' is left-recursive");
   expect_error("root ::= \"\\q\"\n", 1, 11, "unknown escape");
+  // Hostile depth: refused, not a stack overflow.
+  expect_error("root ::= " + std::string(5000, '(') + "\"a\"" + std::string(5000, ')') + "\n", 1, 138, "nested more than");
+  std::string chain = "root ::= r0\n";
+  for (int i = 0; i < 3000; ++i) chain += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + "\n";
+  chain += "r3000 ::= \"x\"\n";
+  EXPECT_THROW(parse_gbnf(chain), GrammarError);
+  EXPECT_THROW(pattern_to_gbnf(std::string(1000, '(') + "a" + std::string(1000, ')')), PatternError);
+  expect_error("root ::= \"" + std::string(200, 'a') + "\"{10000}\n", 1, 219, "grows past");
 }
 
 // Every token allowed by the trie walk is exactly one whose bytes the matcher reads
