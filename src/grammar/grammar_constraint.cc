@@ -64,42 +64,33 @@ bool GrammarConstraint::mask(float* logits, int vocab) {
   const int n = std::min(vocab, g_->trie_->vocab());
   // End tokens: allowed (with their own score) exactly where the grammar accepts.
   const bool end_ok = g_->matcher_.accepting(s);
-  float end_logits[8];
-  const size_t n_ends = std::min<size_t>(end_tokens_.size(), 8);
-  for (size_t i = 0; i < n_ends; ++i)
-    end_logits[i] = end_tokens_[i] >= 0 && end_tokens_[i] < vocab ? logits[end_tokens_[i]] : 0.0f;
-  bool any = false;
+  end_scores_.clear();
+  for (int32_t t : end_tokens_) end_scores_.push_back(t >= 0 && t < vocab ? logits[t] : 0.0f);
+  bool any = false;  // some token other than an end token is allowed
   for (int w = 0; w * 64 < n; ++w) {
     uint64_t word = bits[size_t(w)];
     int base = w * 64, end = std::min(n, base + 64);
-    any |= word != 0;
-    if (word == ~uint64_t(0)) continue;
-    for (int t = base; t < end; ++t)
-      if (!((word >> (t - base)) & 1)) logits[t] = -INFINITY;
+    if (word == ~uint64_t(0)) {
+      any = true;
+      continue;
+    }
+    for (int t = base; t < end; ++t) {
+      if (!((word >> (t - base)) & 1)) {
+        logits[t] = -INFINITY;
+      } else if (!any && !is_end(t)) {
+        any = true;
+      }
+    }
   }
   for (int t = n; t < vocab; ++t) logits[t] = -INFINITY;  // ids the tokenizer does not know
   for (size_t i = 0; i < end_tokens_.size(); ++i) {
     int32_t t = end_tokens_[i];
     if (t < 0 || t >= vocab) continue;
-    if (end_ok && i < n_ends) {
-      logits[t] = end_logits[i];
-      any = true;
-    } else {
-      logits[t] = -INFINITY;
-    }
+    logits[t] = end_ok ? end_scores_[i] : -INFINITY;
+    any |= end_ok;
   }
   g_->stats_.masks_applied += 1;
   g_->stats_.apply_seconds += sw.seconds();
-  // Some allowed token must remain: a word with only masked-out end tokens does not count.
-  if (any && !end_ok) {
-    any = false;
-    for (int w = 0; w * 64 < n && !any; ++w) {
-      uint64_t word = bits[size_t(w)];
-      for (int32_t t : end_tokens_)
-        if (t >= w * 64 && t < w * 64 + 64) word &= ~(uint64_t(1) << (t - w * 64));
-      any = word != 0;
-    }
-  }
   return any;
 }
 

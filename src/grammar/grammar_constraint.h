@@ -65,6 +65,7 @@ class GrammarConstraint : public Constraint {
   std::shared_ptr<CompiledGrammar> g_;
   std::vector<int32_t> end_tokens_;
   std::vector<Matcher::State> history_;  // history_[i]: the state after i tokens
+  std::vector<float> end_scores_;        // mask()'s scratch: the end tokens' logits
 };
 
 // The compiled grammars of recent requests, by grammar text (agents send the same schema
