@@ -30,7 +30,7 @@ std::string text_of(const std::string& model, const std::vector<int32_t>& tokens
 struct ConstrainedRun {
   std::vector<int32_t> tokens;
   FinishReason reason;
-  int drafted = 0;
+  uint64_t drafted = 0;
 };
 
 ConstrainedRun constrained(EngineOptions o, const std::vector<int32_t>& prompt, const std::string& gbnf, int n_tokens,
@@ -111,7 +111,9 @@ TEST(ConstrainedGreedy, EndTokenOnlyWhereTheGrammarAccepts) {
     grammar::Matcher m(f.grammar);
     grammar::Matcher::State s = m.advance(m.start(), text);
     ASSERT_NE(s, grammar::Matcher::kDead) << text;
-    if (r.reason == FinishReason::kStop) EXPECT_TRUE(m.accepting(s)) << text;
+    if (r.reason == FinishReason::kStop) {
+      EXPECT_TRUE(m.accepting(s)) << text;
+    }
   }
 }
 
