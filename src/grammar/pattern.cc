@@ -161,10 +161,25 @@ class PatternParser {
       size_t close = s_.find('}', p_);
       if (close == std::string_view::npos) error("unterminated {m,n}");
       std::string body(s_.substr(p_ + 1, close - p_ - 1));
-      if (body.empty() || body.find_first_not_of("0123456789,") != std::string::npos) error("bad repetition {" + body + "}");
+      size_t comma = body.find(',');
+      auto number = [&](const std::string& digits) -> long {
+        if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos)
+          error("bad repetition {" + body + "}");
+        long v = std::stol(digits);
+        if (v > 10000) error("repetition counts above 10000 are not supported");
+        return v;
+      };
+      long lo = number(comma == std::string::npos ? body : body.substr(0, comma));
+      if (comma == std::string::npos) {
+        q = fmt::format("{{{}}}", lo);
+      } else if (comma + 1 == body.size()) {
+        q = fmt::format("{{{},}}", lo);
+      } else {
+        long hi = number(body.substr(comma + 1));
+        if (hi < lo) error("repetition {" + body + "} has its maximum below its minimum");
+        q = fmt::format("{{{},{}}}", lo, hi);
+      }
       p_ = close + 1;
-      q = "{" + body + "}";
-      if (body[0] == ',') q = "{0" + body + "}";
     } else {
       return "";
     }

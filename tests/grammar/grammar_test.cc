@@ -337,6 +337,9 @@ TEST(Pattern, Errors) {
   EXPECT_THROW(pattern_to_gbnf("(ab"), PatternError);
   EXPECT_THROW(pattern_to_gbnf("a^b"), PatternError);
   EXPECT_THROW(pattern_to_gbnf("\\bword"), PatternError);
+  EXPECT_THROW(pattern_to_gbnf("\\w{3,2}"), PatternError);  // found by grammar_fuzz
+  EXPECT_THROW(pattern_to_gbnf("a{,5}"), PatternError);
+  EXPECT_THROW(pattern_to_gbnf("a{99999}"), PatternError);
 }
 
 }  // namespace
