@@ -1,6 +1,9 @@
 // speculative/drafter.cc — what drafters share: choosing a draft from a row of logits.
 #include "speculative/drafter.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace nextn {
 
 int32_t choose_draft(const float* logits, int vocab, Sampler& sampler, DraftProposal& out, std::vector<float>& work,
@@ -11,8 +14,11 @@ int32_t choose_draft(const float* logits, int vocab, Sampler& sampler, DraftProp
     // draft_rows() rolls the drafts back.
     work.assign(logits, logits + vocab);
     int32_t token;
-    if (!c->mask(work.data(), vocab)) {
-      token = argmax(logits, vocab);  // nothing allowed: draft_rows() drops this draft
+    // Nothing allowed, or nothing the drafter scores (a reduced draft vocabulary leaves
+    // the rest at -inf): the raw argmax, a forbidden token that draft_rows() drops.
+    bool any = c->mask(work.data(), vocab) && *std::max_element(work.begin(), work.end()) > -INFINITY;
+    if (!any) {
+      token = argmax(logits, vocab);
       if (!sampler.greedy()) out.q.emplace_back().set_one_hot(vocab, token);
     } else if (sampler.greedy()) {
       token = argmax(work.data(), vocab);

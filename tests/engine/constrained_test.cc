@@ -45,7 +45,7 @@ ConstrainedRun constrained(EngineOptions o, const std::vector<int32_t>& prompt, 
 }
 
 void check_constrained_equal(const std::string& model, const std::string& mode, const std::string& extra,
-                             const std::string& gbnf, int n_tokens, bool expect_complete) {
+                             const std::string& gbnf, int n_tokens, bool expect_complete, int draft_vocab = -1) {
   for (const auto& prompt : {kPrompt, kPrompt2}) {
     ConstrainedRun plain = constrained(base_options(model), prompt, gbnf, n_tokens);
     // The constrained text is in the language (a prefix of a sentence, or a whole one).
@@ -60,6 +60,7 @@ void check_constrained_equal(const std::string& model, const std::string& mode, 
     for (int n = 1; n <= 4; ++n) {
       EngineOptions o = spec_options(model, mode, n);
       if (mode == "draft") o.speculative.draft_model_dir = extra;
+      o.speculative.draft_vocab = draft_vocab;
       ConstrainedRun spec = constrained(o, prompt, gbnf, n_tokens);
       EXPECT_EQ(spec.tokens, plain.tokens) << mode << " N=" << n << "\nplain: " << text
                                            << "\nspec:  " << text_of(model, spec.tokens);
@@ -70,6 +71,12 @@ void check_constrained_equal(const std::string& model, const std::string& mode, 
 }
 
 TEST(ConstrainedGreedy, MtpEqualsPlain) { check_constrained_equal(deepseek_model(), "mtp", "", kListGrammar, 40, false); }
+
+TEST(ConstrainedGreedy, MtpReducedDraftVocabularyEqualsPlain) {
+  // The head scores only ids 0..63 (printable ASCII up to '`'): most allowed tokens lie
+  // outside, where the draft row is -inf, so some drafts have nothing to choose from.
+  check_constrained_equal(deepseek_model(), "mtp", "", kListGrammar, 40, false, 64);
+}
 
 TEST(ConstrainedGreedy, DraftModelEqualsPlain) {
   // The target as its own draft model: drafts are accepted, so the constraint's state

@@ -139,6 +139,20 @@ TEST(Distribution, ConstrainedMtpIsLossless) {
   expect_constrained_lossless(spec_options(target_model(), "mtp", 3), "constrained mtp");
 }
 
+TEST(Distribution, ConstrainedMtpReducedDraftVocabularyIsLossless) {
+  // Draft ids 0..127 hold the single letters but no space and no merged token: q keeps
+  // only the allowed ids the head scores, rows with none of them are dropped drafts.
+  EngineOptions o = spec_options(target_model(), "mtp", 3);
+  o.speculative.draft_vocab = 128;
+  double acc = 0;
+  auto spec = histogram(o, 2000000, &acc, kWordsGrammar);
+  auto r = homogeneity(constrained_plain_histogram(), spec);
+  EXPECT_GT(r.p_value, 0.01) << "chi2 " << r.statistic << " dof " << r.dof;
+  EXPECT_GT(acc, 0.0);
+  std::printf("constrained mtp, draft vocabulary 128: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", r.statistic, r.dof,
+              r.p_value, acc);
+}
+
 TEST(Distribution, ConstrainedDraftModelIsLossless) {
   EngineOptions o = spec_options(target_model(), "draft", 3);
   o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
