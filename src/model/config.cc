@@ -163,9 +163,8 @@ ModelConfig parse_model_config(const Checkpoint& ckpt) {
   c.vocab_size = reader.require_int("vocab_size");
   c.hidden_size = reader.require_int("hidden_size");
   // MoE-only configs (qwen3_5_moe) have no dense width: the experts' width stands in.
-  c.intermediate_size = !reader.has("intermediate_size") && reader.has("moe_intermediate_size")
-                            ? reader.require_int("moe_intermediate_size")
-                            : reader.require_int("intermediate_size");
+  const bool routed_only = !reader.has("intermediate_size") && reader.has("num_experts");
+  c.intermediate_size = reader.require_int(routed_only ? "moe_intermediate_size" : "intermediate_size");
   c.num_layers = reader.require_int("num_hidden_layers");
   c.num_heads = reader.require_int("num_attention_heads");
   require_positive(reader, "vocab_size", c.vocab_size);

@@ -97,7 +97,7 @@ class Glm4MoeReferenceTest(ArchitectureTestCase):
         def edit(c):
             c["n_routed_experts"] = 17
             c["num_experts_per_tok"] = 4
-        self.bad_config("experts", edit, "model.layers.1.mlp.experts.16.gate_proj.weight")
+        self.bad_config("experts", edit, "'model.layers.1.mlp.gate.weight' has shape [16, 64], expected [17, 64]")
 
 
 def add_case(name, gen_args, dtype, extra, prompt):

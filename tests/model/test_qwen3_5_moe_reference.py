@@ -95,7 +95,7 @@ class Qwen35MoeReferenceTest(ArchitectureTestCase):
     def test_wrong_expert_count(self):
         def edit(c):
             c["num_experts"] = 12
-        self.bad_config("experts", edit, "experts.gate_up_proj")
+        self.bad_config("experts", edit, "'model.layers.0.mlp.gate.weight' has shape [16, 64], expected [12, 64]")
 
     def test_bad_dense_layer_list(self):
         def edit(c):
