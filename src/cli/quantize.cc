@@ -1,7 +1,7 @@
 // cli/quantize.cc — `nextn quantize SRC --type T --out FILE.gguf`: a BF16/F16/F32
 // Hugging Face checkpoint to a GGUF file that nextn and llama.cpp-style readers load.
 //
-// Type recipe (llama.cpp's choices): 1-D tensors (norms, biases) stay F32; q8_0 / q4_0
+// Type recipe (llama.cpp's choices): 1-D tensors (norms, biases) and MoE routers stay F32; q8_0 / q4_0
 // / q6_k use that type for every matrix; q4_k_m uses Q4_K with Q6_K for attn_v and
 // ffn_down in the "more bits" layers; the output matrix (or the tied embedding) is
 // Q6_K except for q8_0. A matrix whose rows are not a multiple of 256 falls back
@@ -179,7 +179,9 @@ int run_quantize(const QuantizeFlags& f) {
       if (p.gguf_name.ends_with(".attn_k.weight")) p.permute_heads = c.num_kv_heads;
     }
     p.shape = t->shape;
-    p.dtype = t->shape.size() != 2 ? DType::kF32 : matrix_type(p.gguf_name, t->shape[1]);
+    // Routers stay F32, as llama.cpp keeps ffn_gate_inp: rounding them moves experts' ranks.
+    const bool router = p.gguf_name.ends_with(".ffn_gate_inp.weight");
+    p.dtype = t->shape.size() != 2 || router ? DType::kF32 : matrix_type(p.gguf_name, t->shape[1]);
     plan.push_back(p);
   }
   for (const auto& [stacked, experts] : stacks) {

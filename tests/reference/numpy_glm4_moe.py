@@ -75,6 +75,9 @@ class Model(StatefulDecoding):
         self.embed = self.W["model.embed_tokens.weight"]
         self.lm_head = self.embed if c.get("tie_word_embeddings") else self.W["lm_head.weight"]
         self.n_mtp = c.get("num_nextn_predict_layers", 0)
+        # per routed-layer call: each row's gap between the k-th and (k+1)-th choice score
+        # (how far the routing is from a tie; quantized tests compare only clear rows)
+        self.route_margins = []
 
     def rope(self, x, positions):
         half = self.rot // 2
@@ -118,6 +121,8 @@ class Model(StatefulDecoding):
         s = sigmoid(x @ W[m + "gate.weight"].T)                       # [T, E]
         bias = W[m + "gate.e_score_correction_bias"]
         y = np.zeros_like(x)
+        ranked = -np.sort(-(s + bias), axis=-1)
+        self.route_margins.append(ranked[:, self.top_k - 1] - ranked[:, self.top_k])
         for t in range(x.shape[0]):
             choice = s[t] if self.broken == "router_bias_ignored" else s[t] + bias
             top = np.argsort(-choice, kind="stable")[:self.top_k]
