@@ -233,7 +233,7 @@ def assistant_config(a, target, dtype_name):
         "num_kv_shared_layers": a["layers"],
         "attention_k_eq_v": target["k_eq_v"],
         "num_global_key_value_heads": target["global_kv_heads"],
-        "enable_moe_block": bool(s.get("experts")),
+        "enable_moe_block": False,
         "tie_word_embeddings": True,
     }
     return {
