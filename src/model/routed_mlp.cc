@@ -4,8 +4,10 @@
 //   weights: w = s[chosen]; / Σ w when renormalize; · routed_scale; · per_expert_scale[e]
 //   output:  y = Σ w_e · down_e(act(gate_e x) ⊙ up_e x) + σ(g · x) · shared(x)
 // The rows of a batch are grouped by expert (counting sort over the chosen slots), so
-// each chosen expert's matrices are streamed once per forward over all its rows; the
-// matmul kernels split each expert's output rows over the thread pool.
+// each chosen expert's matrices are streamed once per forward over all its rows. The
+// pool runs (expert, block of output rows) items: pass 1 every gate/up projection of
+// the layer (shared expert included, as one more group of all rows), pass 2 every down
+// projection; each item is a single-threaded kernel call (matmul_outputs).
 #include "model/routed_mlp.h"
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <numeric>
 
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace nextn {
 
@@ -144,58 +147,107 @@ void RoutedExperts::route(const float* router_in, int n) {
   }
 }
 
-void RoutedExperts::run_expert(const Expert& e, int64_t I, const float* x, int n, float* y) {
-  const size_t nr = size_t(n);
-  float* h1 = BlockScratch::grow(h1_, nr * 2 * I);
-  if (e.gate_up.rows > 0) {
-    // One pass over the fused [2I, H] block: row r gives [gate (I) | up (I)].
-    matmul(e.gate_up, x, n, h1);
-    for (size_t r = 0; r < nr; ++r) gated_activation(spec_.gelu, h1 + r * 2 * I, h1 + r * 2 * I + I, I, h1 + r * I);
-  } else {
-    float* h2 = BlockScratch::grow(h2_, nr * I);
-    matmul(e.gate, x, n, h1);
-    matmul(e.up, x, n, h2);
-    gated_activation(spec_.gelu, h1, h2, int64_t(nr) * I, h1);
-  }
-  matmul(e.down, h1, n, y);
+namespace {
+
+// Splits w's output rows for one expert into blocks sized so that the pool gets a few
+// items per thread (and whole decode / multi-row tiles).
+void add_items(std::vector<ExpertWorkItem>& items, const WeightMatrix& w, const float* x, float* y, int32_t m,
+               int64_t block) {
+  for (int64_t o = 0; o < w.rows; o += block) items.push_back({&w, x, y, m, o, std::min(w.rows, o + block)});
 }
+
+void run_items(const std::vector<ExpertWorkItem>& items) {
+  parallel_for(items.size(), [&](size_t begin, size_t end, int) {
+    for (size_t i = begin; i < end; ++i) {
+      const ExpertWorkItem& it = items[i];
+      matmul_outputs(*it.w, it.x, it.m, it.y, it.o0, it.o1);
+    }
+  });
+}
+
+}  // namespace
 
 void RoutedExperts::forward(const float* router_in, const float* x, int n, float* out) {
   const int64_t E = spec_.experts, H = hidden_, I = spec_.expert_intermediate;
+  const int64_t S = spec_.shared_intermediate;
   const size_t nr = size_t(n);
   route(router_in, n);
-  std::fill_n(out, nr * H, 0.0f);
-  uint64_t distinct = 0;
-  for (int64_t e = 0; e < E; ++e) {
-    const int32_t b = expert_start_[size_t(e)], m = expert_start_[size_t(e) + 1] - b;
-    if (m == 0) continue;
-    ++distinct;
-    float* xe = BlockScratch::grow(xe_, size_t(m) * H);
-    float* ye = BlockScratch::grow(ye_, size_t(m) * H);
-    for (int32_t i = 0; i < m; ++i)
-      std::memcpy(xe + size_t(i) * H, x + size_t(expert_rows_[size_t(b + i)]) * H, size_t(H) * sizeof(float));
-    run_expert(experts_[size_t(e)], I, xe, m, ye);
-    for (int32_t i = 0; i < m; ++i) {
-      const float w = expert_weights_[size_t(b + i)];
-      float* o = out + size_t(expert_rows_[size_t(b + i)]) * H;
-      const float* yr = ye + size_t(i) * H;
-      for (int64_t j = 0; j < H; ++j) o[j] += w * yr[j];
-    }
+
+  // The shared expert runs as one more group with every row (weight: its gate).
+  const bool shared = S > 0;
+  float* shared_gate = nullptr;
+  if (shared && spec_.shared_gate) {
+    shared_gate = BlockScratch::grow(gate_logit_, nr);
+    matmul(shared_gate_, x, n, shared_gate);
+    for (size_t r = 0; r < nr; ++r) shared_gate[r] = 1.0f / (1.0f + std::exp(-shared_gate[r]));
   }
-  if (spec_.shared_intermediate > 0) {
-    float* ys = BlockScratch::grow(ye_, nr * H);
-    run_expert(shared_, spec_.shared_intermediate, x, n, ys);
-    float* g = nullptr;
-    if (spec_.shared_gate) {
-      g = BlockScratch::grow(gate_logit_, nr);
-      matmul(shared_gate_, x, n, g);
+  const size_t routed_rows = size_t(expert_start_[size_t(E)]);
+  const size_t total = routed_rows + (shared ? nr : 0);
+  const int64_t width = std::max(I, S);  // activation width per gathered row
+
+  // Gather each expert's rows into one contiguous block (expert order), shared last.
+  float* xe = BlockScratch::grow(xe_, total * H);
+  for (size_t i = 0; i < routed_rows; ++i)
+    std::memcpy(xe + i * H, x + size_t(expert_rows_[i]) * H, size_t(H) * sizeof(float));
+  if (shared) std::memcpy(xe + routed_rows * H, x, nr * H * sizeof(float));
+  float* h1 = BlockScratch::grow(h1_, total * 2 * width);
+  float* h2 = BlockScratch::grow(h2_, total * width);
+  float* ye = BlockScratch::grow(ye_, total * H);
+
+  // Blocks of output rows: about 8 items per thread over this layer's work, in whole
+  // tiles (multiples of 32 rows).
+  uint64_t distinct = 0;
+  int64_t out_rows = shared ? 3 * S : 0;
+  for (int64_t e = 0; e < E; ++e)
+    if (expert_start_[size_t(e) + 1] > expert_start_[size_t(e)]) ++distinct, out_rows += 3 * I;
+  const int64_t per_block = out_rows / (8 * std::max(1, ThreadPool::global().size()));
+  const int64_t block = std::max<int64_t>(32, (per_block + 31) / 32 * 32);
+
+  // Pass 1: gate and up projections of every group.
+  auto groups = [&](auto&& fn) {
+    for (int64_t e = 0; e < E; ++e) {
+      const int32_t b = expert_start_[size_t(e)], m = expert_start_[size_t(e) + 1] - b;
+      if (m > 0) fn(experts_[size_t(e)], I, size_t(b), m);
     }
-    for (size_t r = 0; r < nr; ++r) {
-      const float w = g ? 1.0f / (1.0f + std::exp(-g[r])) : 1.0f;
-      float* o = out + r * H;
-      const float* yr = ys + r * H;
-      for (int64_t j = 0; j < H; ++j) o[j] += w * yr[j];
+    if (shared) fn(shared_, S, routed_rows, int32_t(n));
+  };
+  items_.clear();
+  groups([&](const Expert& ex, int64_t width_e, size_t b, int32_t m) {
+    if (ex.gate_up.rows > 0) {  // fused [2I, H]: row r gives [gate (I) | up (I)]
+      add_items(items_, ex.gate_up, xe + b * H, h1 + b * 2 * width, m, block);
+    } else {
+      add_items(items_, ex.gate, xe + b * H, h1 + b * 2 * width, m, block);
+      add_items(items_, ex.up, xe + b * H, h2 + b * width, m, block);
     }
+    (void)width_e;
+  });
+  run_items(items_);
+  // Activation, then pass 2: the down projections.
+  items_.clear();
+  groups([&](const Expert& ex, int64_t width_e, size_t b, int32_t m) {
+    float* act = h2 + b * width;
+    for (int32_t r = 0; r < m; ++r) {
+      if (ex.gate_up.rows > 0) {
+        const float* g = h1 + b * 2 * width + size_t(r) * 2 * width_e;
+        gated_activation(spec_.gelu, g, g + width_e, width_e, act + size_t(r) * width_e);
+      } else {
+        gated_activation(spec_.gelu, h1 + b * 2 * width + size_t(r) * width_e, act + size_t(r) * width_e, width_e,
+                         act + size_t(r) * width_e);
+      }
+    }
+    add_items(items_, ex.down, act, ye + b * H, m, block);
+  });
+  run_items(items_);
+
+  // Weighted sum into each row.
+  std::fill_n(out, nr * H, 0.0f);
+  for (size_t i = 0; i < total; ++i) {
+    const bool is_shared = i >= routed_rows;
+    const size_t row = is_shared ? i - routed_rows : size_t(expert_rows_[i]);
+    const float w = is_shared ? (shared_gate ? shared_gate[row] : 1.0f) : expert_weights_[i];
+    float* o = out + row * H;
+    const float* yr = ye + i * H;
+    for (int64_t j = 0; j < H; ++j) o[j] += w * yr[j];
   }
   RoutedCounters& c = routed_counters();
   c.forwards.fetch_add(1, std::memory_order_relaxed);

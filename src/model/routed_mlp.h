@@ -5,7 +5,9 @@
 //
 // Routed execution groups the rows of a batch (prefill, verify, several sequences) by
 // expert: each chosen expert's matrices are read once per forward over all the rows
-// that chose it, however many rows there are.
+// that chose it, however many rows there are. The pool is split over (expert, block of
+// output rows) items: one dispatch for every gate/up projection of the layer, one for
+// every down projection.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -18,6 +20,16 @@
 #include "model/weights.h"
 
 namespace nextn {
+
+// One unit of pool work in a routed forward: output rows [o0, o1) of *w for the m
+// gathered rows of one expert (x: its input rows, y: its output rows, contiguous).
+struct ExpertWorkItem {
+  const WeightMatrix* w;
+  const float* x;
+  float* y;
+  int32_t m;
+  int64_t o0, o1;
+};
 
 // The routed part of one layer: router, experts, shared expert (and its gate).
 class RoutedExperts {
@@ -42,7 +54,6 @@ class RoutedExperts {
     WeightMatrix down;      // [H, I]
   };
   void route(const float* router_in, int n_rows);
-  void run_expert(const Expert& e, int64_t inter, const float* x, int n, float* y);
 
   MlpSpec spec_;
   int hidden_;
@@ -64,6 +75,7 @@ class RoutedExperts {
   std::vector<float> xe_, h1_, h2_, ye_, gate_logit_;
   std::vector<int32_t> order_, fill_;  // route(): experts by score, next free slot per expert
   std::vector<float> choice_;          // route(): score (+ correction bias) of each expert
+  std::vector<ExpertWorkItem> items_;  // one pass of (expert, output block) work
 };
 
 // Counters of the routed layers of this process (nextn perf reads differences):

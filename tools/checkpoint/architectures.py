@@ -63,19 +63,19 @@ PRESETS = {
                        vocab=248320, tied=True, rope_theta=10000000.0, eps=1e-6,
                        rope_scaling=None, max_pos=262144, linear_k_heads=16, linear_v_heads=16,
                        linear_k_dim=128, linear_v_dim=128, conv_kernel=4, full_interval=4),
-    # Qwen3.6-35B-A3B's widths, experts, top-k and layer mix, but 4 layers (3 GDN + 1 full
-    # attention) and a smaller vocabulary so it fits this machine: every MoE matrix has
-    # its real shape (256 experts of 512 x 2048, top 8, shared expert 512).
-    "qwen3.6-35b-a3b-4l": dict(hidden=2048, layers=4, heads=16, kv_heads=2, head_dim=256, inter=512,
+    # Qwen3.6-35B-A3B's widths, experts and top-k, but 2 layers (1 GDN + 1 full attention)
+    # and a smaller vocabulary so it fits this machine: every MoE matrix has its real
+    # shape (256 experts of 512 x 2048, top 8, shared expert 512); the MTP layer is routed too.
+    "qwen3.6-35b-a3b-2l": dict(hidden=2048, layers=2, heads=16, kv_heads=2, head_dim=256, inter=512,
                                vocab=32768, tied=False, rope_theta=10000000.0, eps=1e-6,
                                rope_scaling=None, max_pos=262144, linear_k_heads=16,
                                linear_v_heads=32, linear_k_dim=128, linear_v_dim=128,
-                               conv_kernel=4, full_interval=4, experts=256, top_k=8,
+                               conv_kernel=4, full_interval=2, experts=256, top_k=8,
                                moe_inter=512, shared_inter=512),
 }
 
 PRESET_ARCH = {"qwen3.5-0.8b": "qwen3_5", "qwen3.5-2b": "qwen3_5",
-               "qwen3.6-35b-a3b-4l": "qwen3_5_moe"}
+               "qwen3.6-35b-a3b-2l": "qwen3_5_moe"}
 
 
 class Init:
