@@ -126,6 +126,10 @@ void check_layers(const ConfigReader& reader, const ModelConfig& c) {
   for (size_t i = 0; i < c.layers.size(); ++i) {
     const LayerSpec& l = c.layers[i];
     if (l.intermediate <= 0) reader.error(ErrorKind::kBadInput, "layer {}: MLP width must be positive", i);
+    const MlpSpec& m = l.mlp;
+    if (m.routed() && (m.top_k <= 0 || m.top_k > m.experts || m.expert_intermediate <= 0 || m.shared_intermediate < 0))
+      reader.error(ErrorKind::kBadInput, "layer {}: {} experts, top-{}, expert width {}, shared width {} do not make a routed MLP",
+                   i, m.experts, m.top_k, m.expert_intermediate, m.shared_intermediate);
     if (l.mixer == MixerKind::kGatedDeltaNet) continue;
     const AttentionSpec& a = l.attention;
     if (a.heads <= 0 || a.kv_heads <= 0 || a.heads % a.kv_heads != 0)

@@ -83,6 +83,9 @@ void configure_gemma4(const ConfigReader& reader, const Checkpoint& ckpt, ModelC
       reader.error(ErrorKind::kBadInput, "top_k_experts ({}) must be in 1..num_experts ({})", moe.top_k, moe.experts);
     if (moe.expert_intermediate <= 0)
       reader.error(ErrorKind::kBadInput, "moe_intermediate_size must be positive, got {}", moe.expert_intermediate);
+    c.routed_names.router = "router.proj";
+    c.routed_names.per_expert_scale = "router.per_expert_scale";
+    c.routed_names.experts = "experts";
   } else if (reader.get_int("num_experts", 0) > 0) {
     reader.error(ErrorKind::kBadInput, "num_experts is set but enable_moe_block is not");
   }
@@ -173,6 +176,7 @@ std::unique_ptr<Block> make_gemma4_block(const ModelConfig& config, const LayerS
   o.eps = float(config.rms_norm_eps);
   o.per_layer_input = config.per_layer_input_size;
   o.query_only = layer.attention.kv_source >= 0;  // KV-sharing layers have no K/V of their own
+  o.routed_names = config.routed_names;
   return make_gemma4_layer(layer, o, store, prefix);
 }
 

@@ -55,11 +55,7 @@ class Gemma4Layer : public Block {
     up_ = s.linear(p + "mlp.up_proj", intermediate_, H, false);
     down_ = s.linear(p + "mlp.down_proj", H, intermediate_, false);
     if (layer.mlp.routed()) {
-      RoutedNames names;
-      names.router = "router.proj";
-      names.per_expert_scale = "router.per_expert_scale";
-      names.experts = "experts";
-      routed_ = std::make_unique<RoutedExperts>(layer.mlp, int(H), s, p, names);
+      routed_ = std::make_unique<RoutedExperts>(layer.mlp, int(H), s, p, o.routed_names);
       dense_norm_ = s.floats(p + "post_feedforward_layernorm_1.weight", {H});
       pre_routed_norm_ = s.floats(p + "pre_feedforward_layernorm_2.weight", {H});
       post_routed_norm_ = s.floats(p + "post_feedforward_layernorm_2.weight", {H});

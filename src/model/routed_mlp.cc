@@ -203,7 +203,7 @@ void RoutedExperts::forward(const float* router_in, const float* x, int n, float
   const int64_t per_block = out_rows / (8 * std::max(1, ThreadPool::global().size()));
   const int64_t block = std::max<int64_t>(32, (per_block + 31) / 32 * 32);
 
-  // Pass 1: gate and up projections of every group.
+  // fn(expert, its width, first gathered row, rows) for every group with rows.
   auto groups = [&](auto&& fn) {
     for (int64_t e = 0; e < E; ++e) {
       const int32_t b = expert_start_[size_t(e)], m = expert_start_[size_t(e) + 1] - b;
@@ -211,18 +211,18 @@ void RoutedExperts::forward(const float* router_in, const float* x, int n, float
     }
     if (shared) fn(shared_, S, routed_rows, int32_t(n));
   };
+  // Pass 1: the gate and up projections of every group, one pool dispatch.
   items_.clear();
-  groups([&](const Expert& ex, int64_t width_e, size_t b, int32_t m) {
+  groups([&](const Expert& ex, int64_t, size_t b, int32_t m) {
     if (ex.gate_up.rows > 0) {  // fused [2I, H]: row r gives [gate (I) | up (I)]
       add_items(items_, ex.gate_up, xe + b * H, h1 + b * 2 * width, m, block);
     } else {
       add_items(items_, ex.gate, xe + b * H, h1 + b * 2 * width, m, block);
       add_items(items_, ex.up, xe + b * H, h2 + b * width, m, block);
     }
-    (void)width_e;
   });
   run_items(items_);
-  // Activation, then pass 2: the down projections.
+  // The activation (into h2), then pass 2: every down projection, one pool dispatch.
   items_.clear();
   groups([&](const Expert& ex, int64_t width_e, size_t b, int32_t m) {
     float* act = h2 + b * width;

@@ -188,22 +188,25 @@ def qwen35_mlp_tensors(prefix, s):
 def qwen35_moe_tensors(prefix, s):
     """A Qwen3.5-MoE routed MLP: router, experts (fused gate_up_proj/down_proj as Qwen3.6
     ships them, or one tensor per expert with s["experts_layout"] == "per_expert"), and
-    the sigmoid-gated shared expert."""
+    the sigmoid-gated shared expert. The down projections have gain 1 (not 2): the
+    routed sum plus the shared expert then adds about one dense MLP's output to the
+    residual; at gain 2 the 150-token rows were ill-conditioned enough for float32 to
+    reach 1e-4 relative error (SCALAR)."""
     h, e, i, sh = s["hidden"], s["experts"], s["moe_inter"], s["shared_inter"]
     m = f"{prefix}.mlp"
     t = [(f"{prefix}.post_attention_layernorm.weight", (h,), qwen35_norm()),
          (f"{m}.gate.weight", (e, h), linear_init(h))]
     if s.get("experts_layout", "fused") == "fused":
         t += [(f"{m}.experts.gate_up_proj", (e, 2 * i, h), linear_init(h)),
-              (f"{m}.experts.down_proj", (e, h, i), linear_init(i))]
+              (f"{m}.experts.down_proj", (e, h, i), linear_init(i, 1.0))]
     else:
         for x in range(e):
             t += [(f"{m}.experts.{x}.gate_proj.weight", (i, h), linear_init(h)),
                   (f"{m}.experts.{x}.up_proj.weight", (i, h), linear_init(h)),
-                  (f"{m}.experts.{x}.down_proj.weight", (h, i), linear_init(i))]
+                  (f"{m}.experts.{x}.down_proj.weight", (h, i), linear_init(i, 1.0))]
     t += [(f"{m}.shared_expert.gate_proj.weight", (sh, h), linear_init(h)),
           (f"{m}.shared_expert.up_proj.weight", (sh, h), linear_init(h)),
-          (f"{m}.shared_expert.down_proj.weight", (h, sh), linear_init(sh)),
+          (f"{m}.shared_expert.down_proj.weight", (h, sh), linear_init(sh, 1.0)),
           (f"{m}.shared_expert_gate.weight", (1, h), linear_init(h))]
     return t
 
