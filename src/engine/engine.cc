@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "model/routed_mlp.h"
 #include "speculative/adaptive_depth.h"
 #include "speculative/counters.h"
 #include "speculative/drafter.h"
@@ -151,6 +152,8 @@ Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
   s.model = Model::load(s.opt.model_dir, s.opt.load);
   if (s.opt.speculative.num_draft_tokens > 0) s.drafter = make_drafter(*s.model, s.opt.speculative);
   if (s.drafter && s.opt.speculative.adaptive) s.adaptive = std::make_unique<AdaptiveDepth>(s.opt.speculative.num_draft_tokens);
+  for (const LayerSpec& l : s.model->config().layers)
+    if (l.mlp.routed()) s.costs.set_routing(l.mlp.experts, l.mlp.top_k);
   s.slots.resize(size_t(s.opt.parallel));
   for (int i = 0; i < s.opt.parallel; ++i) s.slots[size_t(i)].index = i;
   if (s.drafter)
@@ -407,9 +410,15 @@ bool Engine::Impl::step() {
   int total_rows = 0;
   for (auto& r : batch) total_rows += int(r.tokens.size());
   Stopwatch sw;
+  const RoutedCounters& routed = routed_counters();
+  const uint64_t forwards0 = routed.forwards.load(), experts0 = routed.distinct_experts.load();
   model->forward(std::span<SequenceRows>(batch), result);
   double fwd = sw.seconds();
-  if (!any_prefill) costs.record(total_rows, fwd);
+  // The verify cost of a Mixture-of-Experts model follows the distinct experts it ran.
+  const uint64_t routed_forwards = routed.forwards.load() - forwards0;
+  const double experts_per_layer =
+      routed_forwards ? double(routed.distinct_experts.load() - experts0) / double(routed_forwards) : -1.0;
+  if (!any_prefill) costs.record(total_rows, fwd, experts_per_layer);
 
   for (Slot* slot : in_batch) process(*slot);
 

@@ -6,7 +6,7 @@
 //   per value head h (key head h / (Hv/Hk)), state S [dk, dv]:
 //       S ← e^g S;  S ← S + k̂ (β (v − Sᵀk̂))ᵀ;  o = Sᵀq̂
 //   y = out_proj( w ⊙ RMSNorm(o) ⊙ silu(z) )   (plain w here: the one norm without +1)
-// then the SwiGLU MLP. Decode and speculative verify rows run the per-token rule
+// then the layer's MLP (dense or routed: routed_mlp.h). Decode and speculative verify rows run the per-token rule
 // (delta_rule.h), writing each row's state into its own plane when the forward keeps
 // snapshots; longer prefills use the equivalent chunked form (chunks of 64 rows).
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "model/decoder_block.h"
 #include "model/delta_rule.h"
 #include "model/qwen3_5_layers.h"
+#include "model/routed_mlp.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -44,7 +45,7 @@ class GatedDeltaNetBlock : public Block {
     for (int h = 0; h < d.value_heads; ++h) neg_a_[size_t(h)] = -std::exp(a_log[h]);
     norm_ = s.floats(a + "norm.weight", {d.value_dim});  // plain w: no offset
     out_ = s.linear(a + "out_proj", H, V, false);
-    mlp_ = load_mlp(s, p, hidden_, intermediate_, c.norm_offset);
+    mlp_ = std::make_unique<FeedForward>(c, layer, s, p);
   }
 
   void forward(int layer, const BlockRows& rows, BlockScratch& s) override {
@@ -78,7 +79,7 @@ class GatedDeltaNetBlock : public Block {
     for (size_t i = 0; i < nr * V; ++i) o[i] *= z[i] * sigmoid(z[i]);
     apply(out_, o, n, proj);
     add_into(rows.x, proj, nr * H);
-    run_mlp(mlp_, hidden_, intermediate_, eps_, rows.x, n, s);
+    mlp_->forward(rows.x, n, s);
   }
 
  private:
@@ -160,7 +161,7 @@ class GatedDeltaNetBlock : public Block {
   std::vector<float> neg_a_;           // [Hv] −exp(A_log)
   const float* norm_ = nullptr;        // [dv], plain w
   Linear out_;                         // [H, Hv·dv]
-  MlpWeights mlp_;
+  std::unique_ptr<FeedForward> mlp_;  // dense or routed (LayerSpec::mlp)
 };
 
 }  // namespace

@@ -89,6 +89,17 @@ TEST(Distribution, MtpOnQwen3_5HybridIsLossless) {
   std::printf("mtp qwen3.5: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
 }
 
+TEST(Distribution, MtpOnQwen3_5MoeIsLossless) {
+  // The MoE model's own plain run as the reference distribution (routed MTP layer).
+  static auto plain = histogram(base_options(qwen3_5_moe_model()), 1000000, nullptr);
+  double acc = 0;
+  auto spec = histogram(spec_options(qwen3_5_moe_model(), "mtp", 3), 2000000, &acc);
+  auto r = homogeneity(plain, spec);
+  EXPECT_GT(r.p_value, 0.01) << "mtp qwen3.5-moe: chi2 " << r.statistic << " dof " << r.dof;
+  EXPECT_GT(acc, 0.0);
+  std::printf("mtp qwen3.5-moe: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
+}
+
 TEST(Distribution, AssistantIsLossless) {
   EngineOptions o = spec_options(target_model(), "assistant", 2);
   o.speculative.assistant_dir = assistant_model();
