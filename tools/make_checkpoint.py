@@ -7,7 +7,7 @@ layout: config.json, generation_config.json, model.safetensors or
 model-0000k-of-0000n.safetensors + model.safetensors.index.json, and a small byte-level BPE
 tokenizer (tokenizer.json + tokenizer_config.json with a ChatML template).
 
-  make_checkpoint.py --arch {llama,qwen2,qwen3,mimo,qwen3_5,gemma4} [--mtp {none,mimo,deepseek,qwen35}]
+  make_checkpoint.py --arch {llama,qwen2,qwen3,mimo,qwen3_5,qwen3_5_moe,glm4_moe,gemma4} [--mtp {none,mimo,deepseek,qwen35}]
       [--preset {tiny,qwen3-0.6b,llama-3.2-1b,qwen3.5-0.8b,qwen3.5-2b,gemma4-e2b}] [--vision-language]
       [--k-eq-v] [--dtype {f32,bf16,f16}] [--shards N] [--seed S] [--vocab V] [--layers L] [--mtp-layers K] --out DIR
   make_checkpoint.py --assistant-of TARGET_DIR --out DIR   # MTP-only assistant checkpoint
@@ -25,6 +25,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoint"))
 import architectures as A  # noqa: E402
 import gemma4 as G  # noqa: E402
+import glm4_moe as GLM  # noqa: E402
 import safetensors_reader as R  # noqa: E402
 import safetensors_writer as W  # noqa: E402
 import tokenizer_files as T  # noqa: E402
@@ -111,6 +112,8 @@ def gemma4_shape(args):
     s = dict(G.TINY if args.preset == "tiny" else G.PRESETS[args.preset])
     if args.vocab:
         s["vocab"] = args.vocab
+    if args.moe:  # 26B-A4B-style: routed experts beside every dense MLP
+        s.update(G.TINY_MOE)
     if args.k_eq_v:  # 31B-style full layers: K=V with their own (fewer) key/value heads
         s["k_eq_v"], s["global_kv_heads"] = True, 1
     return s
@@ -119,6 +122,13 @@ def gemma4_shape(args):
 def shape_for(args):
     if args.arch == "gemma4":
         return gemma4_shape(args)
+    if args.arch == "glm4_moe":
+        s = dict(GLM.TINY if args.preset == "tiny" else GLM.PRESETS[args.preset])
+        if args.vocab:
+            s["vocab"] = args.vocab
+        if args.layers:
+            s["layers"] = args.layers
+        return s
     if args.preset == "tiny":
         s = dict(A.TINY[args.arch])
     else:
@@ -132,6 +142,8 @@ def shape_for(args):
         s["layers"] = args.layers
     if args.tied is not None:
         s["tied"] = args.tied
+    if args.experts_layout:
+        s["experts_layout"] = args.experts_layout
     if args.rope_scaling == "none":
         s["rope_scaling"] = None
     elif args.rope_scaling == "llama3" and not s["rope_scaling"]:
@@ -141,7 +153,8 @@ def shape_for(args):
 
 def make_model(args):
     s = shape_for(args)
-    mtp = args.mtp or (A.ARCHS[args.arch][4] if args.arch in A.ARCHS else "none")
+    mtp = args.mtp or (A.ARCHS[args.arch][4] if args.arch in A.ARCHS else
+                       "deepseek" if args.arch == "glm4_moe" else "none")
     st_dtype = W.DTYPE_NAMES[args.dtype]
     os.makedirs(args.out, exist_ok=True)
     if args.arch == "gemma4":
@@ -149,7 +162,9 @@ def make_model(args):
         if args.vision_language:  # vision / audio towers the text model ignores
             tensors.append(("model.vision_tower.patch_embedder.input_proj.weight", (16, 12), A.Init(0.1)))
             tensors.append(("model.audio_tower.subsample_conv_projection.weight", (16, 12), A.Init(0.1)))
-    elif args.arch == "qwen3_5":
+    elif args.arch == "glm4_moe":
+        tensors = GLM.tensors(s, args.mtp_layers if mtp != "none" else 0)
+    elif args.arch in ("qwen3_5", "qwen3_5_moe"):
         n_mtp = args.mtp_layers if mtp != "none" else 0
         tensors = A.qwen35_tensors(s, n_mtp, "model.language_model." if args.vision_language
                                    else "model.")
@@ -168,7 +183,9 @@ def make_model(args):
     dtype_name = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[args.dtype]
     if args.arch == "gemma4":
         config = G.config(s, dtype_name, specials, args.vision_language)
-    elif args.arch == "qwen3_5":
+    elif args.arch == "glm4_moe":
+        config = GLM.config(s, args.mtp_layers if mtp != "none" else 0, dtype_name, specials)
+    elif args.arch in ("qwen3_5", "qwen3_5_moe"):
         config = A.qwen35_config(s, args.mtp_layers if mtp != "none" else 0, dtype_name, specials,
                                  args.vision_language)
     else:
@@ -283,7 +300,7 @@ def make_assistant(args):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--arch", choices=sorted(A.ARCHS) + ["gemma4"])
+    p.add_argument("--arch", choices=sorted(A.ARCHS) + ["gemma4", "glm4_moe"])
     p.add_argument("--mtp", choices=["none", "mimo", "deepseek", "qwen35"],
                    help="MTP layers (default: mimo for --arch mimo, qwen35 for --arch qwen3_5, "
                         "none otherwise)")
@@ -291,10 +308,15 @@ def parse_args(argv):
                    help="qwen3_5: Qwen3_5ForConditionalGeneration layout (text_config, "
                         "model.language_model.*, a vision tensor)")
     p.add_argument("--mtp-layers", type=int, default=1)
+    p.add_argument("--experts-layout", choices=["fused", "per_expert"],
+                   help="MoE: experts.gate_up_proj/down_proj stacked (default) or one tensor per expert")
     p.add_argument("--shared-head", choices=["copy", "random", "none"], default="copy",
                    help="DeepSeek layout: shared_head.head = copy of lm_head (default), "
                         "independent random weights, or absent")
-    p.add_argument("--preset", choices=["tiny"] + sorted(A.PRESETS) + sorted(G.PRESETS), default="tiny")
+    p.add_argument("--preset", choices=["tiny"] + sorted(A.PRESETS) + sorted(G.PRESETS) + sorted(GLM.PRESETS),
+                   default="tiny")
+    p.add_argument("--moe", action="store_true",
+                   help="gemma4: routed experts beside each dense MLP (the 26B-A4B form; tiny: 16 of width 24, top 4)")
     p.add_argument("--k-eq-v", action="store_true",
                    help="gemma4: K=V full layers with one global key/value head (the 31B form)")
     p.add_argument("--dtype", choices=["f32", "bf16", "f16"])
@@ -315,14 +337,20 @@ def parse_args(argv):
         args.dtype = "f32" if args.preset == "tiny" else "bf16"
     if args.mtp_layers < 1:
         p.error("--mtp-layers must be >= 1")
-    if args.arch == "qwen3_5" and args.mtp not in (None, "none", "qwen35"):
-        p.error("--arch qwen3_5 takes --mtp qwen35 or none")
-    if args.arch != "qwen3_5" and args.mtp == "qwen35":
-        p.error("--mtp qwen35 needs --arch qwen3_5")
+    if args.arch in ("qwen3_5", "qwen3_5_moe") and args.mtp not in (None, "none", "qwen35"):
+        p.error(f"--arch {args.arch} takes --mtp qwen35 or none")
+    if args.arch not in ("qwen3_5", "qwen3_5_moe") and args.mtp == "qwen35":
+        p.error("--mtp qwen35 needs --arch qwen3_5 or qwen3_5_moe")
+    if args.experts_layout and args.arch not in ("qwen3_5_moe",):
+        p.error("--experts-layout needs an MoE --arch")
     if args.arch == "gemma4" and args.mtp not in (None, "none"):
         p.error("--arch gemma4 has no MTP layers (its drafter is a separate --assistant-of checkpoint)")
     if args.arch == "gemma4" and args.preset != "tiny" and args.preset not in G.PRESETS:
         p.error(f"--preset {args.preset} is not a gemma4 shape")
+    if args.arch == "glm4_moe" and args.mtp not in (None, "none", "deepseek"):
+        p.error("--arch glm4_moe takes --mtp deepseek (its nextn layer, the default) or none")
+    if (args.arch == "glm4_moe") != (args.preset in GLM.PRESETS) and args.preset != "tiny":
+        p.error(f"--preset {args.preset} and --arch {args.arch} do not match")
     if args.arch != "gemma4" and args.preset in G.PRESETS:
         p.error(f"--preset {args.preset} needs --arch gemma4")
     return args

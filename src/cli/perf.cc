@@ -5,7 +5,10 @@
 // (batch 1), prefill tokens/s over P tokens, and the cost of one forward over k
 // rows relative to one row for k = 1..K (what a speculative verify step costs),
 // plus the effective GB/s of weights streamed per decode token as a fraction of
-// the bandwidth, and the stored weight types (GB of matrices per type). Every figure is the best of --repeats runs (the machine may be shared).
+// the bandwidth, and the stored weight types (GB of matrices per type). For Mixture-of-
+// Experts models the weights counted are those a decode row reads (top-k experts per
+// layer), and the distinct experts per routed layer of each decode and verify forward
+// are reported. Every figure is the best of --repeats runs (the machine may be shared).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 #include "io/checkpoint.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
+#include "model/routed_mlp.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
@@ -49,6 +53,23 @@ struct ModelPerf {
   double prefill_seconds = 0;
   double decode_seconds = 0;            // per token
   std::vector<double> verify_seconds;  // index k-1: one forward over k rows
+  // Mixture of Experts: distinct experts run per routed layer in a decode step and in a
+  // verify of k rows (index k-1); empty for dense models.
+  double decode_experts = 0;
+  std::vector<double> verify_experts;
+};
+
+// Distinct experts per routed-layer forward since `start` (0 when nothing was routed).
+struct ExpertCount {
+  uint64_t forwards = 0, distinct = 0;
+  static ExpertCount now() {
+    RoutedCounters& c = routed_counters();
+    return {c.forwards.load(), c.distinct_experts.load()};
+  }
+  double per_layer_since(const ExpertCount& start) const {
+    const uint64_t n = forwards - start.forwards;
+    return n ? double(distinct - start.distinct) / double(n) : 0.0;
+  }
 };
 
 std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
@@ -82,7 +103,7 @@ ModelPerf measure_model(const PerfFlags& f) {
     // The weight types as stored (a GGUF file mixes them per tensor).
     auto ckpt = Checkpoint::open(f.model);
     for (const std::string& name : ckpt->tensor_names())
-      if (const TensorView* t = ckpt->find(name); t && t->shape.size() == 2)
+      if (const TensorView* t = ckpt->find(name); t && t->shape.size() >= 2)
         perf.matrix_gb_by_type[dtype_name(t->dtype)] += static_cast<double>(t->nbytes) / 1e9;
   }
   LoadOptions options;
@@ -125,13 +146,16 @@ ModelPerf measure_model(const PerfFlags& f) {
     }
     kv->return_to(context);
     double total = 0;
+    const ExpertCount before = ExpertCount::now();
     for (int32_t token : steps) total += timed_forward(*model, *kv, {token}, false, result);
+    perf.decode_experts = ExpertCount::now().per_layer_since(before);
     perf.decode_seconds = std::min(perf.decode_seconds, total / std::max(1, f.decode_steps));
   }
 
   // Verify: one forward over k rows with logits for every row, rolled back each
   // time. Rounds visit k = 1..K in turn so every k sees the same machine load.
   perf.verify_seconds.assign(f.max_k, 1e30);
+  perf.verify_experts.assign(f.max_k, 0.0);
   if (!kv->can_return_to(context)) {
     kv->return_to(0);
     timed_forward(*model, *kv, random_tokens(context, vocab, 4), false, result);
@@ -140,7 +164,9 @@ ModelPerf measure_model(const PerfFlags& f) {
     for (int k = 1; k <= f.max_k; ++k) {
       const auto rows = random_tokens(k, vocab, 100 + k);
       kv->return_to(context);
+      const ExpertCount before = ExpertCount::now();
       perf.verify_seconds[k - 1] = std::min(perf.verify_seconds[k - 1], timed_forward(*model, *kv, rows, true, result));
+      perf.verify_experts[k - 1] = ExpertCount::now().per_layer_since(before);
     }
   return perf;
 }
@@ -177,7 +203,9 @@ int run_perf(const PerfFlags& f) {
     for (size_t i = 0; i < p.verify_seconds.size(); ++i)
       verify.push_back({{"k", i + 1},
                         {"ms", p.verify_seconds[i] * 1e3},
-                        {"relative_to_k1", p.verify_seconds[i] / p.verify_seconds[0]}});
+                        {"relative_to_k1", p.verify_seconds[i] / p.verify_seconds[0]},
+                        {"distinct_experts_per_layer", p.verify_experts[i]}});
+    const bool moe = p.decode_experts > 0;
     out["model"] = {{"dir", p.dir},
                     {"architecture", p.architecture},
                     {"weights", f.mmap_weights ? "mmap" : "copied"},
@@ -191,6 +219,7 @@ int run_perf(const PerfFlags& f) {
                     {"prefill_tokens", f.prefill},
                     {"prefill_tokens_per_s", f.prefill / p.prefill_seconds},
                     {"verify", verify}};
+    if (moe) out["model"]["decode_distinct_experts_per_layer"] = p.decode_experts;
     if (!f.json) {
       fmt::print("model              {} ({}, {:.3f} GB weights, {}; loaded in {:.2f} s)\n", p.dir, p.architecture,
                  p.weight_gb, f.mmap_weights ? "mmap'd" : "copied", p.load_seconds);
@@ -201,11 +230,17 @@ int run_perf(const PerfFlags& f) {
                  decode_tps, p.decode_seconds * 1e3, streamed, 100.0 * streamed / bandwidth);
       fmt::print("prefill            {:.1f} tok/s  ({} tokens in {:.2f} s)\n", f.prefill / p.prefill_seconds,
                  f.prefill, p.prefill_seconds);
+      if (moe)
+        fmt::print("experts            {:.1f} distinct per routed layer per decode step (weights above: those only)\n",
+                   p.decode_experts);
       fmt::print("\nverify cost: one forward over k rows (logits for every row)\n");
-      fmt::print("  k    ms     x k=1   ms/row\n");
-      for (size_t i = 0; i < p.verify_seconds.size(); ++i)
-        fmt::print("  {:<2} {:7.1f}  {:6.2f}  {:7.1f}\n", i + 1, p.verify_seconds[i] * 1e3,
+      fmt::print("  k    ms     x k=1   ms/row{}\n", moe ? "  experts/layer" : "");
+      for (size_t i = 0; i < p.verify_seconds.size(); ++i) {
+        fmt::print("  {:<2} {:7.1f}  {:6.2f}  {:7.1f}", i + 1, p.verify_seconds[i] * 1e3,
                    p.verify_seconds[i] / p.verify_seconds[0], p.verify_seconds[i] * 1e3 / double(i + 1));
+        if (moe) fmt::print("  {:8.1f}", p.verify_experts[i]);
+        fmt::print("\n");
+      }
     }
   }
   if (f.json) std::printf("%s\n", out.dump(2).c_str());

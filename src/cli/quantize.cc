@@ -1,18 +1,23 @@
 // cli/quantize.cc — `nextn quantize SRC --type T --out FILE.gguf`: a BF16/F16/F32
 // Hugging Face checkpoint to a GGUF file that nextn and llama.cpp-style readers load.
 //
-// Type recipe (llama.cpp's choices): 1-D tensors (norms, biases) stay F32; q8_0 / q4_0
+// Type recipe (llama.cpp's choices): 1-D tensors (norms, biases) and MoE routers stay F32; q8_0 / q4_0
 // / q6_k use that type for every matrix; q4_k_m uses Q4_K with Q6_K for attn_v and
 // ffn_down in the "more bits" layers; the output matrix (or the tied embedding) is
 // Q6_K except for q8_0. A matrix whose rows are not a multiple of 256 falls back
 // (Q4_K → Q5_0, Q6_K → Q8_0), and one not a multiple of 32 stays F16.
 // MTP layers are written as llama.cpp's blk.{n_layer + i}.nextn.* tensors; MiMo's
 // input_proj([h; e]) becomes eh_proj([e; h]) by swapping its column halves.
+// Mixture of Experts: the per-expert matrices mlp.experts.{e}.{gate,up,down}_proj of a
+// layer are stacked into one [E, rows, cols] tensor blk.N.ffn_{gate,up,down}_exps, as
+// llama.cpp stores them, with the expert_* metadata keys.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -42,6 +47,8 @@ struct Planned {
   DType dtype;            // what to write
   bool swap_halves;       // MiMo input_proj → eh_proj
   int permute_heads;      // llama Q/K row interleave (0: none)
+  std::vector<std::string> parts;  // stacked experts: the [rows, cols] source of each expert, in order
+  std::vector<int64_t> shape;      // what is written
 };
 
 // llama.cpp's use_more_bits: the first and last eighth of the layers and every third between.
@@ -77,6 +84,7 @@ const char* gguf_arch(const ModelConfig& c) {
   if (c.architecture == "LlamaForCausalLM") return "llama";
   if (c.architecture == "Qwen2ForCausalLM" || c.architecture == "MiMoForCausalLM") return "qwen2";
   if (c.architecture == "Qwen3ForCausalLM") return "qwen3";
+  if (c.architecture == "Glm4MoeForCausalLM") return "glm4moe";
   fail(ErrorKind::kUnsupported, "quantize: architecture {} has no GGUF mapping", c.architecture);
 }
 
@@ -130,8 +138,31 @@ int run_quantize(const QuantizeFlags& f) {
   const int n_mtp = c.mtp_layout == MtpLayout::kNone ? 0 : c.num_mtp_layers;
   const int n_blocks = c.num_layers + n_mtp;
 
+  // The matrix type of `gguf_name` with `cols` columns in this recipe.
+  auto matrix_type = [&](const std::string& gguf_name, int64_t cols) {
+    const bool output = gguf_name == "output.weight" || gguf_name.ends_with(".nextn.shared_head_head.weight") ||
+                        (gguf_name == "token_embd.weight" && c.tie_word_embeddings);
+    DType t_type = base;
+    int layer = -1;
+    if (gguf_name.compare(0, 4, "blk.") == 0) layer = std::stoi(gguf_name.substr(4));
+    if (output && base != DType::kQ8_0) t_type = DType::kQ6_K;
+    if (base == DType::kQ4_K && layer >= 0 && layer < c.num_layers &&
+        (gguf_name.ends_with(".attn_v.weight") || gguf_name.ends_with(".ffn_down.weight") ||
+         gguf_name.ends_with(".ffn_down_exps.weight")) &&
+        use_more_bits(layer, c.num_layers))
+      t_type = DType::kQ6_K;
+    return fallback(t_type, cols);
+  };
+
+  static const std::regex expert_name(R"((model\.layers\.\d+\.mlp\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight)");
+  std::map<std::string, std::map<int, std::string>> stacks;  // "…experts.gate_proj" → expert → source name
   std::vector<Planned> plan;
   for (const std::string& name : ckpt->tensor_names()) {
+    std::smatch m;
+    if (std::regex_match(name, m, expert_name)) {
+      stacks[m[1].str() + "." + m[3].str()][std::stoi(m[2].str())] = name;
+      continue;
+    }
     Planned p;
     p.src_name = name;
     const std::string hf = deepseek_mtp_name(name, c.num_layers, p.swap_halves);
@@ -147,21 +178,32 @@ int run_quantize(const QuantizeFlags& f) {
       if (p.gguf_name.ends_with(".attn_q.weight")) p.permute_heads = c.num_heads;
       if (p.gguf_name.ends_with(".attn_k.weight")) p.permute_heads = c.num_kv_heads;
     }
-    if (t->shape.size() != 2) {
-      p.dtype = DType::kF32;
-    } else {
-      const bool output = p.gguf_name == "output.weight" || p.gguf_name.ends_with(".nextn.shared_head_head.weight") ||
-                          (p.gguf_name == "token_embd.weight" && c.tie_word_embeddings);
-      DType t_type = base;
-      int layer = -1;
-      if (p.gguf_name.compare(0, 4, "blk.") == 0) layer = std::stoi(p.gguf_name.substr(4));
-      if (output && base != DType::kQ8_0) t_type = DType::kQ6_K;
-      if (base == DType::kQ4_K && layer >= 0 && layer < c.num_layers &&
-          (p.gguf_name.ends_with(".attn_v.weight") || p.gguf_name.ends_with(".ffn_down.weight")) &&
-          use_more_bits(layer, c.num_layers))
-        t_type = DType::kQ6_K;
-      p.dtype = fallback(t_type, t->shape[1]);
+    p.shape = t->shape;
+    // Routers stay F32, as llama.cpp keeps ffn_gate_inp: rounding them moves experts' ranks.
+    const bool router = p.gguf_name.ends_with(".ffn_gate_inp.weight");
+    p.dtype = t->shape.size() != 2 || router ? DType::kF32 : matrix_type(p.gguf_name, t->shape[1]);
+    plan.push_back(p);
+  }
+  for (const auto& [stacked, experts] : stacks) {
+    Planned p;
+    p.swap_halves = false;
+    p.permute_heads = 0;
+    p.gguf_name = gguf_name_from_hf(stacked);
+    int e = 0;
+    for (const auto& [index, name] : experts) {
+      if (index != e++) fail(ErrorKind::kBadInput, "{}: {} has no expert {}", f.src, stacked, e - 1);
+      p.parts.push_back(name);
     }
+    const TensorView* first = ckpt->find(p.parts[0]);
+    if (!first || first->shape.size() != 2) fail(ErrorKind::kBadInput, "{}: tensor '{}' is not a float matrix", f.src, p.parts[0]);
+    for (const std::string& name : p.parts) {
+      const TensorView* t = ckpt->find(name);
+      if (!t || t->shape != first->shape)
+        fail(ErrorKind::kBadInput, "{}: expert tensor '{}' differs in shape from '{}'", f.src, name, p.parts[0]);
+    }
+    p.src_name = p.parts[0];
+    p.shape = {int64_t(p.parts.size()), first->shape[0], first->shape[1]};
+    p.dtype = matrix_type(p.gguf_name, first->shape[1]);
     plan.push_back(p);
   }
 
@@ -188,25 +230,47 @@ int run_quantize(const QuantizeFlags& f) {
     fail(ErrorKind::kUnsupported, "quantize: rope_scaling '{}' has no GGUF form in nextn yet", c.rope_scaling.type);
   }
   if (n_mtp > 0) w.set_u32(arch + ".nextn_predict_layers", static_cast<uint32_t>(n_mtp));
+  int first_routed = -1;
+  for (int i = 0; i < c.num_layers && first_routed < 0; ++i)
+    if (c.layers[size_t(i)].mlp.routed()) first_routed = i;
+  if (first_routed >= 0) {
+    const MlpSpec& moe = c.layers[size_t(first_routed)].mlp;
+    if (moe.scoring != RouterScoring::kSigmoid || moe.shared_gate || moe.per_expert_scale)
+      fail(ErrorKind::kUnsupported, "quantize: this router has no GGUF form in nextn yet ({})", c.architecture);
+    w.set_u32(arch + ".expert_count", static_cast<uint32_t>(moe.experts));
+    w.set_u32(arch + ".expert_used_count", static_cast<uint32_t>(moe.top_k));
+    w.set_u32(arch + ".expert_feed_forward_length", static_cast<uint32_t>(moe.expert_intermediate));
+    w.set_u32(arch + ".expert_shared_count", static_cast<uint32_t>(moe.shared_intermediate / moe.expert_intermediate));
+    w.set_u32(arch + ".leading_dense_block_count", static_cast<uint32_t>(first_routed));
+    w.set_f32(arch + ".expert_weights_scale", moe.routed_scale);
+    w.set_bool(arch + ".expert_weights_norm", moe.renormalize);
+    w.set_u32(arch + ".expert_gating_func", 2);  // sigmoid
+    w.set_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(c.layers[0].attention.rotary_dim));
+  }
   write_tokenizer_metadata(f.src, c, w);
 
-  for (const Planned& p : plan) w.add_tensor(p.gguf_name, ckpt->find(p.src_name)->shape, p.dtype);
+  for (const Planned& p : plan) w.add_tensor(p.gguf_name, p.shape, p.dtype);
   w.begin(f.out);
   for (size_t i = 0; i < plan.size(); ++i) {
     const Planned& p = plan[i];
     if (f.progress) print_progress(i, plan.size(), p.gguf_name, p.dtype);
-    const TensorView& t = *ckpt->find(p.src_name);
-    const std::vector<float> x = source_floats(t, p);
     std::vector<uint8_t> bytes(w.tensor_bytes(i));
-    if (p.dtype == DType::kF32) {
-      std::memcpy(bytes.data(), x.data(), bytes.size());
-    } else if (p.dtype == DType::kF16) {
-      for (size_t k = 0; k < x.size(); ++k) {
-        const uint16_t h = f32_to_f16(x[k]);
-        std::memcpy(bytes.data() + 2 * k, &h, 2);
+    // Stacked experts are converted one expert at a time (each a whole number of rows).
+    const std::vector<std::string> parts = p.parts.empty() ? std::vector<std::string>{p.src_name} : p.parts;
+    const size_t part_bytes = bytes.size() / parts.size();
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const std::vector<float> x = source_floats(*ckpt->find(parts[k]), p);
+      uint8_t* out = bytes.data() + k * part_bytes;
+      if (p.dtype == DType::kF32) {
+        std::memcpy(out, x.data(), part_bytes);
+      } else if (p.dtype == DType::kF16) {
+        for (size_t j = 0; j < x.size(); ++j) {
+          const uint16_t h = f32_to_f16(x[j]);
+          std::memcpy(out + 2 * j, &h, 2);
+        }
+      } else {
+        weight_format(p.dtype)->quantize(x.data(), static_cast<int64_t>(x.size()), out);
       }
-    } else {
-      weight_format(p.dtype)->quantize(x.data(), static_cast<int64_t>(x.size()), bytes.data());
     }
     w.write_data(i, bytes.data(), bytes.size());
   }

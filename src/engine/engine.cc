@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "model/routed_mlp.h"
 #include "speculative/adaptive_depth.h"
 #include "speculative/counters.h"
 #include "speculative/drafter.h"
@@ -151,6 +152,8 @@ Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
   s.model = Model::load(s.opt.model_dir, s.opt.load);
   if (s.opt.speculative.num_draft_tokens > 0) s.drafter = make_drafter(*s.model, s.opt.speculative);
   if (s.drafter && s.opt.speculative.adaptive) s.adaptive = std::make_unique<AdaptiveDepth>(s.opt.speculative.num_draft_tokens);
+  for (const LayerSpec& l : s.model->config().layers)
+    if (l.mlp.routed()) s.costs.set_routing(l.mlp.experts, l.mlp.top_k);
   s.slots.resize(size_t(s.opt.parallel));
   for (int i = 0; i < s.opt.parallel; ++i) s.slots[size_t(i)].index = i;
   if (s.drafter)
@@ -296,6 +299,7 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   a->t_admit = now_seconds();
   const ModelConfig& config = model->config();
   a->sampler = std::make_unique<Sampler>(a->req.sampling, config.vocab_size, a->req.prompt);
+  a->sampler->set_constraint(a->req.constraint);
   KvOptions kvo = a->req.kv ? *a->req.kv : opt.kv;
   if (!slot.state || !same_kv_options(kvo, slot.kv_options)) {
     slot.state = model->new_state(opt.ctx_size, kvo);
@@ -336,6 +340,7 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   }
   slot.active = std::move(a);
   if (slot.active->req.max_tokens == 0) finish(slot, FinishReason::kLength);
+  else if (slot.active->req.constraint && slot.active->req.constraint->complete(0)) finish(slot, FinishReason::kStop);
 }
 
 int Engine::Impl::choose_k(Active& a, Slot& slot) {
@@ -405,9 +410,15 @@ bool Engine::Impl::step() {
   int total_rows = 0;
   for (auto& r : batch) total_rows += int(r.tokens.size());
   Stopwatch sw;
+  const RoutedCounters& routed = routed_counters();
+  const uint64_t forwards0 = routed.forwards.load(), experts0 = routed.distinct_experts.load();
   model->forward(std::span<SequenceRows>(batch), result);
   double fwd = sw.seconds();
-  if (!any_prefill) costs.record(total_rows, fwd);
+  // The verify cost of a Mixture-of-Experts model follows the distinct experts it ran.
+  const uint64_t routed_forwards = routed.forwards.load() - forwards0;
+  const double experts_per_layer =
+      routed_forwards ? double(routed.distinct_experts.load() - experts0) / double(routed_forwards) : -1.0;
+  if (!any_prefill) costs.record(total_rows, fwd, experts_per_layer);
 
   for (Slot* slot : in_batch) process(*slot);
 
@@ -528,6 +539,12 @@ bool Engine::Impl::emit(Slot& slot, const TokenEvent& provenance, const float* l
   }
   if (!reply) {
     finish(slot, reply.finish());
+    return false;
+  }
+  // The sampler's constraint has seen every token of the step (verification accepts them
+  // all); the one just emitted is token number `generated`.
+  if (a.req.constraint && a.req.constraint->complete(a.generated)) {
+    finish(slot, FinishReason::kStop);
     return false;
   }
   if (a.generated >= a.req.max_tokens || slot.state->length() + 1 >= opt.ctx_size) {

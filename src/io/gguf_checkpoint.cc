@@ -25,6 +25,7 @@ const std::map<std::string, std::pair<std::string, std::string>>& known_architec
       {"llama", {"LlamaForCausalLM", "llama"}},
       {"qwen2", {"Qwen2ForCausalLM", "qwen2"}},
       {"qwen3", {"Qwen3ForCausalLM", "qwen3"}},
+      {"glm4moe", {"Glm4MoeForCausalLM", "glm4_moe"}},
   };
   return table;
 }
@@ -197,6 +198,25 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
   for (const char* key : {"bos_token_id", "eos_token_id"}) {
     const std::string full = std::string("tokenizer.ggml.") + key;
     if (kv.contains(full) && kv[full].is_number_integer()) c[key] = kv[full];
+  }
+  if (arch == "glm4moe") {
+    // Routed layers (llama.cpp's keys); rope.dimension_count is the partial rotary width.
+    c["n_routed_experts"] = md.integer("expert_count");
+    c["num_experts_per_tok"] = md.integer("expert_used_count");
+    c["moe_intermediate_size"] = md.integer("expert_feed_forward_length");
+    c["n_shared_experts"] = md.integer("expert_shared_count", 0);
+    c["first_k_dense_replace"] = md.integer("leading_dense_block_count", 0);
+    c["routed_scaling_factor"] = md.number("expert_weights_scale", 1.0);
+    const std::string norm_key = arch + ".expert_weights_norm";
+    c["norm_topk_prob"] = !kv.contains(norm_key) || (kv[norm_key].is_boolean() && kv[norm_key].get<bool>());
+    const int64_t gating = md.integer("expert_gating_func", 2);
+    if (gating != 2)
+      fail(ErrorKind::kUnsupported, "{}: metadata key '{}.expert_gating_func' = {} is not supported (supported: 2, sigmoid)",
+           path, arch, gating);
+    const int64_t head_dim = c.contains("head_dim") ? c["head_dim"].get<int64_t>() : c["hidden_size"].get<int64_t>() / n_heads;
+    const int64_t rotary = md.integer("rope.dimension_count", head_dim);
+    c["partial_rotary_factor"] = double(rotary) / double(head_dim);
+    c["attention_bias"] = ckpt->find("model.layers.0.self_attn.q_proj.bias") != nullptr;
   }
   if (arch == "qwen2" && ckpt->find("model.layers.0.self_attn.q_proj.bias") == nullptr)
     fail(ErrorKind::kUnsupported, "{}: qwen2 architecture without attention biases is not supported", path);

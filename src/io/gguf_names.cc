@@ -33,6 +33,16 @@ constexpr NamePair kBlock[] = {
     {"ffn_gate.weight", "mlp.gate_proj.weight"},
     {"ffn_up.weight", "mlp.up_proj.weight"},
     {"ffn_down.weight", "mlp.down_proj.weight"},
+    // Mixture of Experts: router (and its correction bias), the experts stacked
+    // [E, rows, cols] per matrix, the shared expert (DeepSeek / GLM naming).
+    {"ffn_gate_inp.weight", "mlp.gate.weight"},
+    {"exp_probs_b.bias", "mlp.gate.e_score_correction_bias"},
+    {"ffn_gate_exps.weight", "mlp.experts.gate_proj"},
+    {"ffn_up_exps.weight", "mlp.experts.up_proj"},
+    {"ffn_down_exps.weight", "mlp.experts.down_proj"},
+    {"ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight"},
+    {"ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight"},
+    {"ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight"},
     // MTP ("nextn") layers: DeepSeek-V3 / GLM-4.5 names.
     {"nextn.eh_proj.weight", "eh_proj.weight"},
     {"nextn.enorm.weight", "enorm.weight"},

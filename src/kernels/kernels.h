@@ -25,6 +25,11 @@ struct WeightMatrix {
 // larger batches reuse each weight tile across rows (prefill, verify batches).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias = nullptr);
 
+// Output rows [o_begin, o_end) of matmul (y[r, o] for o in the range; y keeps its
+// [n_rows, W.rows] layout), on the calling thread only: for callers that split their
+// own work over the pool (model/routed_mlp.cc: items of (expert, output block)).
+void matmul_outputs(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t o_begin, int64_t o_end);
+
 // out[r] = x[r] / rms(x[r]) * weight, per row of length n. out may alias x.
 void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* out);
 

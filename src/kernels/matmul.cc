@@ -29,6 +29,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/weight_format.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -192,7 +193,10 @@ void run_outputs(const Job& job, int64_t n_rows, int64_t o_begin, int64_t o_end)
   }
 }
 
-void MatmulImpl(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias) {
+// Output rows [o_begin, o_end) of y = x W^T (+ bias) on the calling thread when
+// `threads` is false, else every output row split over the pool.
+void MatmulOutputs(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias,
+                   int64_t o_begin, int64_t o_end, bool threads) {
   const DF df;
   const int64_t n = static_cast<int64_t>(hn::Lanes(df));
   Job job;
@@ -234,13 +238,22 @@ void MatmulImpl(const WeightMatrix& w, const float* x, int64_t n_rows, float* y,
   const size_t grain = n_rows == 1 ? kDecodeOuts : kMaxOuts;
   // Small problems are not worth waking the pool.
   const double work = static_cast<double>(w.rows) * w.cols * n_rows;
-  if (work < 64 * 1024) {
-    run(job, n_rows, 0, w.rows);
+  if (!threads || work < 64 * 1024) {
+    run(job, n_rows, o_begin, o_end);
     return;
   }
   parallel_for(
       static_cast<size_t>(w.rows),
       [&](size_t begin, size_t end, int) { run(job, n_rows, begin, end); }, grain);
+}
+
+void MatmulImpl(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias) {
+  MatmulOutputs(w, x, n_rows, y, bias, 0, w.rows, true);
+}
+
+void MatmulOutputsImpl(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t o_begin,
+                       int64_t o_end) {
+  MatmulOutputs(w, x, n_rows, y, nullptr, o_begin, o_end, false);
 }
 
 const char* TargetNameImpl() { return hwy::TargetName(HWY_TARGET); }
@@ -253,11 +266,14 @@ HWY_AFTER_NAMESPACE();
 namespace nextn {
 
 HWY_EXPORT(MatmulImpl);
+HWY_EXPORT(MatmulOutputsImpl);
 HWY_EXPORT(TargetNameImpl);
 
 // Quantized weights: the activations are quantized once (by the calling thread),
-// then the output rows are split over the pool; every format's matmul reads them.
-static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias) {
+// then the output rows are split over the pool (threads) or run on this thread
+// (rows [o_begin, o_end)); every format's matmul reads them.
+static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias,
+                             int64_t o_begin = 0, int64_t o_end = -1, bool threads = true) {
   const WeightFormat* format = weight_format(w.dtype);
   thread_local std::vector<int16_t> q;
   thread_local std::vector<float> scale, sum;
@@ -274,12 +290,20 @@ static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_ro
   job.y_stride = w.rows;
   job.bias = bias;
   const double work = static_cast<double>(w.rows) * w.cols * n_rows;
-  if (work < 64 * 1024) {
-    format->matmul(job, 0, w.rows);
+  if (!threads || work < 64 * 1024) {
+    format->matmul(job, o_begin, o_end < 0 ? w.rows : o_end);
     return;
   }
   parallel_for(
       static_cast<size_t>(w.rows), [&](size_t begin, size_t end, int) { format->matmul(job, begin, end); }, 8);
+}
+
+void matmul_outputs(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t o_begin, int64_t o_end) {
+  if (n_rows <= 0 || o_end <= o_begin) return;
+  if (o_begin < 0 || o_end > w.rows)
+    fail(ErrorKind::kInternal, "matmul_outputs: rows [{}, {}) of a {}-row matrix", o_begin, o_end, w.rows);
+  if (is_quantized(w.dtype)) return quantized_matmul(w, x, n_rows, y, nullptr, o_begin, o_end, false);
+  HWY_DYNAMIC_DISPATCH(MatmulOutputsImpl)(w, x, n_rows, y, o_begin, o_end);
 }
 
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias) {

@@ -40,8 +40,10 @@ extern const Architecture kQwen3Architecture;
 extern const Architecture kMiMoArchitecture;
 extern const Architecture kQwen3_5Architecture;             // Qwen3_5ForCausalLM
 extern const Architecture kQwen3_5VisionLanguageArchitecture;  // Qwen3_5ForConditionalGeneration (text part)
-extern const Architecture kQwen3_5MoeArchitecture;          // refused: MoE
-extern const Architecture kQwen3NextArchitecture;           // refused: MoE
+extern const Architecture kQwen3_5MoeArchitecture;          // Qwen3_5MoeForConditionalGeneration (text part)
+extern const Architecture kQwen3_5MoeTextArchitecture;      // Qwen3_5MoeForCausalLM
+extern const Architecture kQwen3NextArchitecture;           // refused: grouped GDN projections
+extern const Architecture kGlm4MoeArchitecture;             // Glm4MoeForCausalLM (GLM-4.5 / 4.5-Air / 4.6)
 extern const Architecture kGemma4Architecture;              // Gemma4ForCausalLM
 extern const Architecture kGemma4MultimodalArchitecture;    // Gemma4ForConditionalGeneration (text part)
 

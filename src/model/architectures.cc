@@ -14,7 +14,9 @@ const std::vector<const Architecture*>& architectures() {
       &kQwen3_5Architecture,
       &kQwen3_5VisionLanguageArchitecture,
       &kQwen3_5MoeArchitecture,
+      &kQwen3_5MoeTextArchitecture,
       &kQwen3NextArchitecture,
+      &kGlm4MoeArchitecture,
       &kGemma4Architecture,
       &kGemma4MultimodalArchitecture,
   };

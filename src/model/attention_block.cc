@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "model/decoder_block.h"
+#include "model/rope_table.h"
+#include "model/routed_mlp.h"
 #include "util/error.h"
 
 namespace nextn {
@@ -10,8 +12,9 @@ namespace {
 
 class AttentionBlock : public Block {
  public:
-  AttentionBlock(BlockWeights w, const BlockShape& shape, std::vector<float> inv_freq)
-      : w_(w), shape_(shape), inv_freq_(std::move(inv_freq)) {}
+  AttentionBlock(BlockWeights w, const BlockShape& shape, std::vector<float> inv_freq,
+                 std::unique_ptr<FeedForward> mlp = nullptr)
+      : w_(w), shape_(shape), inv_freq_(std::move(inv_freq)), mlp_(std::move(mlp)) {}
 
   void forward(int layer, const BlockRows& rows, BlockScratch& s) override {
     // Every sequence's cache slot for this layer; the shared block appends and attends
@@ -28,13 +31,14 @@ class AttentionBlock : public Block {
       kv.push_back({slot.cache, seg.row0, seg.n, seg.pos});
     }
     if (kv_layer < 0) return;
-    run_block(w_, shape_, inv_freq_.data(), kv_layer, rows.x, rows.n_rows, rows.positions, kv, s);
+    run_block(w_, shape_, inv_freq_.data(), kv_layer, rows.x, rows.n_rows, rows.positions, kv, s, mlp_.get());
   }
 
  private:
   BlockWeights w_;
   BlockShape shape_;
   std::vector<float> inv_freq_;
+  std::unique_ptr<FeedForward> mlp_;  // routed layers: the MLP (w_ has no dense one)
 };
 
 }  // namespace
@@ -48,6 +52,7 @@ BlockShape attention_block_shape(const ModelConfig& config, const LayerSpec& lay
   b.intermediate = layer.intermediate;
   b.qkv_bias = layer.attention.qkv_bias;
   b.qk_norm = layer.attention.qk_norm;
+  b.rotary_dim = layer.attention.rotary_dim;
   b.eps = static_cast<float>(config.rms_norm_eps);
   return b;
 }
@@ -55,6 +60,19 @@ BlockShape attention_block_shape(const ModelConfig& config, const LayerSpec& lay
 std::unique_ptr<Block> make_attention_block(WeightStore& store, const std::string& prefix, const BlockShape& shape,
                                             std::vector<float> inv_freq) {
   return std::make_unique<AttentionBlock>(load_block(store, prefix, shape), shape, std::move(inv_freq));
+}
+
+std::unique_ptr<Block> make_attention_block(const ModelConfig& config, const LayerSpec& layer, WeightStore& store,
+                                            const std::string& prefix) {
+  BlockShape shape = attention_block_shape(config, layer);
+  const AttentionSpec& a = layer.attention;
+  std::vector<float> inv_freq = rope_inv_freq(a.rotary_dim > 0 ? a.rotary_dim : a.head_dim, a.rope_theta,
+                                              config.rope_scaling);
+  if (!layer.mlp.routed()) return std::make_unique<AttentionBlock>(load_block(store, prefix, shape), shape, std::move(inv_freq));
+  shape.intermediate = 0;  // no dense MLP: the routed one
+  BlockWeights w = load_block(store, prefix, shape);
+  auto mlp = std::make_unique<FeedForward>(config, layer, store, prefix);
+  return std::make_unique<AttentionBlock>(w, shape, std::move(inv_freq), std::move(mlp));
 }
 
 }  // namespace nextn

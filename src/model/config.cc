@@ -126,6 +126,10 @@ void check_layers(const ConfigReader& reader, const ModelConfig& c) {
   for (size_t i = 0; i < c.layers.size(); ++i) {
     const LayerSpec& l = c.layers[i];
     if (l.intermediate <= 0) reader.error(ErrorKind::kBadInput, "layer {}: MLP width must be positive", i);
+    const MlpSpec& m = l.mlp;
+    if (m.routed() && (m.top_k <= 0 || m.top_k > m.experts || m.expert_intermediate <= 0 || m.shared_intermediate < 0))
+      reader.error(ErrorKind::kBadInput, "layer {}: {} experts, top-{}, expert width {}, shared width {} do not make a routed MLP",
+                   i, m.experts, m.top_k, m.expert_intermediate, m.shared_intermediate);
     if (l.mixer == MixerKind::kGatedDeltaNet) continue;
     const AttentionSpec& a = l.attention;
     if (a.heads <= 0 || a.kv_heads <= 0 || a.heads % a.kv_heads != 0)
@@ -162,7 +166,9 @@ ModelConfig parse_model_config(const Checkpoint& ckpt) {
   c.model_type = reader.get_string("model_type", arch.model_type);
   c.vocab_size = reader.require_int("vocab_size");
   c.hidden_size = reader.require_int("hidden_size");
-  c.intermediate_size = reader.require_int("intermediate_size");
+  // MoE-only configs (qwen3_5_moe) have no dense width: the experts' width stands in.
+  const bool routed_only = !reader.has("intermediate_size") && reader.has("num_experts");
+  c.intermediate_size = reader.require_int(routed_only ? "moe_intermediate_size" : "intermediate_size");
   c.num_layers = reader.require_int("num_hidden_layers");
   c.num_heads = reader.require_int("num_attention_heads");
   require_positive(reader, "vocab_size", c.vocab_size);

@@ -55,12 +55,49 @@ struct DeltaNetSpec {
   size_t conv_floats() const { return size_t(conv_kernel - 1) * conv_channels(); }
 };
 
-// One decoder layer, as data: which mixer, its shape, and the MLP width.
+// How a routed MLP turns router logits into expert scores.
+enum class RouterScoring {
+  kSoftmax,  // softmax over all experts (Qwen, Gemma 4)
+  kSigmoid,  // sigmoid per expert (GLM-4.5, DeepSeek-V3)
+};
+
+// The MLP of one decoder layer, as data. Dense (experts == 0): a gated MLP of width
+// LayerSpec::intermediate. Routed (Mixture of Experts): a router picks top_k of
+// `experts` per row, y = Σ w_e · expert_e(x) (+ shared expert) (+ a dense MLP beside
+// them); model/routed_mlp.cc runs it, rows grouped by expert.
+struct MlpSpec {
+  int experts = 0;                // routed experts E; 0: dense
+  int top_k = 0;                  // experts chosen per row
+  int expert_intermediate = 0;    // width of each routed expert
+  RouterScoring scoring = RouterScoring::kSoftmax;
+  bool renormalize = true;        // the chosen scores divided by their sum (norm_topk_prob)
+  float routed_scale = 1.0f;      // the weights times this (GLM routed_scaling_factor)
+  bool correction_bias = false;   // GLM: router e_score_correction_bias, added for the choice only
+  bool per_expert_scale = false;  // Gemma 4: weight of expert e times router.per_expert_scale[e]
+  int shared_intermediate = 0;    // width of the always-on shared expert, 0: none
+  bool shared_gate = false;       // Qwen: shared expert output times sigmoid(shared_expert_gate · x)
+  bool gelu = false;              // GeGLU (gelu_tanh) instead of SwiGLU (Gemma 4)
+  bool routed() const { return experts > 0; }
+};
+
+// Where a family keeps its routed tensors, relative to the layer prefix.
+struct RoutedNames {
+  std::string router = "mlp.gate";            // .weight [E, H]; GLM: .e_score_correction_bias [E]
+  std::string per_expert_scale;               // Gemma 4: "router.per_expert_scale" [E]
+  // Fused: .gate_up_proj [E, 2I, H] (rows [0, I) gate, [I, 2I) up) and .down_proj [E, H, I];
+  // or one tensor per expert: .{e}.gate_proj.weight [I, H], .{e}.up_proj.weight, .{e}.down_proj.weight [H, I].
+  std::string experts = "mlp.experts";
+  std::string shared = "mlp.shared_expert";   // .{gate,up,down}_proj.weight (width shared_intermediate)
+  std::string shared_gate = "mlp.shared_expert_gate";  // .weight [1, H]
+};
+
+// One decoder layer, as data: which mixer, its shape, and the MLP.
 struct LayerSpec {
   MixerKind mixer = MixerKind::kAttention;
   AttentionSpec attention;  // kAttention / kSlidingAttention
   DeltaNetSpec delta_net;   // kGatedDeltaNet
-  int intermediate = 0;     // MLP width of this layer
+  int intermediate = 0;     // width of the dense MLP of this layer (unused when routed alone)
+  MlpSpec mlp;              // dense or routed
 };
 
 struct RopeScaling {
@@ -93,6 +130,7 @@ struct ModelConfig {
   // Per-layer specification (size num_layers). Filled from the flat fields above
   // for uniform architectures; hybrid ones (Qwen3.5) set it in their configure().
   std::vector<LayerSpec> layers;
+  RoutedNames routed_names;              // routed layers: where their tensors are
   std::string weight_prefix = "model.";  // tensors of the trunk: model.layers.{i}.*, model.norm, ...
   float norm_offset = 0.0f;              // RMSNorm scale is (offset + w): 1 for Qwen3.5's (1+w) norms
   float embedding_scale = 1.0f;          // the embedded rows are multiplied by this (Gemma: sqrt(hidden))

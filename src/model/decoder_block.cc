@@ -3,6 +3,9 @@
 
 #include <cmath>
 
+#include "model/rope_table.h"
+#include "model/routed_mlp.h"
+
 namespace nextn {
 
 BlockWeights load_block(WeightStore& s, const std::string& p, const BlockShape& sh) {
@@ -18,6 +21,7 @@ BlockWeights load_block(WeightStore& s, const std::string& p, const BlockShape& 
     w.k_norm = s.vector(p + "self_attn.k_norm.weight", sh.head_dim);
   }
   w.post_norm = s.vector(p + "post_attention_layernorm.weight", sh.hidden);
+  if (sh.intermediate == 0) return w;  // a routed MLP instead (FeedForward)
   w.gate = s.linear(p + "mlp.gate_proj", sh.intermediate, sh.hidden, false);
   w.up = s.linear(p + "mlp.up_proj", sh.intermediate, sh.hidden, false);
   w.down = s.linear(p + "mlp.down_proj", sh.hidden, sh.intermediate, false);
@@ -44,7 +48,7 @@ void add_into(float* __restrict y, const float* __restrict x, size_t n) {
 }
 
 void run_block(const BlockWeights& w, const BlockShape& sh, const float* inv_freq, int kv_layer, float* x, int n_rows,
-               const int32_t* positions, std::span<const KvSegment> segments, BlockScratch& s) {
+               const int32_t* positions, std::span<const KvSegment> segments, BlockScratch& s, FeedForward* mlp) {
   s.reserve(n_rows, sh);
   const int64_t H = sh.hidden, D = sh.head_dim;
   const int64_t q_dim = sh.heads * D, kv_dim = sh.kv_heads * D;
@@ -59,8 +63,13 @@ void run_block(const BlockWeights& w, const BlockShape& sh, const float* inv_fre
     rms_norm(s.q.data(), w.q_norm, int64_t(n_rows) * sh.heads, D, sh.eps, s.q.data());
     rms_norm(s.k.data(), w.k_norm, int64_t(n_rows) * sh.kv_heads, D, sh.eps, s.k.data());
   }
-  rope(s.q.data(), n_rows, sh.heads, D, positions, inv_freq);
-  rope(s.k.data(), n_rows, sh.kv_heads, D, positions, inv_freq);
+  if (sh.rotary_dim > 0 && sh.rotary_dim < D) {
+    partial_rope(s.q.data(), n_rows, sh.heads, int(D), sh.rotary_dim, positions, inv_freq);
+    partial_rope(s.k.data(), n_rows, sh.kv_heads, int(D), sh.rotary_dim, positions, inv_freq);
+  } else {
+    rope(s.q.data(), n_rows, sh.heads, D, positions, inv_freq);
+    rope(s.k.data(), n_rows, sh.kv_heads, D, positions, inv_freq);
+  }
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   for (const KvSegment& seg : segments) {
     seg.kv->append(kv_layer, seg.pos, seg.n, s.k.data() + seg.row0 * kv_dim, s.v.data() + seg.row0 * kv_dim);
@@ -70,6 +79,7 @@ void run_block(const BlockWeights& w, const BlockShape& sh, const float* inv_fre
   add_into(x, s.proj.data(), residual_n);
 
   // MLP.
+  if (mlp) return mlp->forward(x, n_rows, s);
   rms_norm(x, w.post_norm, n_rows, H, sh.eps, s.xn.data());
   apply(w.gate, s.xn.data(), n_rows, s.gate.data());
   apply(w.up, s.xn.data(), n_rows, s.up.data());

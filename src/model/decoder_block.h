@@ -21,6 +21,7 @@ struct BlockShape {
   int intermediate = 0;
   bool qkv_bias = false;
   bool qk_norm = false;
+  int rotary_dim = 0;  // < head_dim: partial rotary (NeoX on the first rotary_dim dims); 0: the whole head
   float eps = 1e-6f;
 };
 
@@ -62,14 +63,22 @@ struct BlockScratch {
   }
 };
 
+class FeedForward;
+
 // x: [n_rows, hidden] residual stream, updated in place. positions: [n_rows].
+// `mlp` set: it replaces the block's dense MLP (w.gate/up/down unused; a routed layer).
 void run_block(const BlockWeights& w, const BlockShape& shape, const float* inv_freq, int kv_layer, float* x,
-               int n_rows, const int32_t* positions, std::span<const KvSegment> segments, BlockScratch& scratch);
+               int n_rows, const int32_t* positions, std::span<const KvSegment> segments, BlockScratch& scratch,
+               FeedForward* mlp = nullptr);
 
 // The shared block as a Block: attention over the layer's slot in each sequence state,
-// RoPE from `inv_freq` (head_dim / 2 entries).
+// RoPE from `inv_freq` (head_dim / 2 entries, or rotary_dim / 2 for partial rotary).
 std::unique_ptr<Block> make_attention_block(WeightStore& store, const std::string& prefix, const BlockShape& shape,
                                             std::vector<float> inv_freq);
+// The shared block for `layer` of `config`: its attention shape and RoPE, and its MLP
+// as LayerSpec::mlp says (dense, or routed experts: routed_mlp.h).
+std::unique_ptr<Block> make_attention_block(const ModelConfig& config, const LayerSpec& layer, WeightStore& store,
+                                            const std::string& prefix);
 
 // The pre-norm SwiGLU MLP with its residual: x += down(silu(gate(n)) * up(n)), n = RMSNorm(x).
 struct MlpWeights {

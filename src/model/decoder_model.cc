@@ -44,9 +44,7 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
     if (arch.make_block) {
       layers_.push_back(arch.make_block(c, spec, store_, p));
     } else {
-      const AttentionSpec& a = spec.attention;
-      layers_.push_back(make_attention_block(store_, p, attention_block_shape(c, spec),
-                                             rope_inv_freq(a.head_dim, a.rope_theta, c.rope_scaling)));
+      layers_.push_back(make_attention_block(c, spec, store_, p));
     }
     state_layout_.push_back(layer_state_spec(spec));
   }
@@ -63,6 +61,7 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
     weight_bytes_ = store_.matrix_bytes() - embedding_bytes;
   }
   if (input_stage_) weight_bytes_ = weight_bytes_ - stage_bytes + input_stage_->bytes_per_row();
+  weight_bytes_ -= store_.unread_bytes();  // a decode row reads top_k of the routed experts
 
   if (c.mtp_layout != MtpLayout::kNone && c.num_mtp_layers > 0) {
     MtpHeadConfig spec;
@@ -75,6 +74,9 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
     spec.arch = &arch;
     for (const LayerSpec& l : c.layers)
       if (l.mixer == MixerKind::kAttention) spec.layer = l;  // the MTP layer is full attention, as the trunk's
+    // ... and its MLP is routed when the trunk's is (qwen3_5_moe's MTP layer has experts).
+    for (const LayerSpec& l : c.layers)
+      if (l.mlp.routed()) spec.layer.mlp = l.mlp;
     mtp_ = make_mtp_head(spec, *this, store_);
   }
   // With copied weights the mapping is no longer needed (unless a row table lives there).

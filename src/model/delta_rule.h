@@ -1,7 +1,10 @@
-// model/delta_rule.h — the per-token gated delta rule of Gated DeltaNet (Highway,
-// run-time dispatch), the inner loop of decode and speculative verify. Single-threaded:
-// the caller parallelizes over value heads.
+// model/delta_rule.h — the gated delta rule of Gated DeltaNet (Highway, run-time
+// dispatch): the per-token form, the inner loop of decode and speculative verify, and
+// the chunked form that prefill uses. Single-threaded: the caller parallelizes over
+// value heads.
 #pragma once
+#include <cstddef>
+#include <vector>
 
 namespace nextn {
 
@@ -10,5 +13,22 @@ namespace nextn {
 // which is S ← αS (decay first), S ← S + k (β (v − Sᵀk))ᵀ, o = Sᵀq. s_out may be s_in.
 void delta_rule_step(const float* s_in, float* s_out, const float* q, const float* k, const float* v, float alpha,
                      float beta, int dk, int dv, float* o);
+
+// Work space of chunked_delta_rule (one per thread; grown on first use).
+struct DeltaChunkScratch {
+  std::vector<float> gamma, tail, L, U, Wk, Vp, qk;
+};
+
+// The chunked (parallel) form of the rule over `n` rows for one value head, updating S
+// in place (exactly the per-token rule in exact arithmetic). q, k and v rows have
+// stride qs, β and g entries stride gs, o rows stride os. Within a chunk of `chunk`
+// rows with γ_i = Σ_{s≤i} g_s:
+//   L_ij = β_i (k_i·k_j) e^{γ_i−γ_j} (j < i);  (I + L) U = β⊙V;  (I + L) W = β⊙e^γ⊙K
+//   V' = U − W S;  O_i = e^{γ_i} q_i S + Σ_{j≤i} (q_i·k_j) e^{γ_i−γ_j} V'_j
+//   S ← e^{γ_last} S + Σ_j e^{γ_last−γ_j} k_j V'_jᵀ
+// Only differences γ_i − γ_j with j ≤ i are exponentiated (no overflow).
+void chunked_delta_rule(float* S, const float* q, const float* k, const float* v, size_t qs, const float* beta,
+                        const float* g, size_t gs, int n, int chunk, int dk, int dv, float* o, size_t os,
+                        DeltaChunkScratch& scratch);
 
 }  // namespace nextn

@@ -14,7 +14,7 @@
 //   - embedding × √H, tied head, final logits cap·tanh(z / cap)
 //   - the last num_kv_shared_layers layers read the KV of the last earlier layer of the
 //     same type and use 2 × intermediate_size when use_double_wide_mlp
-// The MoE variant (enable_moe_block, 26B-A4B) is refused at load.
+// The MoE variant (enable_moe_block, 26B-A4B) adds routed experts beside each dense MLP.
 #include <cmath>
 
 #include "io/checkpoint.h"
@@ -70,8 +70,25 @@ std::vector<std::string> layer_types(const ConfigReader& reader, int n_layers) {
 }
 
 void configure_gemma4(const ConfigReader& reader, const Checkpoint& ckpt, ModelConfig& c) {
-  if (reader.get_bool("enable_moe_block", false) || reader.get_int("num_experts", 0) > 0)
-    reader.error(ErrorKind::kUnsupported, "MoE is not supported yet (enable_moe_block: Gemma 4 26B-A4B)");
+  // 26B-A4B: routed GeGLU experts beside every layer's dense MLP (softmax, top-k
+  // renormalised, per-expert scale; gemma4_layer.cc).
+  MlpSpec moe;
+  if (reader.get_bool("enable_moe_block", false)) {
+    moe.experts = reader.require_int("num_experts");
+    moe.top_k = reader.require_int("top_k_experts");
+    moe.expert_intermediate = reader.require_int("moe_intermediate_size");
+    moe.per_expert_scale = true;
+    moe.gelu = true;
+    if (moe.experts <= 0 || moe.top_k <= 0 || moe.top_k > moe.experts)
+      reader.error(ErrorKind::kBadInput, "top_k_experts ({}) must be in 1..num_experts ({})", moe.top_k, moe.experts);
+    if (moe.expert_intermediate <= 0)
+      reader.error(ErrorKind::kBadInput, "moe_intermediate_size must be positive, got {}", moe.expert_intermediate);
+    c.routed_names.router = "router.proj";
+    c.routed_names.per_expert_scale = "router.per_expert_scale";
+    c.routed_names.experts = "experts";
+  } else if (reader.get_int("num_experts", 0) > 0) {
+    reader.error(ErrorKind::kBadInput, "num_experts is set but enable_moe_block is not");
+  }
   const std::string act = reader.get_string("hidden_activation", "gelu_pytorch_tanh");
   if (act != "gelu_pytorch_tanh")
     reader.error(ErrorKind::kUnsupported, "hidden_activation '{}' is not supported (supported: gelu_pytorch_tanh)", act);
@@ -126,6 +143,7 @@ void configure_gemma4(const ConfigReader& reader, const Checkpoint& ckpt, ModelC
     a.qk_norm = true;
     a.value_is_key = full && k_eq_v;
     l.intermediate = c.intermediate_size * (double_wide && i >= first_shared ? 2 : 1);
+    l.mlp = moe;
     if (i >= first_shared) {
       for (int j = first_shared - 1; j >= 0; --j)
         if (types[size_t(j)] == types[size_t(i)]) {
@@ -158,6 +176,7 @@ std::unique_ptr<Block> make_gemma4_block(const ModelConfig& config, const LayerS
   o.eps = float(config.rms_norm_eps);
   o.per_layer_input = config.per_layer_input_size;
   o.query_only = layer.attention.kv_source >= 0;  // KV-sharing layers have no K/V of their own
+  o.routed_names = config.routed_names;
   return make_gemma4_layer(layer, o, store, prefix);
 }
 

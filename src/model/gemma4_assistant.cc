@@ -98,6 +98,7 @@ class Gemma4AssistantImpl : public Gemma4Assistant {
                   kv_heads);
       spec.attention.heads = heads;
       spec.intermediate = intermediate;
+      spec.mlp = MlpSpec{};  // the assistant's MLPs are dense, whatever the target's are
       Gemma4BlockOptions o;
       o.hidden = hidden_;
       o.eps = eps_;

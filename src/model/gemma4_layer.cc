@@ -5,6 +5,11 @@
 //   x += RMSNorm_w(down(gelu_tanh(gate(m)) ⊙ up(m)); post_feedforward_layernorm), m = RMSNorm_w(x; pre_feedforward_layernorm)
 //   PLE: x += RMSNorm_w(per_layer_projection(gelu_tanh(per_layer_input_gate(x)) ⊙ ple_layer); post_per_layer_input_norm)
 //   x *= layer_scalar
+// 26B-A4B (LayerSpec::mlp routed, §2.7): the dense MLP above ends in post_feedforward_layernorm_1
+// and runs beside routed experts (routed_mlp.h; GeGLU, fused experts.gate_up_proj):
+//   m2 = RMSNorm_w(Σ_e w_e expert_e(RMSNorm_w(x; pre_feedforward_layernorm_2)); post_feedforward_layernorm_2),
+//   router over RMSNorm(x) ⊙ router.scale · H^-1/2 (no weight of its own), top-k renormalised,
+//   w_e · router.per_expert_scale[e]; x += RMSNorm_w(m1 + m2; post_feedforward_layernorm)
 // Sliding layers attend over their window (the cache's shape holds it); KV-sharing
 // layers and the assistant's layers are query-only and read another layer's slot.
 #include <algorithm>
@@ -13,6 +18,7 @@
 #include "model/decoder_block.h"
 #include "model/gemma4_layers.h"
 #include "model/rope_table.h"
+#include "model/routed_mlp.h"
 #include "util/error.h"
 
 namespace nextn {
@@ -48,6 +54,16 @@ class Gemma4Layer : public Block {
     gate_ = s.linear(p + "mlp.gate_proj", intermediate_, H, false);
     up_ = s.linear(p + "mlp.up_proj", intermediate_, H, false);
     down_ = s.linear(p + "mlp.down_proj", H, intermediate_, false);
+    if (layer.mlp.routed()) {
+      routed_ = std::make_unique<RoutedExperts>(layer.mlp, int(H), s, p, o.routed_names);
+      dense_norm_ = s.floats(p + "post_feedforward_layernorm_1.weight", {H});
+      pre_routed_norm_ = s.floats(p + "pre_feedforward_layernorm_2.weight", {H});
+      post_routed_norm_ = s.floats(p + "post_feedforward_layernorm_2.weight", {H});
+      // The router's input is RMSNorm(x) (no weight) ⊙ router.scale · H^-1/2: one scale vector.
+      const float* scale = s.floats(p + "router.scale", {H});
+      router_scale_.resize(size_t(H));
+      for (int64_t i = 0; i < H; ++i) router_scale_[size_t(i)] = scale[i] / std::sqrt(float(H));
+    }
     layer_scalar_ = *s.floats(p + "layer_scalar", {1});
     if (o.per_layer_input > 0) {
       ple_gate_ = s.linear(p + "per_layer_input_gate", o.per_layer_input, H, false);
@@ -109,6 +125,17 @@ class Gemma4Layer : public Block {
     gelu_tanh(gate, nr * intermediate_);
     for (size_t i = 0; i < nr * intermediate_; ++i) gate[i] *= up[i];
     apply(down_, gate, n, proj);
+    if (routed_) {
+      // Dense and routed branches, each normed, summed, then the shared post-norm.
+      rms_norm(proj, dense_norm_, n, H, o_.eps, proj);
+      float* router_in = BlockScratch::grow(s.aux0, nr * H);
+      float* routed = BlockScratch::grow(s.aux1, nr * H);
+      rms_norm(rows.x, router_scale_.data(), n, H, o_.eps, router_in);
+      rms_norm(rows.x, pre_routed_norm_, n, H, o_.eps, xn);
+      routed_->forward(router_in, xn, n, routed);
+      rms_norm(routed, post_routed_norm_, n, H, o_.eps, routed);
+      add_into(proj, routed, nr * H);
+    }
     rms_norm(proj, post_feedforward_norm_, n, H, o_.eps, proj);
     add_into(rows.x, proj, nr * H);
 
@@ -173,6 +200,11 @@ class Gemma4Layer : public Block {
   const float* post_feedforward_norm_ = nullptr;  // [H]
   Linear gate_, up_;                              // [I, H]
   Linear down_;                                   // [H, I]
+  std::unique_ptr<RoutedExperts> routed_;         // 26B-A4B: experts beside the dense MLP
+  const float* dense_norm_ = nullptr;             // post_feedforward_layernorm_1 [H]
+  const float* pre_routed_norm_ = nullptr;        // pre_feedforward_layernorm_2 [H]
+  const float* post_routed_norm_ = nullptr;       // post_feedforward_layernorm_2 [H]
+  std::vector<float> router_scale_;               // router.scale / sqrt(H) [H]
   float layer_scalar_ = 1.0f;                     // layer_scalar [1]
   Linear ple_gate_;                               // per_layer_input_gate [P, H]
   Linear ple_projection_;                         // per_layer_projection [H, P]

@@ -16,6 +16,7 @@ struct Gemma4BlockOptions {
   float eps = 1e-6f;
   int per_layer_input = 0;  // P > 0: the layer adds its per-layer embedding (BlockRows::layer_inputs)
   bool query_only = false;  // no k/v projections: attends over KV another layer (or the target) wrote
+  RoutedNames routed_names;  // 26B-A4B (LayerSpec::mlp routed): router.proj, router.per_expert_scale, experts
 };
 
 // Binds `prefix`{input_layernorm, self_attn.*, post_attention_layernorm,

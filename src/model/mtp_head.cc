@@ -68,7 +68,10 @@ class MtpHeadImpl : public MtpHead {
                      ? store.matrix(p + "shared_head.head.weight", target.config().vocab_size, H)
                      : target.lm_head();
       }
-      w.block = make_attention_block(store, p, spec.block, spec.inv_freq);
+      // The target's own head: its layer as the trunk's (partial rotary, routed MLP: GLM-4.5);
+      // an assistant checkpoint: the flat shape.
+      w.block = spec.config ? make_attention_block(*spec.config, spec.layer, store, p)
+                            : make_attention_block(store, p, spec.block, spec.inv_freq);
       layers_.push_back(std::move(w));
     }
   }

@@ -5,7 +5,9 @@
 // attention, the others Gated DeltaNet (qwen3_5_attention.cc, qwen3_5_delta_net.cc).
 // RMSNorm scales are (1 + w) (norm_offset 1) except the DeltaNet output norm. The MTP
 // head (mtp.*, mtp_num_hidden_layers) is one gated attention layer with its own KV.
-// The MoE variants (qwen3_5_moe, Qwen3-Next) are refused at load.
+// qwen3_5_moe (Qwen3.5/3.6-35B-A3B) is the same model with routed MLPs (num_experts:
+// routed_mlp.h), its MTP layer's MLP routed too. Qwen3-Next (fused, grouped GDN
+// projections) is refused at load.
 #include "io/checkpoint.h"
 #include "model/architecture.h"
 #include "model/qwen3_5_layers.h"
@@ -102,6 +104,39 @@ void configure_qwen3_5(const ConfigReader& reader, const Checkpoint& ckpt, Model
     c.layers.push_back(l);
   }
 
+  // qwen3_5_moe: every layer not in mlp_only_layers (and every decoder_sparse_step-th)
+  // is routed: softmax top-k, renormalised, plus a sigmoid-gated shared expert.
+  if (reader.has("num_experts")) {
+    MlpSpec moe;
+    moe.experts = reader.require_int("num_experts");
+    moe.top_k = reader.require_int("num_experts_per_tok");
+    moe.expert_intermediate = reader.require_int("moe_intermediate_size");
+    moe.renormalize = reader.get_bool("norm_topk_prob", true);
+    moe.shared_intermediate = reader.get_int("shared_expert_intermediate_size", 0);
+    moe.shared_gate = moe.shared_intermediate > 0;
+    if (moe.experts <= 0 || moe.top_k <= 0 || moe.top_k > moe.experts)
+      reader.error(ErrorKind::kBadInput, "num_experts_per_tok ({}) must be in 1..num_experts ({})", moe.top_k,
+                   moe.experts);
+    if (moe.expert_intermediate <= 0 || moe.shared_intermediate < 0)
+      reader.error(ErrorKind::kBadInput, "moe_intermediate_size ({}) must be positive and "
+                   "shared_expert_intermediate_size ({}) not negative", moe.expert_intermediate,
+                   moe.shared_intermediate);
+    const int step = reader.get_int("decoder_sparse_step", 1);
+    if (step <= 0) reader.error(ErrorKind::kBadInput, "decoder_sparse_step must be positive, got {}", step);
+    std::vector<bool> dense(size_t(c.num_layers), false);
+    if (reader.has("mlp_only_layers")) {
+      const nlohmann::json& only = reader.json().at("mlp_only_layers");
+      if (!only.is_array()) reader.error(ErrorKind::kBadInput, "key 'mlp_only_layers' must be a list of layer indices");
+      for (const nlohmann::json& v : only) {
+        if (!v.is_number_integer() || v.get<int>() < 0 || v.get<int>() >= c.num_layers)
+          reader.error(ErrorKind::kBadInput, "mlp_only_layers names {} (layers are 0..{})", v.dump(), c.num_layers - 1);
+        dense[v.get<size_t>()] = true;
+      }
+    }
+    for (int i = 0; i < c.num_layers; ++i)
+      if (!dense[size_t(i)] && (i + 1) % step == 0) c.layers[size_t(i)].mlp = moe;
+  }
+
   c.weight_prefix = ckpt.has("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
   const int mtp = reader.get_int("mtp_num_hidden_layers", 0);
   if (mtp < 0) reader.error(ErrorKind::kBadInput, "mtp_num_hidden_layers must be >= 0, got {}", mtp);
@@ -123,9 +158,11 @@ const Architecture kQwen3_5Architecture = {"Qwen3_5ForCausalLM", "qwen3_5_text",
                                            make_qwen3_5_block};
 const Architecture kQwen3_5VisionLanguageArchitecture = {"Qwen3_5ForConditionalGeneration", "qwen3_5",
                                                          configure_qwen3_5, make_qwen3_5_block};
-const Architecture kQwen3_5MoeArchitecture = {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe", nullptr, nullptr,
-                                              "MoE is not supported yet"};
+const Architecture kQwen3_5MoeArchitecture = {"Qwen3_5MoeForConditionalGeneration", "qwen3_5_moe",
+                                              configure_qwen3_5, make_qwen3_5_block};
+const Architecture kQwen3_5MoeTextArchitecture = {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", configure_qwen3_5,
+                                                  make_qwen3_5_block};
 const Architecture kQwen3NextArchitecture = {"Qwen3NextForCausalLM", "qwen3_next", nullptr, nullptr,
-                                             "MoE is not supported yet"};
+                                             "its fused, grouped Gated DeltaNet projections are not supported yet"};
 
 }  // namespace nextn

@@ -2,40 +2,19 @@
 //   [q_h | gate_h] = q_proj(x) per head h (interleaved rows, not two halves),
 //   q, k = RMSNorm1p per head (q_norm, k_norm), RoPE on the first rotary_dim dims of
 //   each head (NeoX pairs (j, j + rotary_dim/2)), o = softmax(q kᵀ / √D) v,
-//   y = o_proj(o ⊙ σ(gate)); then the SwiGLU MLP. Attention runs on the layer's KV
+//   y = o_proj(o ⊙ σ(gate)); then the layer's MLP (dense SwiGLU or routed experts:
+//   routed_mlp.h). Attention runs on the layer's KV
 //   slot in each sequence state, in any kv/ storage type.
 #include <cmath>
 
 #include "model/decoder_block.h"
 #include "model/qwen3_5_layers.h"
+#include "model/routed_mlp.h"
 #include "model/rope_table.h"
 #include "util/error.h"
 
 namespace nextn {
 namespace {
-
-// NeoX rotation of dims [0, rotary_dim) of every head, in place; the rest pass through.
-void partial_rope(float* x, int n_rows, int heads, int head_dim, int rotary_dim, const int32_t* positions,
-                  const float* inv_freq) {
-  const int half = rotary_dim / 2;
-  std::vector<float> cs(size_t(half) * 2);
-  for (int r = 0; r < n_rows; ++r) {
-    for (int i = 0; i < half; ++i) {
-      const double angle = double(positions[r]) * double(inv_freq[i]);
-      cs[size_t(2 * i)] = float(std::cos(angle));
-      cs[size_t(2 * i + 1)] = float(std::sin(angle));
-    }
-    for (int h = 0; h < heads; ++h) {
-      float* v = x + (size_t(r) * heads + h) * head_dim;
-      for (int i = 0; i < half; ++i) {
-        const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
-        const float a = v[i], b = v[i + half];
-        v[i] = a * c - b * s;
-        v[i + half] = b * c + a * s;
-      }
-    }
-  }
-}
 
 class GatedAttentionBlock : public Block {
  public:
@@ -51,7 +30,7 @@ class GatedAttentionBlock : public Block {
     o_ = s.linear(p + "self_attn.o_proj", H, q_dim, false);
     q_norm_ = s.floats(p + "self_attn.q_norm.weight", {D}, c.norm_offset);
     k_norm_ = s.floats(p + "self_attn.k_norm.weight", {D}, c.norm_offset);
-    mlp_ = load_mlp(s, p, hidden_, intermediate_, c.norm_offset);
+    mlp_ = std::make_unique<FeedForward>(c, layer, s, p);
     inv_freq_ = rope_inv_freq(spec_.rotary_dim, spec_.rope_theta, RopeScaling{});
   }
 
@@ -95,7 +74,7 @@ class GatedAttentionBlock : public Block {
     for (size_t i = 0; i < nr * q_dim; ++i) attn[i] *= 1.0f / (1.0f + std::exp(-gate[i]));
     apply(o_, attn, n, proj);
     add_into(rows.x, proj, nr * H);
-    run_mlp(mlp_, hidden_, intermediate_, eps_, rows.x, n, s);
+    mlp_->forward(rows.x, n, s);
   }
 
  private:
@@ -108,7 +87,7 @@ class GatedAttentionBlock : public Block {
   Linear o_;                           // [H, Hq * D]
   const float* q_norm_ = nullptr;      // [D], 1 + w
   const float* k_norm_ = nullptr;      // [D], 1 + w
-  MlpWeights mlp_;
+  std::unique_ptr<FeedForward> mlp_;  // dense or routed (LayerSpec::mlp)
   std::vector<float> inv_freq_;        // [rotary_dim / 2]
 };
 

@@ -6,7 +6,7 @@
 //   per value head h (key head h / (Hv/Hk)), state S [dk, dv]:
 //       S ← e^g S;  S ← S + k̂ (β (v − Sᵀk̂))ᵀ;  o = Sᵀq̂
 //   y = out_proj( w ⊙ RMSNorm(o) ⊙ silu(z) )   (plain w here: the one norm without +1)
-// then the SwiGLU MLP. Decode and speculative verify rows run the per-token rule
+// then the layer's MLP (dense or routed: routed_mlp.h). Decode and speculative verify rows run the per-token rule
 // (delta_rule.h), writing each row's state into its own plane when the forward keeps
 // snapshots; longer prefills use the equivalent chunked form (chunks of 64 rows).
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "model/decoder_block.h"
 #include "model/delta_rule.h"
 #include "model/qwen3_5_layers.h"
+#include "model/routed_mlp.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -23,95 +24,6 @@ namespace {
 
 inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 inline float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
-
-// The chunked (parallel) form of the rule over `n` rows for one value head, updating S
-// in place (exactly the per-token rule in exact arithmetic). q, k and v rows have
-// stride qs, o rows stride os. Within a chunk with γ_i = Σ_{s≤i} g_s:
-//   L_ij = β_i (k_i·k_j) e^{γ_i−γ_j} (j < i);  (I + L) U = β⊙V;  (I + L) W = β⊙e^γ⊙K
-//   V' = U − W S;  O_i = e^{γ_i} q_i S + Σ_{j≤i} (q_i·k_j) e^{γ_i−γ_j} V'_j
-//   S ← e^{γ_last} S + Σ_j e^{γ_last−γ_j} k_j V'_jᵀ
-// Only differences γ_i − γ_j with j ≤ i are exponentiated (no overflow).
-struct ChunkScratch {
-  std::vector<float> gamma, L, U, Wk, Vp, qk;
-};
-
-void chunked_delta_rule(float* S, const float* q, const float* k, const float* v, size_t qs, const float* beta,
-                        const float* g, size_t gs, int n, int dk, int dv, float* o, size_t os, ChunkScratch& cs) {
-  const int C = kDeltaNetChunk;
-  cs.gamma.resize(C);
-  cs.L.resize(size_t(C) * C);
-  cs.qk.resize(size_t(C) * C);
-  cs.U.resize(size_t(C) * dv);
-  cs.Vp.resize(size_t(C) * dv);
-  cs.Wk.resize(size_t(C) * dk);
-  for (int c0 = 0; c0 < n; c0 += C) {
-    const int c = std::min(C, n - c0);
-    float* gamma = cs.gamma.data();
-    float acc = 0.0f;
-    for (int i = 0; i < c; ++i) gamma[i] = (acc += g[size_t(c0 + i) * gs]);
-    auto K = [&](int i) { return k + size_t(c0 + i) * qs; };
-    auto Q = [&](int i) { return q + size_t(c0 + i) * qs; };
-    auto B = [&](int i) { return beta[size_t(c0 + i) * gs]; };
-    // L (strict lower) and the q·k decay products (lower incl. diagonal).
-    for (int i = 0; i < c; ++i)
-      for (int j = 0; j <= i; ++j) {
-        float kk = 0.0f, qk = 0.0f;
-        const float *ki = K(i), *kj = K(j), *qi = Q(i);
-        for (int d = 0; d < dk; ++d) kk += ki[d] * kj[d], qk += qi[d] * kj[d];
-        const float decay = std::exp(gamma[i] - gamma[j]);
-        cs.L[size_t(i) * C + j] = j < i ? B(i) * kk * decay : 0.0f;
-        cs.qk[size_t(i) * C + j] = qk * decay;
-      }
-    // Forward substitution: U_i = β_i v_i − Σ_{j<i} L_ij U_j, W_i = β_i e^{γ_i} k_i − Σ_{j<i} L_ij W_j.
-    for (int i = 0; i < c; ++i) {
-      float* u = cs.U.data() + size_t(i) * dv;
-      float* w = cs.Wk.data() + size_t(i) * dk;
-      const float* vi = v + size_t(c0 + i) * qs;
-      const float bi = B(i), be = B(i) * std::exp(gamma[i]);
-      for (int d = 0; d < dv; ++d) u[d] = bi * vi[d];
-      for (int d = 0; d < dk; ++d) w[d] = be * K(i)[d];
-      for (int j = 0; j < i; ++j) {
-        const float l = cs.L[size_t(i) * C + j];
-        const float* uj = cs.U.data() + size_t(j) * dv;
-        const float* wj = cs.Wk.data() + size_t(j) * dk;
-        for (int d = 0; d < dv; ++d) u[d] -= l * uj[d];
-        for (int d = 0; d < dk; ++d) w[d] -= l * wj[d];
-      }
-    }
-    // V' = U − W S and O_i = e^{γ_i} q_i S + Σ_{j≤i} qk_ij V'_j.
-    for (int i = 0; i < c; ++i) {
-      float* vp = cs.Vp.data() + size_t(i) * dv;
-      float* out = o + size_t(c0 + i) * os;
-      std::copy_n(cs.U.data() + size_t(i) * dv, dv, vp);
-      std::fill_n(out, dv, 0.0f);
-      const float* w = cs.Wk.data() + size_t(i) * dk;
-      const float eg = std::exp(gamma[i]);
-      const float* qi = Q(i);
-      for (int d = 0; d < dk; ++d) {
-        const float* srow = S + size_t(d) * dv;
-        const float wd = w[d], qd = eg * qi[d];
-        for (int e = 0; e < dv; ++e) vp[e] -= wd * srow[e], out[e] += qd * srow[e];
-      }
-      for (int j = 0; j <= i; ++j) {
-        const float a = cs.qk[size_t(i) * C + j];
-        const float* vj = cs.Vp.data() + size_t(j) * dv;
-        for (int e = 0; e < dv; ++e) out[e] += a * vj[e];
-      }
-    }
-    // S ← e^{γ_last} S + Σ_j e^{γ_last − γ_j} k_j V'_jᵀ
-    const float last = gamma[c - 1];
-    const float el = std::exp(last);
-    for (int d = 0; d < dk; ++d) {
-      float* srow = S + size_t(d) * dv;
-      for (int e = 0; e < dv; ++e) srow[e] *= el;
-      for (int j = 0; j < c; ++j) {
-        const float f = std::exp(last - gamma[j]) * K(j)[d];
-        const float* vj = cs.Vp.data() + size_t(j) * dv;
-        for (int e = 0; e < dv; ++e) srow[e] += f * vj[e];
-      }
-    }
-  }
-}
 
 class GatedDeltaNetBlock : public Block {
  public:
@@ -133,7 +45,7 @@ class GatedDeltaNetBlock : public Block {
     for (int h = 0; h < d.value_heads; ++h) neg_a_[size_t(h)] = -std::exp(a_log[h]);
     norm_ = s.floats(a + "norm.weight", {d.value_dim});  // plain w: no offset
     out_ = s.linear(a + "out_proj", H, V, false);
-    mlp_ = load_mlp(s, p, hidden_, intermediate_, c.norm_offset);
+    mlp_ = std::make_unique<FeedForward>(c, layer, s, p);
   }
 
   void forward(int layer, const BlockRows& rows, BlockScratch& s) override {
@@ -167,7 +79,7 @@ class GatedDeltaNetBlock : public Block {
     for (size_t i = 0; i < nr * V; ++i) o[i] *= z[i] * sigmoid(z[i]);
     apply(out_, o, n, proj);
     add_into(rows.x, proj, nr * H);
-    run_mlp(mlp_, hidden_, intermediate_, eps_, rows.x, n, s);
+    mlp_->forward(rows.x, n, s);
   }
 
  private:
@@ -214,7 +126,7 @@ class GatedDeltaNetBlock : public Block {
     const size_t state_head = size_t(d.key_dim) * d.value_dim;
     const bool chunked = !seg.snapshots && n > 1;
     parallel_for(Hv, [&](size_t h0, size_t h1, int) {
-      thread_local ChunkScratch cs;
+      thread_local DeltaChunkScratch cs;
       for (size_t h = h0; h < h1; ++h) {
         const size_t kh = h / size_t(group);
         const float* q = u + kh * d.key_dim;
@@ -223,7 +135,7 @@ class GatedDeltaNetBlock : public Block {
         float* out = o + h * d.value_dim;
         if (chunked) {
           chunked_delta_rule(rs.row_output(n - 1) + h * state_head, q, k, v, C, ab + h, ab + Hv + h, 2 * Hv, n,
-                             d.key_dim, d.value_dim, out, V, cs);
+                             kDeltaNetChunk, d.key_dim, d.value_dim, out, V, cs);
           continue;
         }
         for (int t = 0; t < n; ++t) {
@@ -249,7 +161,7 @@ class GatedDeltaNetBlock : public Block {
   std::vector<float> neg_a_;           // [Hv] −exp(A_log)
   const float* norm_ = nullptr;        // [dv], plain w
   Linear out_;                         // [H, Hv·dv]
-  MlpWeights mlp_;
+  std::unique_ptr<FeedForward> mlp_;  // dense or routed (LayerSpec::mlp)
 };
 
 }  // namespace

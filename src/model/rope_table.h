@@ -1,5 +1,7 @@
-// model/rope_table.h — RoPE inverse frequencies, including llama3 / linear scaling.
+// model/rope_table.h — RoPE inverse frequencies, including llama3 / linear scaling, and
+// the partial (first rotary_dim dims) rotation.
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "model/config.h"
@@ -8,5 +10,11 @@ namespace nextn {
 
 // head_dim / 2 entries: 1 / theta^(2i / head_dim), rescaled per `scaling`.
 std::vector<float> rope_inv_freq(int head_dim, double theta, const RopeScaling& scaling);
+
+// NeoX rotation of dims [0, rotary_dim) of every head of x [n_rows, heads * head_dim], in
+// place, pairs (j, j + rotary_dim / 2); the other dims pass through (partial rotary:
+// Qwen3.5, GLM-4.5). inv_freq has rotary_dim / 2 entries.
+void partial_rope(float* x, int n_rows, int heads, int head_dim, int rotary_dim, const int32_t* positions,
+                  const float* inv_freq);
 
 }  // namespace nextn

@@ -68,6 +68,34 @@ WeightMatrix WeightStore::matrix(const std::string& name, int64_t rows, int64_t 
   return m;
 }
 
+WeightMatrix WeightStore::stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols) {
+  if (!mlx_module(name).empty() || !mlx_module(name + ".weight").empty())
+    fail(ErrorKind::kUnsupported, "{}: MLX-quantized stacked experts are not supported", name);
+  const TensorView& t = ckpt_.require(name, {n, rows, cols});
+  WeightMatrix m;
+  m.dtype = t.dtype;
+  m.rows = n * rows;
+  m.cols = cols;
+  if (copy_) {
+    void* p = allocate(t.nbytes);
+    std::memcpy(p, t.data, t.nbytes);
+    m.data = p;
+  } else {
+    m.data = t.data;
+  }
+  matrix_bytes_ += t.nbytes;
+  return m;
+}
+
+WeightMatrix slice_rows(const WeightMatrix& m, int64_t row0, int64_t n) {
+  if (row0 < 0 || n < 0 || row0 + n > m.rows)
+    fail(ErrorKind::kInternal, "slice_rows: rows [{}, {}) of a {}-row matrix", row0, row0 + n, m.rows);
+  WeightMatrix s = m;
+  s.rows = n;
+  s.data = static_cast<const char*>(m.data) + dtype_row_bytes(m.dtype, m.cols) * size_t(row0);
+  return s;
+}
+
 WeightMatrix WeightStore::row_table(const std::string& name, int64_t rows, int64_t cols) {
   if (!copy_ || !mlx_module(name).empty()) return matrix(name, rows, cols);  // MLX: repacked in memory
   const TensorView& t = ckpt_.require(name, {rows, cols});

@@ -29,6 +29,9 @@ class WeightStore {
 
   // Requires `name` with shape [rows, cols].
   WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols);
+  // Requires `name` with shape [n, rows, cols] (experts stacked in one tensor); returns
+  // it as one [n * rows, cols] matrix whose block i is matrix i (slice_rows).
+  WeightMatrix stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols);
   Linear linear(const std::string& prefix, int64_t rows, int64_t cols, bool bias);  // prefix.weight (+ prefix.bias)
   // A table read one row per token (Gemma 4's per-layer embeddings, 2.35 B values at
   // E2B): served from the checkpoint's mapping even when copying, so only the rows in
@@ -44,6 +47,10 @@ class WeightStore {
 
   // Bytes of all matrices bound so far (what a decode step streams).
   size_t matrix_bytes() const { return matrix_bytes_; }
+  // Bytes of bound matrices a decode row does not read (the experts a router did not
+  // choose: model/routed_mlp.cc counts all but top_k per layer).
+  void count_unread(size_t bytes) { unread_bytes_ += bytes; }
+  size_t unread_bytes() const { return unread_bytes_; }
 
  private:
   struct FreeDeleter {
@@ -57,9 +64,13 @@ class WeightStore {
   bool copy_;
   MlxQuantization mlx_;
   size_t matrix_bytes_ = 0;
+  size_t unread_bytes_ = 0;
   bool uses_mapping_ = false;
   std::vector<std::unique_ptr<void, FreeDeleter>> buffers_;
 };
+
+// Rows [row0, row0 + n) of `m` as a matrix of its own (no copy).
+WeightMatrix slice_rows(const WeightMatrix& m, int64_t row0, int64_t n);
 
 // Embedding row lookup into float32 (checks the token id against the vocabulary).
 void embed_rows(const WeightMatrix& embedding, const int32_t* tokens, int64_t n, float* out);

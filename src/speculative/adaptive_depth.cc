@@ -2,6 +2,7 @@
 #include "speculative/adaptive_depth.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace nextn {
 
@@ -13,13 +14,40 @@ constexpr double kCostSmoothing = 0.2;
 constexpr int kProbeEvery = 8;
 }  // namespace
 
-VerifyCostModel::VerifyCostModel(int max_rows) : ema_(size_t(max_rows) + 2, -1.0) {}
+VerifyCostModel::VerifyCostModel(int max_rows)
+    : ema_(size_t(max_rows) + 2, -1.0), experts_(size_t(max_rows) + 2, -1.0) {}
 
-void VerifyCostModel::record(int rows, double seconds) {
+void VerifyCostModel::set_routing(int experts, int top_k) {
+  experts_total_ = experts > 0 && top_k > 0 ? experts : 0;
+  top_k_ = experts_total_ ? std::min(top_k, experts) : 0;
+}
+
+void VerifyCostModel::record(int rows, double seconds, double distinct_experts) {
   if (rows <= 0) return;
-  if (rows >= int(ema_.size())) ema_.resize(size_t(rows) + 1, -1.0);
+  if (rows >= int(ema_.size())) ema_.resize(size_t(rows) + 1, -1.0), experts_.resize(size_t(rows) + 1, -1.0);
   double& e = ema_[size_t(rows)];
   e = e < 0 ? seconds : (1 - kCostSmoothing) * e + kCostSmoothing * seconds;
+  if (experts_total_ && distinct_experts > 0) {
+    double& d = experts_[size_t(rows)];
+    d = d < 0 ? distinct_experts : (1 - kCostSmoothing) * d + kCostSmoothing * distinct_experts;
+  }
+}
+
+double VerifyCostModel::work(int rows) const {
+  if (!experts_total_) return double(rows);
+  if (rows < int(experts_.size()) && experts_[size_t(rows)] > 0) return experts_[size_t(rows)];
+  // Independent uniform routing, scaled by how the measured counts compare with it
+  // (tokens of one text share experts more than chance).
+  auto uniform = [&](int r) {
+    return double(experts_total_) * (1.0 - std::pow(1.0 - double(top_k_) / experts_total_, r));
+  };
+  double ratio = 1.0;
+  for (int r = std::min(rows, int(experts_.size()) - 1); r >= 1; --r)
+    if (experts_[size_t(r)] > 0) {
+      ratio = experts_[size_t(r)] / uniform(r);
+      break;
+    }
+  return std::max(double(top_k_), std::min(double(experts_total_), uniform(rows) * ratio));
 }
 
 double VerifyCostModel::cost(int rows) const {
@@ -36,24 +64,32 @@ double VerifyCostModel::cost(int rows) const {
       hi = r;
       break;
     }
-  if (lo < 0 && hi < 0) return double(rows);  // nothing measured: relative units
+  if (lo < 0 && hi < 0) return work(rows);  // nothing measured: relative units
   if (lo >= 0 && hi >= 0) {
-    double t = double(rows - lo) / double(hi - lo);
+    const double w = work(hi) - work(lo);
+    double t = w > 0 ? (work(rows) - work(lo)) / w : double(rows - lo) / double(hi - lo);
     return ema_[size_t(lo)] + t * (ema_[size_t(hi)] - ema_[size_t(lo)]);
   }
   if (lo < 0) return ema_[size_t(hi)];
-  // Above every measurement: extrapolate from the slope of the two highest
-  // measurements, or assume each extra row costs 10% of one row (optimistic, so
-  // that it gets tried and measured).
+  // Above every measurement: extrapolate from the slope (per unit of work: a row, or
+  // a distinct expert) of the two highest measurements, or assume each extra row costs
+  // 10% of one row and each extra distinct expert half of one chosen expert's share of
+  // a decode row (optimistic, so that it gets tried and measured).
   int lo2 = -1;
   for (int r = lo - 1; r >= 1; --r)
     if (ema_[size_t(r)] >= 0) {
       lo2 = r;
       break;
     }
-  double slope = lo2 > 0 ? std::max(0.0, (ema_[size_t(lo)] - ema_[size_t(lo2)]) / double(lo - lo2))
-                         : 0.1 * ema_[size_t(lo)] / double(lo);
-  return ema_[size_t(lo)] + slope * double(rows - lo);
+  double slope;
+  if (lo2 > 0 && work(lo) > work(lo2)) {
+    slope = std::max(0.0, (ema_[size_t(lo)] - ema_[size_t(lo2)]) / (work(lo) - work(lo2)));
+  } else if (experts_total_) {
+    slope = 0.5 * ema_[size_t(lo)] / work(lo);
+  } else {
+    slope = 0.1 * ema_[size_t(lo)] / double(lo);
+  }
+  return ema_[size_t(lo)] + slope * (work(rows) - work(lo));
 }
 
 AdaptiveDepth::AdaptiveDepth(int max_k)

@@ -11,15 +11,29 @@
 namespace nextn {
 
 // Forward cost per number of rows, shared by all sequences of an engine.
+// Mixture of Experts (set_routing): k verify rows route to up to k x top_k experts, so
+// the cost grows with the distinct experts a forward runs, not with its rows. The
+// model then interpolates and extrapolates in distinct experts per routed layer (the
+// measured count for row counts seen, E(1 - (1 - top_k/E)^rows) scaled to the
+// measurements for others) at the measured cost per distinct expert.
 class VerifyCostModel {
  public:
   explicit VerifyCostModel(int max_rows);
-  void record(int rows, double seconds);
+  // Routed layers with `experts` experts, `top_k` chosen per row (0: a dense model).
+  void set_routing(int experts, int top_k);
+  // One forward over `rows` rows took `seconds`; `distinct_experts`: the distinct
+  // experts it ran per routed layer (MoE only, < 0: not measured).
+  void record(int rows, double seconds, double distinct_experts = -1.0);
   // Measured (smoothed) cost, interpolated or extrapolated where not measured yet.
   double cost(int rows) const;
+  // The distinct experts per routed layer expected for a forward of `rows` rows
+  // (rows itself for a dense model).
+  double work(int rows) const;
 
  private:
-  std::vector<double> ema_;  // index rows; <0 unmeasured
+  std::vector<double> ema_;      // index rows; <0 unmeasured
+  std::vector<double> experts_;  // index rows; measured distinct experts per routed layer, <0 unmeasured
+  int experts_total_ = 0, top_k_ = 0;
 };
 
 class AdaptiveDepth {

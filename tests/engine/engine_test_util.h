@@ -40,6 +40,15 @@ inline std::string gemma4_assistant_model() {
   std::string target = gemma4_model();
   return checkpoint("gemma4_assistant", "--assistant-of " + target + " --seed 6");
 }
+// Mixture-of-Experts models (16 experts, top 4) with their drafters: Qwen3.5-MoE (routed
+// MTP layer), GLM-4.5 (nextn layer), Gemma 4 26B-A4B form with an assistant.
+inline std::string qwen3_5_moe_model() { return checkpoint("qwen3_5_moe", "--arch qwen3_5_moe --seed 4"); }
+inline std::string glm4_moe_model() { return checkpoint("glm4_moe", "--arch glm4_moe --seed 3"); }
+inline std::string gemma4_moe_model() { return checkpoint("gemma4_moe", "--arch gemma4 --moe --seed 5"); }
+inline std::string gemma4_moe_assistant_model() {
+  std::string target = gemma4_moe_model();
+  return checkpoint("gemma4_moe_assistant", "--assistant-of " + target + " --seed 6");
+}
 inline std::string assistant_model() {
   std::string target = qwen3_model();
   return checkpoint("qwen3_assistant", "--assistant-of " + target);

@@ -121,6 +121,32 @@ TEST(GreedyEquality, NgramGemma4) {
   for (int n = 1; n <= 4; ++n) check_equal({"ngram", gemma4_model(), "ngram", ""}, n, nullptr, {}, 150);
 }
 
+// Mixture of Experts: verify rows route to other experts than decode rows; the result
+// must not depend on how rows are grouped by expert.
+TEST(GreedyEquality, MtpQwen3_5Moe) {
+  for (int n = 1; n <= 4; ++n) check_equal({"mtp-qwen3.5-moe", qwen3_5_moe_model(), "mtp", ""}, n);
+}
+
+TEST(GreedyEquality, SelfDraftQwen3_5Moe) {
+  // Every draft accepted: verify batches of several rows through the routed layers.
+  double acc = 0;
+  check_equal({"self-draft-qwen3.5-moe", qwen3_5_moe_model(), "draft", qwen3_5_moe_model()}, 3, &acc);
+  EXPECT_GT(acc, 0.99);
+}
+
+TEST(GreedyEquality, MtpGlm4Moe) {
+  for (int n = 1; n <= 4; ++n) check_equal({"mtp-glm4-moe", glm4_moe_model(), "mtp", ""}, n);
+}
+
+TEST(GreedyEquality, NgramGlm4Moe) {
+  for (int n = 1; n <= 4; ++n) check_equal({"ngram-glm4-moe", glm4_moe_model(), "ngram", ""}, n, nullptr, {}, 120);
+}
+
+TEST(GreedyEquality, Gemma4MoeAssistant) {
+  for (int n = 1; n <= 4; ++n)
+    check_equal({"assistant-gemma4-moe", gemma4_moe_model(), "assistant", gemma4_moe_assistant_model()}, n);
+}
+
 TEST(GreedyEquality, DraftModel) {
   for (int n = 1; n <= 4; ++n) check_equal({"draft", qwen3_model(), "draft", qwen3_draft_model()}, n);
 }

@@ -10,8 +10,10 @@ the window; 150-token prompts run in ring-sized pieces), post-norm hidden states
 greedy decode steps (past the window). Relative error = max|nextn - ref| / max|ref|:
 F32 <= 1e-4, BF16 <= 2e-2, identical greedy tokens. Each deliberately broken reference
 (norm +1, softcap missing, wrong donor layer, window off by one, global RoPE as plain
-partial RoPE) must miss nextn by far more than the tolerance. Bad configs exit 2 naming the
-problem; the MoE variant is refused."""
+partial RoPE) must miss nextn by far more than the tolerance. The 26B-A4B form (--moe:
+16 routed GeGLU experts, top 4, beside every dense MLP) is checked the same way, with its
+own broken references (per-expert scale missing, router scoring the experts' normed input,
+gate/up halves swapped). Bad configs exit 2 naming the problem."""
 import os
 import sys
 import unittest
@@ -43,6 +45,10 @@ CASES = {
     "long150_chunk13": ([], "f32", ["--chunk", "13"], LONG),
     "long150_chunk50": ([], "f32", ["--chunk", "50"], LONG),
     "long150_k_eq_v_chunk33": (["--k-eq-v"], "f32", ["--chunk", "33"], LONG),
+    "moe_f32": (["--moe"], "f32", [], PROMPT),
+    "moe_f32_chunk5_seed2": (["--moe", "--seed", "2"], "f32", ["--chunk", "5"], PROMPT),
+    "moe_bf16": (["--moe", "--dtype", "bf16"], "bf16", [], PROMPT),
+    "moe_long150_k_eq_v_chunk50": (["--moe", "--k-eq-v"], "f32", ["--chunk", "50"], LONG),
 }
 
 RESULTS = []
@@ -126,11 +132,29 @@ class Gemma4ReferenceTest(ArchitectureTestCase):
             c["layer_types"] = c["layer_types"] + ["full_attention"]
         self.bad_config("missing", edit, "model.layers.")
 
-    def test_moe_is_refused(self):
+    def test_moe_broken_references_are_detected(self):
+        d, ref = self.model(["--moe"])
+        got = debug_logits(d, os.path.join(self.tmp, "moe-broken"), [], PROMPT)
+        self.assertLessEqual(rel_err(got["prefill"], ref.forward(PROMPT)[0]), TOL["f32"])
+        for bug in M.BROKEN_MOE:
+            err = rel_err(got["prefill"], M.Model(d, broken=bug).forward(PROMPT)[0])
+            print(f"broken MoE reference {bug}: relative error {err:.3g}")
+            self.assertGreater(err, 100 * TOL["f32"], f"broken reference '{bug}' went unnoticed")
+
+    def test_experts_without_moe_block(self):
         def edit(c):
-            c["enable_moe_block"] = True
             c["num_experts"] = 4
-        self.bad_config("moe", edit, "MoE is not supported yet (enable_moe_block")
+        self.bad_config("moe-flag", edit, "num_experts is set but enable_moe_block is not")
+
+    def test_moe_top_k_above_experts(self):
+        def edit(c):
+            c.update(enable_moe_block=True, num_experts=4, top_k_experts=8, moe_intermediate_size=8)
+        self.bad_config("moe-top-k", edit, "top_k_experts (8) must be in 1..num_experts (4)")
+
+    def test_moe_tensors_missing(self):
+        def edit(c):
+            c.update(enable_moe_block=True, num_experts=4, top_k_experts=2, moe_intermediate_size=8)
+        self.bad_config("moe-tensors", edit, "router.proj.weight")
 
 
 def add_case(name, gen_args, dtype, extra, prompt):

@@ -14,6 +14,8 @@
 #     same type; logits = cap * tanh(embed · norm(h) / cap)
 # Keys and values are kept for every position (no ring): the window is only a mask here.
 #
+#   - 26B-A4B form (enable_moe_block): routed GeGLU experts beside the dense MLP (§2.7)
+#
 #   m = Model(dir, broken=None)         # broken: one deliberate bug (see BROKEN)
 #   logits, hidden = m.forward(tokens)  # hidden: post final norm
 #   a = Assistant(dir, m); a.draft(state, token, hidden, steps)  # the drafter's logits
@@ -31,6 +33,10 @@ from stateful_decoding import StatefulDecoding  # noqa: E402
 
 BROKEN = ("norm_plus_one", "no_softcap", "wrong_donor", "window_off_by_one",
           "global_rope_plain")
+# deliberate MoE bugs (26B-A4B-style checkpoints only)
+# (top-k renormalisation is unobservable here: post_feedforward_layernorm_2 removes a
+# per-row scale of the routed sum)
+BROKEN_MOE = ("per_expert_scale_missing", "router_input_normed_2", "gate_up_halves_swapped")
 
 
 def rms(x, w, eps):
@@ -65,7 +71,7 @@ class State:
 
 class Model(StatefulDecoding):
     def __init__(self, model_dir, broken=None):
-        if broken is not None and broken not in BROKEN:
+        if broken is not None and broken not in BROKEN + BROKEN_MOE:
             raise ValueError(broken)
         self.broken = broken
         _, c = text_config(model_dir)
@@ -165,11 +171,42 @@ class Model(StatefulDecoding):
         o = self.attend(q, state.k[kv_layer], state.v[kv_layer], positions, kind)
         return o.reshape(T, self.heads * D) @ W[p + "self_attn.o_proj.weight"].T
 
+    def moe(self, p, h):
+        """26B-A4B routed branch (§2.7): router over RMSNorm(h) (no weight) * router.scale *
+        H^-1/2, softmax over all experts, top-k renormalised, times per_expert_scale; GeGLU
+        experts (fused gate_up_proj rows [gate | up]) on pre_feedforward_layernorm_2(h)."""
+        W, c = self.W, self.cfg
+        H, k = h.shape[-1], c["top_k_experts"]
+        if self.broken == "router_input_normed_2":   # the experts' input scored instead
+            z = self.norm(h, p + "pre_feedforward_layernorm_2.weight")
+        else:
+            z = rms(h, 1.0, self.eps)
+        z = z * W[p + "router.scale"] * H ** -0.5
+        prob = softmax(z @ W[p + "router.proj.weight"].T)
+        x2 = self.norm(h, p + "pre_feedforward_layernorm_2.weight")
+        gu, down = W[p + "experts.gate_up_proj"], W[p + "experts.down_proj"]
+        inter = gu.shape[1] // 2
+        y = np.zeros_like(h)
+        for t in range(h.shape[0]):
+            top = np.argsort(-prob[t], kind="stable")[:k]
+            w = prob[t, top]
+            w = w / np.sum(w)
+            if self.broken != "per_expert_scale_missing":
+                w = w * W[p + "router.per_expert_scale"][top]
+            for e, we in zip(top, w):
+                a = gu[e] @ x2[t]
+                if self.broken == "gate_up_halves_swapped":
+                    a = np.concatenate([a[inter:], a[:inter]])
+                y[t] += we * (down[e] @ (gelu_tanh(a[:inter]) * a[inter:]))
+        return self.norm(y, p + "post_feedforward_layernorm_2.weight")
+
     def mlp_and_rest(self, p, h, ple_i):
         W = self.W
         m = self.norm(h, p + "pre_feedforward_layernorm.weight")
         f = (gelu_tanh(m @ W[p + "mlp.gate_proj.weight"].T) * (m @ W[p + "mlp.up_proj.weight"].T)) \
             @ W[p + "mlp.down_proj.weight"].T
+        if p + "router.proj.weight" in W:  # dense MLP in parallel with the routed experts
+            f = self.norm(f, p + "post_feedforward_layernorm_1.weight") + self.moe(p, h)
         h = h + self.norm(f, p + "post_feedforward_layernorm.weight")
         if ple_i is not None:
             g = gelu_tanh(h @ W[p + "per_layer_input_gate.weight"].T) * ple_i

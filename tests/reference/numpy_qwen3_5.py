@@ -10,6 +10,9 @@
 #     l2norm(k), beta = sigmoid(b), g = -exp(A_log) softplus(a + dt_bias), and the delta
 #     rule token by token (decay first, then the rank-1 update, output from the new state)
 #
+#   - qwen3_5_moe: routed MLP (softmax router, top-k renormalised, SwiGLU experts stored
+#     fused or per expert, sigmoid-gated shared expert), in the MTP layer too
+#
 #   m = Model(dir, broken=None)       # broken: one deliberate bug (see BROKEN) to show the
 #   logits, hidden = m.forward(tokens)  # tests detect it
 #   state = m.new_state(); m.step(tokens, state)  # incremental
@@ -27,6 +30,8 @@ from stateful_decoding import StatefulDecoding  # noqa: E402
 
 BROKEN = ("no_plus_one", "plus_one_twice", "gate_query_halves", "conv_not_shifted",
           "value_heads_tiled")
+# deliberate MoE bugs (qwen3_5_moe checkpoints only)
+BROKEN_MOE = ("topk_not_renormalized", "shared_gate_missing", "router_softmax_over_topk_only_x2")
 
 
 def rms(x, w, eps):
@@ -61,7 +66,7 @@ class State:
 
 class Model(StatefulDecoding):
     def __init__(self, model_dir, broken=None):
-        if broken is not None and broken not in BROKEN:
+        if broken is not None and broken not in BROKEN + BROKEN_MOE:
             raise ValueError(broken)
         self.broken = broken
         with open(os.path.join(model_dir, "config.json")) as f:
@@ -93,6 +98,11 @@ class Model(StatefulDecoding):
         tied = c.get("tie_word_embeddings", top.get("tie_word_embeddings", False))
         self.lm_head = self.embed if tied else self.W["lm_head.weight"]
         self.n_mtp = c.get("mtp_num_hidden_layers", 0) if "mtp.fc.weight" in self.W else 0
+        # qwen3_5_moe: routed MLPs in every layer not listed in mlp_only_layers
+        self.experts = c.get("num_experts", 0)
+        self.top_k = c.get("num_experts_per_tok", 0)
+        self.norm_topk = c.get("norm_topk_prob", True)
+        self.dense_layers = set(c.get("mlp_only_layers", []))
 
     # ---- norms ----------------------------------------------------------------------
     def norm1p(self, x, name):
@@ -188,9 +198,45 @@ class Model(StatefulDecoding):
             x = x + self.delta_net(p, h, state, key)
         n = self.norm1p(x, p + "post_attention_layernorm.weight")
         W = self.W
+        if p + "mlp.gate.weight" in W:
+            return x + self.moe(p + "mlp.", n)
         mlp = (silu(n @ W[p + "mlp.gate_proj.weight"].T) * (n @ W[p + "mlp.up_proj.weight"].T)) \
             @ W[p + "mlp.down_proj.weight"].T
         return x + mlp
+
+    def expert(self, m, e):
+        """(gate [I, H], up [I, H], down [H, I]) of routed expert e: fused or per expert."""
+        W = self.W
+        if m + "experts.gate_up_proj" in W:
+            gu = W[m + "experts.gate_up_proj"][e]
+            i = gu.shape[0] // 2
+            return gu[:i], gu[i:], W[m + "experts.down_proj"][e]
+        q = f"{m}experts.{e}."
+        return W[q + "gate_proj.weight"], W[q + "up_proj.weight"], W[q + "down_proj.weight"]
+
+    def moe(self, m, n):
+        """Sparse MoE block: p = softmax(router(n)) over all experts, the top_k by p, weights
+        p_top / sum(p_top) (norm_topk_prob), y = sum_e w_e SwiGLU_e(n)
+        + sigmoid(shared_expert_gate(n)) SwiGLU_shared(n)."""
+        W = self.W
+        p = softmax(n @ W[m + "gate.weight"].T)                   # [T, E]
+        y = np.zeros_like(n)
+        for t in range(n.shape[0]):
+            top = np.argsort(-p[t], kind="stable")[:self.top_k]
+            w = p[t, top]
+            if self.broken == "router_softmax_over_topk_only_x2":
+                w = softmax(np.log(w) * 2.0)                      # a wrongly sharpened router
+            elif self.norm_topk and self.broken != "topk_not_renormalized":
+                w = w / np.sum(w)
+            for e, we in zip(top, w):
+                g, u, d = self.expert(m, e)
+                y[t] += we * ((silu(g @ n[t]) * (u @ n[t])) @ d.T)
+        s = m + "shared_expert."
+        shared = (silu(n @ W[s + "gate_proj.weight"].T) * (n @ W[s + "up_proj.weight"].T)) \
+            @ W[s + "down_proj.weight"].T
+        if self.broken != "shared_gate_missing":
+            shared = shared * sigmoid(n @ W[m + "shared_expert_gate.weight"].T)
+        return y + shared
 
     # ---- model ----------------------------------------------------------------------
     def new_state(self):

@@ -2,6 +2,9 @@
 // the verify cost model and the adaptive depth policy.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
+
 #include "model/model.h"
 #include "speculative/adaptive_depth.h"
 #include "speculative/counters.h"
@@ -76,6 +79,59 @@ TEST(VerifyCostModel, InterpolatesAndExtrapolates) {
   EXPECT_DOUBLE_EQ(m.cost(1), 10.0);
   EXPECT_DOUBLE_EQ(m.cost(2), 12.0);
   EXPECT_DOUBLE_EQ(m.cost(5), 18.0);  // slope 2 per row
+}
+
+TEST(VerifyCostModel, MixtureOfExpertsFollowsDistinctExperts) {
+  // top-8 of 256: one row runs 8 experts, two rows 15.75 (uniform routing: 256 (1 - (248/256)^2)).
+  VerifyCostModel m(16);
+  m.set_routing(256, 8);
+  EXPECT_DOUBLE_EQ(m.work(1), 8.0);
+  EXPECT_NEAR(m.work(2), 256.0 * (1 - std::pow(248.0 / 256.0, 2)), 1e-9);
+  m.record(1, 10.0, 8.0);
+  m.record(2, 16.0, 14.0);  // measured: rows of one text share experts (14 < 15.75)
+  EXPECT_DOUBLE_EQ(m.work(2), 14.0);
+  // Rows 4: the uniform count scaled by the measured ratio at 2 rows.
+  const double w4 = 256.0 * (1 - std::pow(248.0 / 256.0, 4)) * 14.0 / (256.0 * (1 - std::pow(248.0 / 256.0, 2)));
+  EXPECT_NEAR(m.work(4), w4, 1e-9);
+  // Extrapolated at the measured cost per distinct expert, 6 / 6 = 1 per expert.
+  EXPECT_NEAR(m.cost(4), 16.0 + (w4 - 14.0), 1e-9);
+  // A dense model stays linear in rows.
+  VerifyCostModel dense(16);
+  dense.record(1, 10.0, 8.0);
+  EXPECT_DOUBLE_EQ(dense.work(3), 3.0);
+}
+
+TEST(AdaptiveDepth, MixtureOfExpertsNeverDraftsSlowerThanPlainDecode) {
+  // Verify cost dominated by the experts (each distinct expert 1/8 of a decode row):
+  // k drafts cost about as many rows as the experts they add.
+  VerifyCostModel moe(16);
+  moe.set_routing(128, 8);
+  for (int r = 1; r <= 9; ++r) moe.record(r, 0.2 + 0.1 * moe.work(r), moe.work(r));
+  auto rate = [&](int k, double a) {
+    double expected = 1, chain = 1;
+    for (int i = 0; i < k; ++i) expected += chain *= a;
+    return expected / moe.cost(k + 1);
+  };
+  for (double accept : {0.3, 0.8}) {
+    AdaptiveDepth d(8);
+    std::mt19937 rng(7);
+    std::bernoulli_distribution ok(accept);
+    for (int i = 0; i < 400; ++i) {
+      const int k = d.choose(moe);
+      int accepted = 0;
+      while (accepted < k && ok(rng)) ++accepted;
+      d.record(k, accepted, 0.0);
+    }
+    // The most frequent choice over one probe period (one of 8 steps probes a neighbour).
+    std::map<int, int> votes;
+    for (int i = 0; i < 8; ++i) ++votes[d.choose(moe)];
+    const int chosen = std::max_element(votes.begin(), votes.end(), [](auto& a, auto& b) {
+                         return a.second < b.second;
+                       })->first;
+    // The choice is never slower than plain decode (k = 0) at the true acceptance.
+    EXPECT_GE(rate(chosen, accept), rate(0, accept) * 0.98) << "acceptance " << accept << " k " << chosen;
+    if (accept > 0.5) EXPECT_GT(chosen, 0);
+  }
 }
 
 TEST(AdaptiveDepth, DeepWhenAcceptedAndCheapShallowWhenRejected) {

@@ -11,6 +11,8 @@ ARCHS = {
     "mimo": ("MiMoForCausalLM", "mimo", True, False, "mimo"),
     # hybrid: 3 Gated DeltaNet layers per gated full-attention layer, (1+w) norms
     "qwen3_5": ("Qwen3_5ForCausalLM", "qwen3_5_text", False, True, "qwen35"),
+    # the same hybrid with routed MLPs (Qwen3.5/3.6-35B-A3B), its MTP layer routed too
+    "qwen3_5_moe": ("Qwen3_5MoeForCausalLM", "qwen3_5_moe_text", False, True, "qwen35"),
 }
 
 TINY = {
@@ -34,6 +36,13 @@ TINY = {
                     tied=False, rope_theta=10000000.0, eps=1e-6, rope_scaling=None,
                     linear_k_heads=2, linear_v_heads=4, linear_k_dim=16, linear_v_dim=24,
                     conv_kernel=4, full_interval=4),
+    # Qwen3.5-MoE: 16 experts, top 4 (several rows of a batch share experts and others
+    # stay unused), expert and shared widths differing from each other and from hidden
+    "qwen3_5_moe": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=32, inter=128, vocab=384,
+                        tied=False, rope_theta=10000000.0, eps=1e-6, rope_scaling=None,
+                        linear_k_heads=2, linear_v_heads=4, linear_k_dim=16, linear_v_dim=24,
+                        conv_kernel=4, full_interval=4, experts=16, top_k=4, moe_inter=32,
+                        shared_inter=48),
 }
 
 PRESETS = {
@@ -54,9 +63,19 @@ PRESETS = {
                        vocab=248320, tied=True, rope_theta=10000000.0, eps=1e-6,
                        rope_scaling=None, max_pos=262144, linear_k_heads=16, linear_v_heads=16,
                        linear_k_dim=128, linear_v_dim=128, conv_kernel=4, full_interval=4),
+    # Qwen3.6-35B-A3B's widths, experts and top-k, but 2 layers (1 GDN + 1 full attention)
+    # and a smaller vocabulary so it fits this machine: every MoE matrix has its real
+    # shape (256 experts of 512 x 2048, top 8, shared expert 512); the MTP layer is routed too.
+    "qwen3.6-35b-a3b-2l": dict(hidden=2048, layers=2, heads=16, kv_heads=2, head_dim=256, inter=512,
+                               vocab=32768, tied=False, rope_theta=10000000.0, eps=1e-6,
+                               rope_scaling=None, max_pos=262144, linear_k_heads=16,
+                               linear_v_heads=32, linear_k_dim=128, linear_v_dim=128,
+                               conv_kernel=4, full_interval=2, experts=256, top_k=8,
+                               moe_inter=512, shared_inter=512),
 }
 
-PRESET_ARCH = {"qwen3.5-0.8b": "qwen3_5", "qwen3.5-2b": "qwen3_5"}
+PRESET_ARCH = {"qwen3.5-0.8b": "qwen3_5", "qwen3.5-2b": "qwen3_5",
+               "qwen3.6-35b-a3b-2l": "qwen3_5_moe"}
 
 
 class Init:
@@ -156,12 +175,40 @@ def qwen35_attention_tensors(prefix, s):
 
 def qwen35_mlp_tensors(prefix, s):
     h, inter = s["hidden"], s["inter"]
+    if s.get("experts"):
+        return qwen35_moe_tensors(prefix, s)
     return [
         (f"{prefix}.post_attention_layernorm.weight", (h,), qwen35_norm()),
         (f"{prefix}.mlp.gate_proj.weight", (inter, h), linear_init(h)),
         (f"{prefix}.mlp.up_proj.weight", (inter, h), linear_init(h)),
         (f"{prefix}.mlp.down_proj.weight", (h, inter), linear_init(inter)),
     ]
+
+
+def qwen35_moe_tensors(prefix, s):
+    """A Qwen3.5-MoE routed MLP: router, experts (fused gate_up_proj/down_proj as Qwen3.6
+    ships them, or one tensor per expert with s["experts_layout"] == "per_expert"), and
+    the sigmoid-gated shared expert. The down projections have gain 1 (not 2): the
+    routed sum plus the shared expert then adds about one dense MLP's output to the
+    residual; at gain 2 the 150-token rows were ill-conditioned enough for float32 to
+    reach 1e-4 relative error (SCALAR)."""
+    h, e, i, sh = s["hidden"], s["experts"], s["moe_inter"], s["shared_inter"]
+    m = f"{prefix}.mlp"
+    t = [(f"{prefix}.post_attention_layernorm.weight", (h,), qwen35_norm()),
+         (f"{m}.gate.weight", (e, h), linear_init(h))]
+    if s.get("experts_layout", "fused") == "fused":
+        t += [(f"{m}.experts.gate_up_proj", (e, 2 * i, h), linear_init(h)),
+              (f"{m}.experts.down_proj", (e, h, i), linear_init(i, 1.0))]
+    else:
+        for x in range(e):
+            t += [(f"{m}.experts.{x}.gate_proj.weight", (i, h), linear_init(h)),
+                  (f"{m}.experts.{x}.up_proj.weight", (i, h), linear_init(h)),
+                  (f"{m}.experts.{x}.down_proj.weight", (h, i), linear_init(i, 1.0))]
+    t += [(f"{m}.shared_expert.gate_proj.weight", (sh, h), linear_init(h)),
+          (f"{m}.shared_expert.up_proj.weight", (sh, h), linear_init(h)),
+          (f"{m}.shared_expert.down_proj.weight", (h, sh), linear_init(sh, 1.0)),
+          (f"{m}.shared_expert_gate.weight", (1, h), linear_init(h))]
+    return t
 
 
 def qwen35_delta_net_tensors(prefix, s):
@@ -246,11 +293,19 @@ def qwen35_config(s, mtp_layers, dtype_name, specials, vision_language=False):
         "eos_token_id": specials["<|endoftext|>"],
         "torch_dtype": dtype_name,
     }
+    moe = bool(s.get("experts"))
+    if moe:  # no dense intermediate_size in the MoE configs
+        del text["intermediate_size"]
+        text.update(model_type="qwen3_5_moe_text", num_experts=s["experts"],
+                    num_experts_per_tok=s["top_k"], moe_intermediate_size=s["moe_inter"],
+                    shared_expert_intermediate_size=s["shared_inter"], router_aux_loss_coef=0.001)
     if not vision_language:
-        return dict(text, architectures=["Qwen3_5ForCausalLM"], transformers_version="4.57.0")
+        return dict(text, architectures=["Qwen3_5MoeForCausalLM" if moe else "Qwen3_5ForCausalLM"],
+                    transformers_version="4.57.0")
     return {
-        "architectures": ["Qwen3_5ForConditionalGeneration"],
-        "model_type": "qwen3_5",
+        "architectures": ["Qwen3_5MoeForConditionalGeneration" if moe
+                          else "Qwen3_5ForConditionalGeneration"],
+        "model_type": "qwen3_5_moe" if moe else "qwen3_5",
         "text_config": text,
         "vision_config": {"depth": 1, "hidden_size": 16},
         "image_token_id": 248056,

@@ -18,7 +18,20 @@ TINY = dict(
     global_kv_heads=None, layer_types=["sliding_attention"] * 3 + ["full_attention"] +
     ["sliding_attention"] * 2 + ["full_attention"], max_pos=4096)
 
+# The tiny MoE form (--moe): 16 GeGLU experts of width 24, top 4, beside the dense MLP
+TINY_MOE = dict(experts=16, top_k=4, moe_inter=24)
+
 PRESETS = {
+    # Gemma 4 26B-A4B's widths and experts (hidden 2816, 16 heads, 8 kv heads of 256 /
+    # K=V full layers with 2 heads of 512, dense MLP 2112 beside 128 experts of 704, top 8)
+    # in 2 layers (one sliding, one full) with a smaller vocabulary
+    "gemma4-26b-a4b-2l": dict(
+        hidden=2816, layers=2, heads=16, kv_heads=8, head_dim=256, global_head_dim=512,
+        inter=2112, vocab=32768, window=1024, eps=1e-6, local_theta=10000.0,
+        global_theta=1000000.0, partial=0.25, softcap=30.0, ple=0, shared=0,
+        double_wide=False, k_eq_v=True, global_kv_heads=2,
+        layer_types=["sliding_attention", "full_attention"], max_pos=262144,
+        experts=128, top_k=8, moe_inter=704),
     "gemma4-e2b": dict(
         hidden=1536, layers=35, heads=8, kv_heads=1, head_dim=256, global_head_dim=512,
         inter=6144, vocab=262144, window=512, eps=1e-6, local_theta=10000.0,
@@ -83,6 +96,18 @@ def layer_tensors(p, s, i, hidden, query_only, ple):
         (f"{p}.mlp.down_proj.weight", (h, inter), linear_init(inter)),
         (f"{p}.layer_scalar", (1,), Init(0.1, 0.8)),
     ]
+    if s.get("experts"):
+        e, mi = s["experts"], s["moe_inter"]
+        t += [
+            (f"{p}.post_feedforward_layernorm_1.weight", (h,), norm()),
+            (f"{p}.pre_feedforward_layernorm_2.weight", (h,), norm()),
+            (f"{p}.post_feedforward_layernorm_2.weight", (h,), norm()),
+            (f"{p}.router.proj.weight", (e, h), linear_init(h)),
+            (f"{p}.router.scale", (h,), Init(0.3, 1.0)),
+            (f"{p}.router.per_expert_scale", (e,), Init(0.3, 1.0)),
+            (f"{p}.experts.gate_up_proj", (e, 2 * mi, h), linear_init(h)),
+            (f"{p}.experts.down_proj", (e, h, mi), linear_init(mi)),
+        ]
     if ple:
         P = s["ple"]
         t += [
@@ -138,13 +163,16 @@ def config(s, dtype_name, specials, multimodal=False):
         "use_double_wide_mlp": s["double_wide"],
         "attention_k_eq_v": s["k_eq_v"],
         "num_global_key_value_heads": s["global_kv_heads"],
-        "enable_moe_block": False,
+        "enable_moe_block": bool(s.get("experts")),
         "attention_bias": False,
         "tie_word_embeddings": True,
         "bos_token_id": specials["<|endoftext|>"],
         "eos_token_id": specials["<|endoftext|>"],
         "torch_dtype": dtype_name,
     }
+    if s.get("experts"):
+        text.update(num_experts=s["experts"], top_k_experts=s["top_k"],
+                    moe_intermediate_size=s["moe_inter"])
     if not multimodal:
         return dict(text, architectures=["Gemma4ForCausalLM"], transformers_version="5.5.0")
     return {
