@@ -344,6 +344,21 @@ class Qwen35Gguf(unittest.TestCase):
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("qwen35.ssm.state_size", p.stderr)
 
+    def test_positive_ssm_a_is_refused(self):
+        # ssm_a holds -exp(A_log) < 0; a file with A_log itself there (a converter that
+        # skipped the rewrite) must not load as a model with growing state.
+        _, _, tensors, start, data = Q.read_gguf(self.files["q8_0"])
+        t = next(t for t in tensors if t["name"] == "blk.0.ssm_a")
+        data = bytearray(data)
+        at = start + t["offset"]
+        data[at:at + 4] = np.float32(0.5).tobytes()
+        bad = pathlib.Path(self.base + "-positive-ssm-a.gguf")
+        bad.write_bytes(bytes(data))
+        p = subprocess.run([BIN, "generate", "--model", str(bad), "--prompt-tokens", "1,2", "-n", "1", "--ids"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("blk.0.ssm_a", p.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
