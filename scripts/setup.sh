@@ -22,6 +22,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libgtest-dev)
 if [[ $want_tests == 1 ]]; then
   pkgs+=(python3 python3-numpy python3-jinja2 curl)
+  # Structured output: an independent JSON Schema validator (tests/grammar/test_schema_outputs.py).
+  pkgs+=(python3-jsonschema)
   # The chat page's browser tests (tests/server/webui_browser.test.mjs, puppeteer-core:
   # Chromium over the DevTools protocol, Firefox over WebDriver BiDi).
   pkgs+=(chromium firefox-esr)

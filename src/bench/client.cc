@@ -22,7 +22,8 @@ Client::Client(const std::string& base_url, const std::string& api_key) : base_u
   while (!base_url_.empty() && base_url_.back() == '/') base_url_.pop_back();
 }
 
-StreamResult Client::stream_chat(const nlohmann::json& messages, int max_tokens, double temperature, double timeout_s) {
+StreamResult Client::stream_chat(const nlohmann::json& messages, int max_tokens, double temperature, double timeout_s,
+                                 const nlohmann::json& extra) {
   StreamResult r;
   nlohmann::json body = {{"model", model_id()},
                          {"messages", messages},
@@ -30,6 +31,7 @@ StreamResult Client::stream_chat(const nlohmann::json& messages, int max_tokens,
                          {"temperature", temperature},
                          {"stream", true},
                          {"stream_options", {{"include_usage", true}}}};
+  for (auto& [key, value] : extra.items()) body[key] = value;
   auto client = make_client(base_url_, timeout_s);
   httplib::Request req;
   req.method = "POST";

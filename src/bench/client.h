@@ -25,7 +25,9 @@ class Client {
  public:
   explicit Client(const std::string& base_url, const std::string& api_key = "");
 
-  StreamResult stream_chat(const nlohmann::json& messages, int max_tokens, double temperature, double timeout_s);
+  // `extra`: fields merged into the request body (a prompt kind's response_format).
+  StreamResult stream_chat(const nlohmann::json& messages, int max_tokens, double temperature, double timeout_s,
+                           const nlohmann::json& extra = nlohmann::json::object());
   // Non-streamed chat; returns the parsed response or an error object.
   nlohmann::json chat(const nlohmann::json& messages, int max_tokens, double temperature, double timeout_s);
   // Token count via POST /tokenize (nextn, llama-server, vLLM), if the server has it.

@@ -43,8 +43,33 @@ std::string prompt_data_dir() {
   return std::string(NEXTN_DATA_DIR) + "/bench";
 }
 
+namespace {
+// The json / json-schema kinds: a record with nested objects, enums, bounded numbers,
+// a date and a list, like an agent's tool output.
+const char* kJsonInstruction =
+    "Describe a fictional employee as a JSON object with the fields name, age (18 to 70), email, "
+    "start_date (YYYY-MM-DD), department (one of engineering, sales, support), skills (up to 5 short "
+    "strings) and address (street, city, postal_code). Reply with the JSON object only.";
+const char* kJsonSchema = R"({"type":"object","properties":{
+  "name":{"type":"string","maxLength":40},"age":{"type":"integer","minimum":18,"maximum":70},
+  "email":{"type":"string","format":"email"},"start_date":{"type":"string","format":"date"},
+  "department":{"enum":["engineering","sales","support"]},
+  "skills":{"type":"array","items":{"type":"string","maxLength":24},"maxItems":5},
+  "address":{"type":"object","properties":{"street":{"type":"string","maxLength":40},
+    "city":{"type":"string","maxLength":30},"postal_code":{"type":"string","pattern":"^[0-9]{5}$"}},
+    "required":["street","city","postal_code"]}},
+  "required":["name","age","email","start_date","department","skills","address"],"additionalProperties":false})";
+}  // namespace
+
+nlohmann::json prompt_request_fields(const std::string& kind) {
+  if (kind != "json-schema") return nlohmann::json::object();
+  return {{"response_format",
+           {{"type", "json_schema"}, {"json_schema", {{"name", "employee"}, {"schema", nlohmann::json::parse(kJsonSchema)}}}}}};
+}
+
 nlohmann::json make_prompt_messages(const std::string& kind, int context_tokens, const TokenCounter& count) {
   using nlohmann::json;
+  if (kind == "json" || kind == "json-schema") return json::array({{{"role", "user"}, {"content", kJsonInstruction}}});
   const int overhead = 24;  // chat template and instruction tokens
   int body = std::max(8, context_tokens - overhead);
   if (kind == "apple") {

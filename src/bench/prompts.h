@@ -1,7 +1,9 @@
 // bench/prompts.h — benchmark prompts sized to a context length: prose and code
 // from text the project ships (assembled from Debian packages by
 // scripts/assemble_bench_prompts.sh), mtp_bench's repeated "apple ", a multi-turn
-// chat, or a user file.
+// chat, a JSON request answered freely (json) or under a JSON Schema (json-schema: the
+// same messages with response_format, so acceptance with and without the constraint
+// compare directly), or a user file.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -14,9 +16,12 @@ namespace nextn::bench {
 // Returns the token count of a text, if the server can tell.
 using TokenCounter = std::function<std::optional<int>(const std::string&)>;
 
-// Chat messages for prompt `kind` (apple|prose|code|chat|path to a file) holding
+// Chat messages for prompt `kind` (apple|prose|code|chat|json|json-schema|path to a file) holding
 // about `context_tokens` tokens. Throws nextn::Error if the kind's text is missing.
 nlohmann::json make_prompt_messages(const std::string& kind, int context_tokens, const TokenCounter& count);
+
+// Request fields the kind adds to the chat body (json-schema: response_format), or {}.
+nlohmann::json prompt_request_fields(const std::string& kind);
 
 // Where the shipped prompt texts live (NEXTN_DATA_DIR env, else the source tree).
 std::string prompt_data_dir();

@@ -125,7 +125,7 @@ int run_bench(const BenchOptions& o) {
           {
             std::unique_ptr<MemorySampler> sampler;
             if (pid > 0) sampler = std::make_unique<MemorySampler>(pid);
-            r = client.stream_chat(messages, o.max_tokens, o.temperature, o.request_timeout_s);
+            r = client.stream_chat(messages, o.max_tokens, o.temperature, o.request_timeout_s, prompt_request_fields(prompt));
             if (sampler) {
               MemorySample peak = sampler->peak();
               m.peak_rss_mb = std::max(peak.rss_mb, peak.peak_rss_mb);

@@ -299,6 +299,7 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   a->t_admit = now_seconds();
   const ModelConfig& config = model->config();
   a->sampler = std::make_unique<Sampler>(a->req.sampling, config.vocab_size, a->req.prompt);
+  a->sampler->set_constraint(a->req.constraint);
   KvOptions kvo = a->req.kv ? *a->req.kv : opt.kv;
   if (!slot.state || !same_kv_options(kvo, slot.kv_options)) {
     slot.state = model->new_state(opt.ctx_size, kvo);
@@ -339,6 +340,7 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   }
   slot.active = std::move(a);
   if (slot.active->req.max_tokens == 0) finish(slot, FinishReason::kLength);
+  else if (slot.active->req.constraint && slot.active->req.constraint->complete(0)) finish(slot, FinishReason::kStop);
 }
 
 int Engine::Impl::choose_k(Active& a, Slot& slot) {
@@ -537,6 +539,12 @@ bool Engine::Impl::emit(Slot& slot, const TokenEvent& provenance, const float* l
   }
   if (!reply) {
     finish(slot, reply.finish());
+    return false;
+  }
+  // The sampler's constraint has seen every token of the step (verification accepts them
+  // all); the one just emitted is token number `generated`.
+  if (a.req.constraint && a.req.constraint->complete(a.generated)) {
+    finish(slot, FinishReason::kStop);
     return false;
   }
   if (a.generated >= a.req.max_tokens || slot.state->length() + 1 >= opt.ctx_size) {

@@ -15,6 +15,7 @@
 
 #include "kv/kv_cache.h"
 #include "model/model.h"
+#include "sampling/constraint.h"
 #include "sampling/sampler.h"     // SamplingParams
 #include "speculative/counters.h"   // SpeculativeCounters
 #include "speculative/options.h"    // SpeculativeOptions
@@ -102,6 +103,10 @@ struct GenerationRequest {
   bool speculative = true;           // per-request switch ("speculative": false)
   int num_draft_tokens = -1;         // -1: engine default; 0: off
   std::optional<KvOptions> kv;       // per-request kv_bits / kv_group_size
+  // Structured output (grammar/grammar_constraint.h): every token, drafted or sampled, is
+  // one the constraint allows; generation ends with `stop` where it is complete. Used on
+  // the engine thread only, from admission on.
+  std::shared_ptr<Constraint> constraint;
   // Called for every emitted token, in order (stop tokens end generation and are
   // not emitted). Return false to cancel, TokenReply::stop() to finish with `stop`.
   std::function<TokenReply(const TokenEvent&)> on_token;

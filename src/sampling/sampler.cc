@@ -170,7 +170,10 @@ Sampler::Sampler(const SamplingParams& params, int vocab, std::span<const int32_
   if (params_.repetition_penalty != 1.0f) prompt_tokens_.insert(prompt.begin(), prompt.end());
 }
 
-void Sampler::accept(int32_t token) { output_counts_[token] += 1; }
+void Sampler::accept(int32_t token) {
+  output_counts_[token] += 1;
+  if (constraint_) constraint_->accept(token);
+}
 
 void Sampler::penalized(const float* logits) {
   work_.assign(logits, logits + vocab_);
@@ -193,14 +196,21 @@ void Sampler::penalized(const float* logits) {
 
 void Sampler::distribution(const float* logits, Distribution& out) {
   penalized(logits);
+  if (constraint_ && !constraint_->mask(work_.data(), vocab_)) {
+    // Nothing is allowed (the constraint is complete): the engine ends the sequence
+    // before such a token is emitted; any valid distribution will do.
+    out.set_one_hot(vocab_, argmax(logits, vocab_));
+    return;
+  }
   processed_distribution(work_.data(), vocab_, params_, out, order_);
 }
 
 int32_t Sampler::argmax_token(const float* logits) {
   bool penalties = params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
                    params_.frequency_penalty != 0.0f;
-  if (!penalties) return argmax(logits, vocab_);
+  if (!penalties && !constraint_) return argmax(logits, vocab_);
   penalized(logits);
+  if (constraint_) constraint_->mask(work_.data(), vocab_);
   return argmax(work_.data(), vocab_);
 }
 

@@ -3,12 +3,17 @@
 // output, presence/frequency over output), temperature, top-k, top-p and min-p to a
 // logits row, producing the Distribution that both plain sampling and the
 // speculative verifier use. Temperature 0 means greedy (a one-hot distribution).
+// With a Constraint (structured output, sampling/constraint.h) every distribution and
+// greedy choice is over the allowed tokens only, and accept() moves the constraint on.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
+
+#include "sampling/constraint.h"
 
 namespace nextn {
 
@@ -73,8 +78,12 @@ class Sampler {
   int32_t argmax_token(const float* logits);
   // Plain sampling: greedy at temperature 0, else a draw from distribution().
   int32_t sample(const float* logits);
-  // Records an emitted token (penalties see it from now on).
+  // Records an emitted token (penalties and the constraint see it from now on).
   void accept(int32_t token);
+
+  // The sequence's constraint (null: none); the drafters mask their q with it too.
+  void set_constraint(std::shared_ptr<Constraint> constraint) { constraint_ = std::move(constraint); }
+  Constraint* constraint() const { return constraint_.get(); }
 
  private:
   void penalized(const float* logits);  // fills work_
@@ -86,6 +95,7 @@ class Sampler {
   std::vector<float> work_;
   std::vector<int32_t> order_;
   Distribution scratch_;
+  std::shared_ptr<Constraint> constraint_;
 };
 
 // Applies temperature, top-k, top-p and min-p to already-penalized logits

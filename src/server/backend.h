@@ -12,6 +12,7 @@
 
 #include "chat/jinja_limits.h"
 #include "engine/engine.h"
+#include "grammar/grammar_constraint.h"
 
 namespace nextn::server {
 
@@ -58,6 +59,10 @@ class Backend {
                                           bool add_generation_prompt, const nlohmann::ordered_json& kwargs,
                                           const jinja::RenderLimits& limits) const = 0;
   virtual std::vector<int32_t> eos_tokens() const = 0;
+  // Structured output: the compiled grammars over the model's vocabulary (its byte trie
+  // built on first use), shared by every request; null when the backend cannot constrain
+  // its output.
+  virtual grammar::GrammarCache* grammar_cache() const { return nullptr; }
 
   // Generation (same contract as Engine).
   virtual uint64_t submit(GenerationRequest request) = 0;

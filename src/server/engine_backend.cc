@@ -2,6 +2,7 @@
 // StreamDecoder (stop strings) and the checkpoint's chat template.
 #include <algorithm>
 #include <memory>
+#include <mutex>
 
 #include "chat/chat_template.h"
 #include "server/backend.h"
@@ -77,6 +78,13 @@ class EngineBackend : public Backend {
     return template_->render(messages, tools, add_generation_prompt, kwargs, limits);
   }
   std::vector<int32_t> eos_tokens() const override { return eos_; }
+  grammar::GrammarCache* grammar_cache() const override {
+    std::call_once(grammar_once_, [&] {
+      grammars_ = std::make_unique<grammar::GrammarCache>(
+          std::make_shared<grammar::TokenTrie>(vocabulary_bytes(*tokenizer_, info_.vocab_size)));
+    });
+    return grammars_.get();
+  }
 
   uint64_t submit(GenerationRequest request) override { return engine_->submit(std::move(request)); }
   void cancel(uint64_t id) override { engine_->cancel(id); }
@@ -89,6 +97,8 @@ class EngineBackend : public Backend {
   std::unique_ptr<ChatTemplate> template_;
   ModelInfo info_;
   std::vector<int32_t> eos_;
+  mutable std::once_flag grammar_once_;
+  mutable std::unique_ptr<grammar::GrammarCache> grammars_;
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "grammar/grammar_constraint.h"
 #include "server/api_error.h"
 
 namespace nextn::server {
@@ -111,6 +112,14 @@ PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, 
   job.want_token_texts = pr.logprobs;
   job.want_token_sources = plan.token_sources;
   job.ignore_eos = pr.ignore_eos;
+  if (pr.structured.grammar) {
+    grammar::GrammarCache* cache = backend.grammar_cache();
+    if (!cache) bad_field(pr.structured.source, "structured output is not available on this backend");
+    // The end-of-turn tokens end the output exactly where the grammar is complete.
+    std::vector<int32_t> ends = pr.ignore_eos ? std::vector<int32_t>{} : backend.eos_tokens();
+    job.request.constraint = std::make_shared<grammar::GrammarConstraint>(
+        cache->get(pr.structured.text, pr.structured.grammar), ends);
+  }
   return out;
 }
 

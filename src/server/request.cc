@@ -255,6 +255,7 @@ ParsedRequest parse_chat_request(const json& body, const RequestDefaults& defaul
   parse_common(body, defaults, r);
   r.messages = parse_messages(body);
   parse_tools(body, r);
+  r.structured = parse_structured_output(body, r.tools, r.tool_choice, true);
   if (auto v = opt_bool(body, "logprobs")) r.logprobs = *v;
   if (auto v = opt_int(body, "top_logprobs", 0, 20)) {
     if (!r.logprobs && *v > 0) bad_field("top_logprobs", "requires logprobs: true");
@@ -307,6 +308,7 @@ ParsedRequest parse_completion_request(const json& body, const RequestDefaults& 
   }
   if (r.prompt_is_tokens && r.prompt_tokens.empty()) bad_field("prompt", "must not be empty");
   if (auto v = opt_bool(body, "echo")) r.echo = *v;
+  r.structured = parse_structured_output(body, nullptr, nullptr, false);
   // Legacy completions: logprobs is an int (number of alternatives).
   if (body.contains("logprobs") && !body["logprobs"].is_null()) {
     if (body["logprobs"].is_boolean()) {

@@ -1,7 +1,8 @@
 // server/request.h — OpenAI request bodies turned into one checked ParsedRequest.
 // Covers /v1/chat/completions and /v1/completions: messages (string or content
 // parts), sampling fields, stop, seed, n, stream options, logprobs, tools,
-// chat_template_kwargs and nextn's extensions (speculative, num_draft_tokens,
+// chat_template_kwargs, structured output (response_format, json_schema, grammar:
+// structured_output.h) and nextn's extensions (speculative, num_draft_tokens,
 // kv_bits, kv_group_size, nextn.token_sources). Unknown fields are ignored; invalid ones are 400s
 // naming the field.
 #pragma once
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "server/structured_output.h"
 
 namespace nextn::server {
 
@@ -50,6 +52,7 @@ struct ParsedRequest {
   std::optional<KvOptions> kv;   // kv_bits given: the request's own KV storage
   bool kv_group_size_given = false;  // kv_group_size was in the body (must then fit the model)
   bool token_sources = false;    // "nextn": {"token_sources": true}: streamed chunks say how each token came
+  StructuredOutput structured;   // response_format / json_schema / grammar / required tool call
 };
 
 ParsedRequest parse_chat_request(const nlohmann::ordered_json& body, const RequestDefaults& defaults);

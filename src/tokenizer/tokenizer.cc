@@ -230,6 +230,13 @@ std::unique_ptr<Tokenizer> Tokenizer::parse_text(const std::string& text, const 
   t->normalizer_ = Normalizer::from_json(raw.root.value("normalizer", nlohmann::json()));
   t->pre_tokenizer_ = PreTokenizer::from_json(raw.root.value("pre_tokenizer", nlohmann::json()));
   t->decoder_ = Decoder::from_json(raw.root.value("decoder", nlohmann::json()));
+  {
+    const nlohmann::json dec = raw.root.value("decoder", nlohmann::json());
+    auto is_byte_level = [](const nlohmann::json& d) { return d.is_object() && d.value("type", "") == "ByteLevel"; };
+    t->byte_level_decoder_ = is_byte_level(dec);
+    if (dec.is_object() && dec.value("type", "") == "Sequence" && dec.contains("decoders") && dec["decoders"].is_array())
+      for (const auto& part : dec["decoders"]) t->byte_level_decoder_ |= is_byte_level(part);
+  }
 
   // Special tokens named by tokenizer_config.json.
   auto& cfg = t->config_;
@@ -350,6 +357,41 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   std::string out;
   for (auto& t : tokens) out += t;
   return out;
+}
+
+std::string Tokenizer::token_bytes(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return "";
+  const std::string& t = id_to_token_[size_t(id)];
+  if (byte_level_decoder_) {
+    // As ByteLevelDecoder: every character mapped back to its byte, or the text as it is
+    // when some character is not a byte symbol (added tokens such as <|im_end|>).
+    std::string raw;
+    for (size_t i = 0; i < t.size();) {
+      int b = char_to_byte(utf8::next(t, i));
+      if (b < 0) return t;
+      raw.push_back(static_cast<char>(b));
+    }
+    return raw;
+  }
+  if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>') {
+    int v = std::stoi(t.substr(3, 2), nullptr, 16);
+    return std::string(1, static_cast<char>(v));
+  }
+  // Decoders that treat the first token specially (Metaspace strips its space): decode
+  // after a context token and keep the difference.
+  std::optional<int32_t> ctx = token_id("a");
+  if (!ctx || *ctx == id) return decode(std::span<const int32_t>(&id, 1), false);
+  int32_t pair[2] = {*ctx, id};
+  std::string before = decode(std::span<const int32_t>(pair, 1), false);
+  std::string both = decode(std::span<const int32_t>(pair, 2), false);
+  return both.compare(0, before.size(), before) == 0 ? both.substr(before.size()) : decode(std::span<const int32_t>(&id, 1), false);
+}
+
+std::vector<std::string> vocabulary_bytes(const Tokenizer& tokenizer, int vocab) {
+  std::vector<std::string> bytes(size_t(std::max(vocab, 0)));
+  for (int32_t id = 0; id < vocab && id < tokenizer.vocab_size(); ++id)
+    if (!tokenizer.is_special(id)) bytes[size_t(id)] = tokenizer.token_bytes(id);
+  return bytes;
 }
 
 std::string Tokenizer::clean_up_tokenization(std::string text) {

@@ -53,6 +53,12 @@ class Tokenizer {
   std::optional<int32_t> token_id(std::string_view token) const;            // vocab or added token
   std::string token_text(int32_t id) const;                                  // "" if out of range
   bool is_special(int32_t id) const;                                         // special added token
+  // The exact bytes `id` adds to the decoded text (skip_special_tokens = false) when it
+  // follows other tokens: for a byte-level decoder the token's bytes without UTF-8 repair
+  // (a token may hold part of a character), byte-fallback pieces <0xNN> their byte, else
+  // the decoded difference after a plain context token. Constrained decoding
+  // (grammar/token_trie.h) matches these bytes.
+  std::string token_bytes(int32_t id) const;
   bool is_added(int32_t id) const;
 
   std::optional<int32_t> bos_id() const { return bos_id_; }
@@ -86,7 +92,13 @@ class Tokenizer {
   std::string bos_token_, eos_token_;
   nlohmann::json config_ = nlohmann::json::object();
   bool clean_up_ = false;
+  bool byte_level_decoder_ = false;  // tokenizer.json's decoder is ByteLevel (alone or in a Sequence)
 };
+
+// token_bytes() of every id below `vocab` (the model's vocabulary, which may be larger
+// than the tokenizer's), "" for special tokens and ids the tokenizer does not know: the
+// vocabulary that constrained decoding matches (grammar/token_trie.h).
+std::vector<std::string> vocabulary_bytes(const Tokenizer& tokenizer, int vocab);
 
 // The text of a special-token entry in tokenizer_config.json: a string, an AddedToken
 // object {"content": ...}, or null → "".

@@ -3,10 +3,14 @@
 // and without MTP speculation follow the same distribution (two-sample chi-square
 // over (position, token), p > 0.01), while a deliberately broken acceptance rule
 // (rejections resampled from p instead of norm(max(0, p - q))) fails the same test.
+// Under a grammar constraint (structured output) the same holds against constrained
+// sampling without drafting: masked q for MTP drafts, forbidden n-gram drafts dropped.
 #include <map>
+#include <optional>
 
 #include "../speculative/chi_square.h"
 #include "../speculative/wrong_rejection_rule.h"
+#include "constraint_util.h"
 #include "engine_test_util.h"
 
 namespace nextn {
@@ -17,13 +21,17 @@ using namespace nextn::testing;
 constexpr int kRequests = 20000;
 constexpr int kTokens = 5;  // per request: 100,000 tokens per run
 
-std::map<std::pair<int, int32_t>, double> histogram(EngineOptions o, uint64_t seed_base, double* acceptance) {
+std::map<std::pair<int, int32_t>, double> histogram(EngineOptions o, uint64_t seed_base, double* acceptance,
+                                                   const char* gbnf = nullptr) {
   o.parallel = 8;
   o.queue_size = kRequests;
   Engine engine(o);
+  std::optional<ConstraintFactory> constraint;
+  if (gbnf) constraint = constraint_factory(o.model_dir, engine.model().config().vocab_size, gbnf);
   std::vector<GenerationRequest> reqs;
   for (int i = 0; i < kRequests; ++i) {
     GenerationRequest r;
+    if (constraint) r.constraint = constraint->make();
     r.prompt = {11, 42, 7, 300, 11, 42, 9, 11, 42, 7, 300, 5};
     r.max_tokens = kTokens;
     r.sampling.temperature = 0.9f;
@@ -119,6 +127,64 @@ TEST(Distribution, DraftModelIsLossless) {
 }
 
 TEST(Distribution, NgramIsLossless) { expect_lossless(spec_options(target_model(), "ngram", 3), "ngram"); }
+
+// Words of lowercase letters and spaces: a few dozen of the tiny vocabulary's tokens
+// are allowed at each position, so the masked distributions differ from the plain ones.
+const char* kWordsGrammar = "root ::= [a-z ]{1,60}\n";
+
+const std::map<std::pair<int, int32_t>, double>& constrained_plain_histogram() {
+  static auto h = histogram(base_options(target_model()), 1000000, nullptr, kWordsGrammar);
+  return h;
+}
+
+void expect_constrained_lossless(EngineOptions o, const char* name) {
+  double acc = 0;
+  auto spec = histogram(o, 2000000, &acc, kWordsGrammar);
+  auto r = homogeneity(constrained_plain_histogram(), spec);
+  EXPECT_GT(r.p_value, 0.01) << name << ": chi2 " << r.statistic << " dof " << r.dof;
+  EXPECT_GT(acc, 0.0) << name;
+  std::printf("%s: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", name, r.statistic, r.dof, r.p_value, acc);
+}
+
+TEST(Distribution, ConstrainedMtpIsLossless) {
+  expect_constrained_lossless(spec_options(target_model(), "mtp", 3), "constrained mtp");
+}
+
+TEST(Distribution, ConstrainedMtpReducedDraftVocabularyIsLossless) {
+  // Draft ids 0..127 hold the single letters but no space and no merged token: q keeps
+  // only the allowed ids the head scores, rows with none of them are dropped drafts.
+  EngineOptions o = spec_options(target_model(), "mtp", 3);
+  o.speculative.draft_vocab = 128;
+  double acc = 0;
+  auto spec = histogram(o, 2000000, &acc, kWordsGrammar);
+  auto r = homogeneity(constrained_plain_histogram(), spec);
+  EXPECT_GT(r.p_value, 0.01) << "chi2 " << r.statistic << " dof " << r.dof;
+  EXPECT_GT(acc, 0.0);
+  std::printf("constrained mtp, draft vocabulary 128: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", r.statistic, r.dof,
+              r.p_value, acc);
+}
+
+TEST(Distribution, ConstrainedDraftModelIsLossless) {
+  EngineOptions o = spec_options(target_model(), "draft", 3);
+  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
+  expect_constrained_lossless(o, "constrained draft");
+}
+
+TEST(Distribution, ConstrainedNgramIsLossless) {
+  expect_constrained_lossless(spec_options(target_model(), "ngram", 3), "constrained ngram");
+}
+
+TEST(Distribution, ConstrainedBrokenRuleIsDetected) {
+  // The same test has the power to see a wrong rejection rule under the constraint.
+  EngineOptions o = spec_options(target_model(), "draft", 3);
+  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
+  o.speculative.rejection_rule = testing::resample_from_target;
+  double acc = 0;
+  auto bad = histogram(o, 2000000, &acc, kWordsGrammar);
+  auto r = homogeneity(constrained_plain_histogram(), bad);
+  EXPECT_LT(r.p_value, 0.01) << "the broken rule went unnoticed: chi2 " << r.statistic << " dof " << r.dof;
+  std::printf("constrained broken rule: chi2 %.1f dof %d p %.3g (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
+}
 
 TEST(Distribution, BrokenAcceptanceRuleIsDetected) {
   EngineOptions o = spec_options(target_model(), "draft", 3);

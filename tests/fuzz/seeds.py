@@ -93,6 +93,14 @@ for i, (name, dims, tname, raw) in enumerate(gguf_tensors):
     os.makedirs(os.path.dirname(out), exist_ok=True)
     ggml_quants.write_gguf(out, gguf_md, [(name, dims, tname, raw)])
 
+# structured output: llama.cpp's GBNF examples (first byte even) and the schema set (odd)
+for path in glob.glob(os.path.join(SRC, "tests", "grammar", "data", "*.gbnf")):
+    put("grammar", os.path.basename(path), b"\x00" + open(path, "rb").read())
+sys.path.insert(0, os.path.join(SRC, "tests", "grammar"))
+from schemas import SCHEMAS  # noqa: E402
+for name, schema in SCHEMAS.items():
+    put("grammar", name + ".json", b"\x01" + json.dumps(schema).encode())
+
 # request bodies
 msgs = [{"role": "user", "content": "Tell me a story"}]
 for i, body in enumerate([
@@ -107,3 +115,9 @@ for i, body in enumerate([
         {"prompt": [1, 2, 3], "max_tokens": 3, "speculative": "none", "top_k": 5, "min_p": 0.1,
          "repetition_penalty": 1.1, "presence_penalty": 0.5, "frequency_penalty": 0.5}]):
     put("request", f"body{i}.json", json.dumps(body))
+for i, body in enumerate([
+        {"messages": msgs, "response_format": {"type": "json_schema", "json_schema": {"name": "n", "schema": SCHEMAS["nested"]}}},
+        {"prompt": "x", "grammar": open(os.path.join(SRC, "tests", "grammar", "data", "json.gbnf")).read()},
+        {"messages": msgs, "tools": [{"type": "function", "function": {"name": "f", "parameters": SCHEMAS["flat_object"]}}],
+         "tool_choice": "required"}]):
+    put("request", f"structured{i}.json", json.dumps(body))

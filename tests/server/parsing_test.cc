@@ -112,6 +112,46 @@ TEST(Request, InvalidFieldsNameTheField) {
   }
 }
 
+TEST(Request, StructuredOutputFields) {
+  auto schema_format = [](json schema) {
+    return json{{"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", schema}}}}}};
+  };
+  // Accepted: each way of asking gives a grammar.
+  for (json extra : {json{{"response_format", {{"type", "json_object"}}}}, schema_format({{"type", "integer"}}),
+                     json{{"json_schema", {{"enum", {1, 2}}}}}, json{{"grammar", "root ::= [a-z]+"}},
+                     json{{"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}}, {"tool_choice", "required"}}}) {
+    ParsedRequest r = parse_chat_request(chat(extra), {});
+    EXPECT_TRUE(r.structured.grammar) << extra.dump();
+  }
+  EXPECT_FALSE(parse_chat_request(chat({{"response_format", {{"type", "text"}}}}), {}).structured.grammar);
+  EXPECT_FALSE(parse_chat_request(chat({{"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}},
+                                        {"tool_choice", "auto"}}), {}).structured.grammar);
+  // Refused, naming the field and where in it.
+  struct Case {
+    json extra;
+    std::string param;
+  } cases[] = {
+      {{{"response_format", "json"}}, "response_format"},
+      {{{"response_format", {{"type", "yaml"}}}}, "response_format.type"},
+      {{{"response_format", {{"type", "json_schema"}}}}, "response_format.json_schema"},
+      {schema_format({{"type", "array"}, {"contains", json::object()}}), "response_format.json_schema.schema/contains"},
+      {schema_format({{"properties", {{"a/b", {{"type", "string"}, {"pattern", "(?!x)"}}}}}}),
+       "response_format.json_schema.schema/properties/a~1b/pattern"},
+      {{{"json_schema", {{"$ref", "#/$defs/none"}}}}, "json_schema/$ref"},
+      {{{"grammar", 7}}, "grammar"},
+      {{{"grammar", "root ::= x"}}, "grammar"},
+      {{{"grammar", "root ::= \"a\""}, {"json_schema", json::object()}}, "grammar"},
+  };
+  for (const auto& c : cases) {
+    ApiError e = error_of([&] { parse_chat_request(chat(c.extra), {}); });
+    EXPECT_EQ(e.status, 400) << c.extra.dump();
+    EXPECT_EQ(e.param, c.param) << c.extra.dump() << ": " << e.what();
+  }
+  EXPECT_NE(std::string(error_of([&] { parse_chat_request(chat({{"grammar", "root ::= x"}}), {}); }).what())
+                .find("1:10: undefined rule 'x'"),
+            std::string::npos);
+}
+
 TEST(Request, KvBitsAndSpeculative) {
   RequestDefaults d;
   ParsedRequest r = parse_chat_request(chat({{"kv_bits", 4}, {"kv_group_size", 32}, {"speculative", false}}), d);
