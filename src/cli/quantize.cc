@@ -11,7 +11,14 @@
 // Mixture of Experts: the per-expert matrices mlp.experts.{e}.{gate,up,down}_proj of a
 // layer are stacked into one [E, rows, cols] tensor blk.N.ffn_{gate,up,down}_exps, as
 // llama.cpp stores them, with the expert_* metadata keys.
+// Qwen3.5 (qwen35) as llama.cpp's converter writes it: every RMSNorm scale but the
+// DeltaNet's stored as 1 + w, A_log as ssm_a = -exp(A_log), the conv squeezed to
+// [channels, K] (kept F32), the value heads reordered from grouped by key head to tiled
+// (rows of attn_qkv's v part, attn_gate, ssm_beta, ssm_alpha, ssm_dt, ssm_a, the conv's
+// v channels; columns of ssm_out), mtp.* as blk.{n_layer}.nextn.* and the MTP layer's
+// own attn_* / ffn_* tensors at block n_layer, the ssm.* / full_attention_interval keys.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -44,12 +51,30 @@ struct QuantizeFlags {
 struct Planned {
   std::string src_name;   // Hugging Face name in the source checkpoint
   std::string gguf_name;  // blk.N.attn_q.weight
-  DType dtype;            // what to write
-  bool swap_halves;       // MiMo input_proj → eh_proj
-  int permute_heads;      // llama Q/K row interleave (0: none)
+  DType dtype = DType::kF32;  // what to write
+  bool swap_halves = false;   // MiMo input_proj → eh_proj
+  int permute_heads = 0;      // llama Q/K row interleave (0: none)
   std::vector<std::string> parts;  // stacked experts: the [rows, cols] source of each expert, in order
   std::vector<int64_t> shape;      // what is written
+  // Qwen3.5 rewrites (llama.cpp's converter), applied in this order:
+  bool add_one = false;            // RMSNorm scale w → 1 + w
+  bool neg_exp = false;            // A_log → -exp(A_log)
+  int64_t v_rows_from = -1;        // rows from here on are value heads of v_head_rows rows: grouped → tiled
+  int64_t v_head_rows = 0;
+  bool v_columns = false;          // the columns are value heads of v_head_rows columns: grouped → tiled
+  int v_key_heads = 0, v_value_heads = 0;
 };
+
+// Grouped value head g·r + j (r = Hv / Hk) → tiled position j·Hk + g; each head is
+// `unit` consecutive floats of x.
+void tile_value_heads(float* x, int key_heads, int value_heads, int64_t unit) {
+  const int r = value_heads / key_heads;
+  std::vector<float> y(size_t(value_heads) * unit);
+  for (int g = 0; g < key_heads; ++g)
+    for (int j = 0; j < r; ++j)
+      std::copy_n(x + (int64_t(g) * r + j) * unit, unit, y.begin() + (int64_t(j) * key_heads + g) * unit);
+  std::copy(y.begin(), y.end(), x);
+}
 
 // llama.cpp's use_more_bits: the first and last eighth of the layers and every third between.
 bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
@@ -85,6 +110,7 @@ const char* gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Qwen2ForCausalLM" || c.architecture == "MiMoForCausalLM") return "qwen2";
   if (c.architecture == "Qwen3ForCausalLM") return "qwen3";
   if (c.architecture == "Glm4MoeForCausalLM") return "glm4moe";
+  if (c.architecture == "Qwen3_5ForCausalLM" || c.architecture == "Qwen3_5ForConditionalGeneration") return "qwen35";
   fail(ErrorKind::kUnsupported, "quantize: architecture {} has no GGUF mapping", c.architecture);
 }
 
@@ -108,7 +134,74 @@ std::vector<float> source_floats(const TensorView& t, const Planned& p) {
                       y.begin() + (h * head_dim + 2 * j + s) * cols);
     x.swap(y);
   }
+  if (p.add_one)
+    for (float& v : x) v += 1.0f;
+  if (p.neg_exp)
+    for (float& v : x) v = -std::exp(v);
+  if (p.v_rows_from >= 0 || p.v_columns) {
+    // The written shape: [rows, cols], or 1-D (one float per row).
+    const int64_t w_rows = p.shape[0];
+    const int64_t w_cols = int64_t(x.size()) / w_rows;
+    if (p.v_rows_from >= 0) {
+      tile_value_heads(x.data() + p.v_rows_from * w_cols, p.v_key_heads, p.v_value_heads, p.v_head_rows * w_cols);
+    } else {
+      for (int64_t r = 0; r < w_rows; ++r) tile_value_heads(x.data() + r * w_cols, p.v_key_heads, p.v_value_heads, p.v_head_rows);
+    }
+  }
   return x;
+}
+
+// A Qwen3.5 Hugging Face name → the DeepSeek-layout name llama.cpp's converter gives it
+// before its table: the language model's prefix dropped, mtp.* at layer L + i.
+std::string qwen35_layer_name(const std::string& name, int num_layers) {
+  const std::string vl = "model.language_model.";
+  if (name.compare(0, vl.size(), vl) == 0) return "model." + name.substr(vl.size());
+  static const std::map<std::string, std::string> head = {
+      {"mtp.fc.weight", "eh_proj.weight"},
+      {"mtp.pre_fc_norm_embedding.weight", "enorm.weight"},
+      {"mtp.pre_fc_norm_hidden.weight", "hnorm.weight"},
+      {"mtp.norm.weight", "shared_head.norm.weight"}};
+  if (auto it = head.find(name); it != head.end()) return "model.layers." + std::to_string(num_layers) + "." + it->second;
+  const std::string layers = "mtp.layers.";
+  if (name.compare(0, layers.size(), layers) == 0) {
+    const size_t dot = name.find('.', layers.size());
+    const int i = std::stoi(name.substr(layers.size(), dot - layers.size()));
+    return "model.layers." + std::to_string(num_layers + i) + name.substr(dot);
+  }
+  return name;
+}
+
+// The Qwen3.5 rewrites of one tensor (see the file comment).
+void plan_qwen35(const ModelConfig& c, Planned& p) {
+  const std::string& g = p.gguf_name;
+  p.add_one = g.ends_with("norm.weight") && !g.ends_with(".ssm_norm.weight");
+  p.neg_exp = g.ends_with(".ssm_a");
+  if (g.ends_with(".ssm_conv1d.weight")) p.shape = {p.shape[0], p.shape.back()};  // [C, 1, K] → [C, K]
+  const int layer = g.compare(0, 4, "blk.") == 0 ? std::stoi(g.substr(4)) : -1;
+  if (layer < 0 || layer >= c.num_layers || c.layers[size_t(layer)].mixer != MixerKind::kGatedDeltaNet) return;
+  const DeltaNetSpec& d = c.layers[size_t(layer)].delta_net;
+  if (d.key_heads == d.value_heads) return;
+  p.v_key_heads = d.key_heads;
+  p.v_value_heads = d.value_heads;
+  const int64_t qk = 2 * int64_t(d.key_heads) * d.key_dim;
+  if (g.ends_with(".attn_qkv.weight") || g.ends_with(".ssm_conv1d.weight")) p.v_rows_from = qk, p.v_head_rows = d.value_dim;
+  else if (g.ends_with(".attn_gate.weight")) p.v_rows_from = 0, p.v_head_rows = d.value_dim;
+  else if (g.ends_with(".ssm_beta.weight") || g.ends_with(".ssm_alpha.weight") || g.ends_with(".ssm_a") ||
+           g.ends_with(".ssm_dt.bias"))
+    p.v_rows_from = 0, p.v_head_rows = 1;
+  else if (g.ends_with(".ssm_out.weight")) p.v_columns = true, p.v_head_rows = d.value_dim;
+}
+
+// Qwen3.5's layer pattern as llama.cpp's one key: every interval-th layer is attention.
+int full_attention_interval(const ModelConfig& c) {
+  for (int k = 1; k <= c.num_layers; ++k) {
+    bool ok = true;
+    for (int i = 0; i < c.num_layers && ok; ++i)
+      ok = (c.layers[size_t(i)].mixer == MixerKind::kAttention) == ((i + 1) % k == 0);
+    if (ok) return k;
+  }
+  fail(ErrorKind::kUnsupported, "quantize: these layer_types are not every n-th layer full attention, "
+       "which is all GGUF's full_attention_interval can say");
 }
 
 void print_progress(size_t done, size_t total, const std::string& name, DType t) {
@@ -165,8 +258,12 @@ int run_quantize(const QuantizeFlags& f) {
     }
     Planned p;
     p.src_name = name;
-    const std::string hf = deepseek_mtp_name(name, c.num_layers, p.swap_halves);
+    const std::string hf = arch == "qwen35" ? qwen35_layer_name(name, c.num_layers)
+                                            : deepseek_mtp_name(name, c.num_layers, p.swap_halves);
     p.gguf_name = gguf_name_from_hf(hf);
+    // Qwen3.5's norm after attention has its own GGUF name (llama.cpp's ATTN_POST_NORM).
+    if (arch == "qwen35" && p.gguf_name.ends_with(".ffn_norm.weight"))
+      p.gguf_name = p.gguf_name.substr(0, p.gguf_name.size() - std::strlen(".ffn_norm.weight")) + ".post_attention_norm.weight";
     if (p.gguf_name.empty()) {
       std::fprintf(stderr, "nextn: warning: %s: tensor '%s' has no GGUF name; skipped\n", f.src.c_str(), name.c_str());
       continue;
@@ -182,6 +279,7 @@ int run_quantize(const QuantizeFlags& f) {
     // Routers stay F32, as llama.cpp keeps ffn_gate_inp: rounding them moves experts' ranks.
     const bool router = p.gguf_name.ends_with(".ffn_gate_inp.weight");
     p.dtype = t->shape.size() != 2 || router ? DType::kF32 : matrix_type(p.gguf_name, t->shape[1]);
+    if (arch == "qwen35") plan_qwen35(c, p);  // (the 3-D conv stays F32, as llama.cpp keeps it)
     plan.push_back(p);
   }
   for (const auto& [stacked, experts] : stacks) {
@@ -246,6 +344,32 @@ int run_quantize(const QuantizeFlags& f) {
     w.set_bool(arch + ".expert_weights_norm", moe.renormalize);
     w.set_u32(arch + ".expert_gating_func", 2);  // sigmoid
     w.set_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(c.layers[0].attention.rotary_dim));
+  }
+  if (arch == "qwen35") {
+    const LayerSpec* dn = nullptr;
+    const LayerSpec* attention = nullptr;
+    for (const LayerSpec& l : c.layers) (l.mixer == MixerKind::kGatedDeltaNet ? dn : attention) = &l;
+    if (!dn || !attention) fail(ErrorKind::kUnsupported, "quantize: a Qwen3.5 model needs both layer kinds for GGUF");
+    const DeltaNetSpec& d = dn->delta_net;
+    w.set_u32(arch + ".ssm.conv_kernel", uint32_t(d.conv_kernel));
+    w.set_u32(arch + ".ssm.state_size", uint32_t(d.key_dim));
+    w.set_u32(arch + ".ssm.group_count", uint32_t(d.key_heads));
+    w.set_u32(arch + ".ssm.time_step_rank", uint32_t(d.value_heads));
+    w.set_u32(arch + ".ssm.inner_size", uint32_t(d.value_heads * d.value_dim));
+    w.set_u32(arch + ".full_attention_interval", uint32_t(full_attention_interval(c)));
+    w.set_u32(arch + ".rope.dimension_count", uint32_t(attention->attention.rotary_dim));
+    // mRoPE sections (text-only input uses one position on every axis); llama.cpp
+    // requires the key and writes its default when the config has none.
+    std::vector<int32_t> sections = {11, 11, 10, 0};
+    const nlohmann::json& cfg = ckpt->config().contains("text_config") ? ckpt->config()["text_config"] : ckpt->config();
+    for (const char* key : {"rope_parameters", "rope_scaling"})
+      if (cfg.contains(key) && cfg[key].is_object() && cfg[key].contains("mrope_section") &&
+          cfg[key]["mrope_section"].is_array()) {
+        sections.assign(4, 0);
+        for (size_t i = 0; i < 4 && i < cfg[key]["mrope_section"].size(); ++i)
+          sections[i] = cfg[key]["mrope_section"][i].get<int32_t>();
+      }
+    w.set_i32s(arch + ".rope.dimension_sections", sections);
   }
   write_tokenizer_metadata(f.src, c, w);
 

@@ -1,7 +1,13 @@
 // io/gguf_checkpoint.cc — a GGUF model as a Checkpoint: split files, config.json
 // derived from the metadata (llama.cpp's key names), tensors renamed to Hugging Face
-// names, and llama's Q/K rows put back in Hugging Face order.
+// names, and llama's Q/K rows put back in Hugging Face order. Qwen3.5 (qwen35): the
+// converter's rewrites are undone where they are cheap (norms stored as 1 + w back to
+// w, ssm_a = -exp(A_log) back to A_log, the squeezed conv reshaped, the MTP block
+// blk.{n_layer}.* renamed to mtp.*); its tiled value-head order is kept and named in the
+// derived config (linear_value_head_order), since a column permutation of ssm_out
+// would cut K-quant blocks.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -26,6 +32,7 @@ const std::map<std::string, std::pair<std::string, std::string>>& known_architec
       {"qwen2", {"Qwen2ForCausalLM", "qwen2"}},
       {"qwen3", {"Qwen3ForCausalLM", "qwen3"}},
       {"glm4moe", {"Glm4MoeForCausalLM", "glm4_moe"}},
+      {"qwen35", {"Qwen3_5ForCausalLM", "qwen3_5_text"}},
   };
   return table;
 }
@@ -99,6 +106,33 @@ std::unique_ptr<uint8_t[]> unpermute_rows(const TensorView& t, int64_t n_heads) 
   return out;
 }
 
+// A qwen35 MTP tensor at layer index n_layer + i (as hf_name_from_gguf names it) → the
+// Hugging Face mtp.* name; other names unchanged.
+std::string qwen35_mtp_name(const std::string& hf, int64_t n_layers) {
+  const std::string prefix = "model.layers.";
+  const size_t dot = hf.find('.', prefix.size());
+  const int64_t layer = std::stoll(hf.substr(prefix.size(), dot - prefix.size()));
+  if (layer < n_layers) return hf;
+  const std::string rest = hf.substr(dot + 1);
+  if (rest == "enorm.weight") return "mtp.pre_fc_norm_embedding.weight";
+  if (rest == "hnorm.weight") return "mtp.pre_fc_norm_hidden.weight";
+  if (rest == "eh_proj.weight") return "mtp.fc.weight";
+  if (rest == "shared_head.norm.weight") return "mtp.norm.weight";
+  return "mtp.layers." + std::to_string(layer - n_layers) + "." + rest;
+}
+
+// f(x) of every element of a 1-D F32/F16/BF16 tensor, as a new F32 tensor.
+template <typename F>
+std::unique_ptr<uint8_t[]> map_floats(const TensorView& t, const std::string& gguf_name, const std::string& path, F f) {
+  if (t.dtype != DType::kF32 && t.dtype != DType::kF16 && t.dtype != DType::kBF16)
+    fail(ErrorKind::kUnsupported, "{}: tensor '{}' must be F32, F16 or BF16 (llama.cpp writes it F32)", path, gguf_name);
+  const int64_t n = t.numel();
+  auto out = std::make_unique<uint8_t[]>(size_t(n) * sizeof(float));
+  float* y = reinterpret_cast<float*>(out.get());
+  for (int64_t i = 0; i < n; ++i) y[i] = f(t.float_at(i));
+  return out;
+}
+
 }  // namespace
 
 std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
@@ -134,11 +168,41 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
   if (n_heads <= 0 || n_kv_heads <= 0)
     fail(ErrorKind::kBadInput, "{}: metadata key '{}.attention.head_count' must be positive", path, arch);
 
+  const int64_t n_mtp = md.integer("nextn_predict_layers", 0);
+  const int64_t blocks = md.integer("block_count");
+  if (n_mtp < 0 || n_mtp >= blocks)
+    fail(ErrorKind::kBadInput, "{}: metadata key '{}.nextn_predict_layers' ({}) must be below block_count ({})", path,
+         arch, n_mtp, blocks);
+  const int64_t n_layers = blocks - n_mtp;  // llama.cpp counts the MTP layers as blocks
+
   for (const auto& file : ckpt->gguf_files_)
     for (const TensorView& t : file->tensors()) {
       TensorView view = t;
-      const std::string hf = hf_name_from_gguf(t.name);
+      std::string hf = hf_name_from_gguf(t.name);
       if (hf.empty()) continue;  // tensors the decoder never reads (rope_freqs is checked below)
+      if (arch == "qwen35") {
+        if (hf.starts_with("model.layers.")) hf = qwen35_mtp_name(hf, n_layers);
+        const bool shifted_norm = t.name.ends_with("norm.weight") && !t.name.ends_with(".ssm_norm.weight");
+        const bool neg_exp_a = t.name.ends_with(".ssm_a");
+        if (shifted_norm || neg_exp_a) {
+          if (neg_exp_a)
+            for (int64_t i = 0; i < t.numel(); ++i)
+              if (!(t.float_at(i) < 0.0f))
+                fail(ErrorKind::kBadInput, "{}: tensor '{}' must hold -exp(A_log) < 0, element {} is {}", file->path(),
+                     t.name, i, t.float_at(i));
+          ckpt->owned_.push_back(shifted_norm ? map_floats(t, t.name, file->path(), [](float w) { return w - 1.0f; })
+                                              : map_floats(t, t.name, file->path(), [](float a) { return std::log(-a); }));
+          view.data = ckpt->owned_.back().get();
+          view.dtype = DType::kF32;
+          view.nbytes = size_t(t.numel()) * sizeof(float);
+        }
+        if (t.name.ends_with(".ssm_conv1d.weight")) {
+          if (t.shape.size() != 2)
+            fail(ErrorKind::kBadInput, "{}: tensor '{}' must be 2-D [channels, kernel], got {}", file->path(), t.name,
+                 t.shape_string());
+          view.shape = {t.shape[0], 1, t.shape[1]};
+        }
+      }
       view.name = hf;
       auto [it, inserted] = owner.emplace(hf, file->path());
       if (!inserted) fail(ErrorKind::kBadInput, "{}: tensor '{}' is also stored in {}", file->path(), t.name, it->second);
@@ -167,13 +231,8 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
   c = nlohmann::json::object();
   c["architectures"] = nlohmann::json::array({known->second.first});
   c["model_type"] = known->second.second;
-  const int64_t n_mtp = md.integer("nextn_predict_layers", 0);
-  const int64_t blocks = md.integer("block_count");
-  if (n_mtp < 0 || n_mtp >= blocks)
-    fail(ErrorKind::kBadInput, "{}: metadata key '{}.nextn_predict_layers' ({}) must be below block_count ({})", path,
-         arch, n_mtp, blocks);
-  c["num_hidden_layers"] = blocks - n_mtp;  // llama.cpp counts the MTP layers as blocks
-  if (n_mtp > 0) c["num_nextn_predict_layers"] = n_mtp;
+  c["num_hidden_layers"] = n_layers;
+  if (n_mtp > 0) c[arch == "qwen35" ? "mtp_num_hidden_layers" : "num_nextn_predict_layers"] = n_mtp;
   c["hidden_size"] = md.integer("embedding_length");
   c["intermediate_size"] = md.integer("feed_forward_length");
   c["num_attention_heads"] = n_heads;
@@ -217,6 +276,25 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
     const int64_t rotary = md.integer("rope.dimension_count", head_dim);
     c["partial_rotary_factor"] = double(rotary) / double(head_dim);
     c["attention_bias"] = ckpt->find("model.layers.0.self_attn.q_proj.bias") != nullptr;
+  }
+  if (arch == "qwen35") {
+    // Gated DeltaNet widths (llama.cpp: state_size = dk, group_count = Hk, time_step_rank
+    // = Hv, inner_size = Hv·dv), the layer pattern, and the partial rotary width.
+    c["linear_conv_kernel_dim"] = md.integer("ssm.conv_kernel");
+    c["linear_key_head_dim"] = md.integer("ssm.state_size");
+    c["linear_num_key_heads"] = md.integer("ssm.group_count");
+    const int64_t value_heads = md.integer("ssm.time_step_rank");
+    const int64_t inner = md.integer("ssm.inner_size");
+    if (value_heads <= 0 || inner <= 0 || inner % value_heads != 0)
+      fail(ErrorKind::kBadInput, "{}: metadata key '{}.ssm.inner_size' ({}) must be a positive multiple of "
+           "'{}.ssm.time_step_rank' ({})", path, arch, inner, arch, value_heads);
+    c["linear_num_value_heads"] = value_heads;
+    c["linear_value_head_dim"] = inner / value_heads;
+    c["linear_value_head_order"] = "tiled";
+    c["full_attention_interval"] = md.integer("full_attention_interval");
+    const int64_t head_dim = c.contains("head_dim") ? c["head_dim"].get<int64_t>() : c["hidden_size"].get<int64_t>() / n_heads;
+    c["partial_rotary_factor"] = double(md.integer("rope.dimension_count")) / double(head_dim);
+    c["attn_output_gate"] = true;
   }
   if (arch == "qwen2" && ckpt->find("model.layers.0.self_attn.q_proj.bias") == nullptr)
     fail(ErrorKind::kUnsupported, "{}: qwen2 architecture without attention biases is not supported", path);

@@ -43,6 +43,19 @@ constexpr NamePair kBlock[] = {
     {"ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight"},
     {"ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight"},
     {"ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight"},
+    // Qwen3.5 (qwen35): the norm after attention, gated attention's joint projections
+    // and the Gated DeltaNet layers. llama.cpp stores ssm_a as -exp(A_log), the conv
+    // squeezed to [channels, K] and the value heads tiled (io/gguf_checkpoint.cc).
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"attn_qkv.weight", "linear_attn.in_proj_qkv.weight"},
+    {"attn_gate.weight", "linear_attn.in_proj_z.weight"},
+    {"ssm_beta.weight", "linear_attn.in_proj_b.weight"},
+    {"ssm_alpha.weight", "linear_attn.in_proj_a.weight"},
+    {"ssm_conv1d.weight", "linear_attn.conv1d.weight"},
+    {"ssm_dt.bias", "linear_attn.dt_bias"},
+    {"ssm_a", "linear_attn.A_log"},
+    {"ssm_norm.weight", "linear_attn.norm.weight"},
+    {"ssm_out.weight", "linear_attn.out_proj.weight"},
     // MTP ("nextn") layers: DeepSeek-V3 / GLM-4.5 names.
     {"nextn.eh_proj.weight", "eh_proj.weight"},
     {"nextn.enorm.weight", "enorm.weight"},

@@ -46,6 +46,9 @@ struct AttentionSpec {
 struct DeltaNetSpec {
   int key_heads = 0;    // Hk (q and k heads)
   int value_heads = 0;  // Hv (v, z, a, b heads); value head h reads key head h / (Hv / Hk)
+  // llama.cpp's GGUF order: value heads tiled over the key heads, so value head h reads
+  // key head h % Hk (Hugging Face groups them: h / (Hv / Hk)).
+  bool tiled_value_heads = false;
   int key_dim = 0;      // dk per head
   int value_dim = 0;    // dv per head
   int conv_kernel = 0;  // causal depthwise conv width K over the q|k|v channels

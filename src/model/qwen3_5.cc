@@ -59,6 +59,12 @@ void configure_qwen3_5(const ConfigReader& reader, const Checkpoint& ckpt, Model
   dn.key_dim = reader.get_int("linear_key_head_dim", 128);
   dn.value_dim = reader.get_int("linear_value_head_dim", 128);
   dn.conv_kernel = reader.get_int("linear_conv_kernel_dim", 4);
+  // Written by the GGUF reader (io/gguf_checkpoint.cc): llama.cpp's converter tiles the
+  // value heads over the key heads; Hugging Face checkpoints group them.
+  const std::string order = reader.get_string("linear_value_head_order", "grouped");
+  if (order != "grouped" && order != "tiled")
+    reader.error(ErrorKind::kBadInput, "linear_value_head_order '{}' is not one of grouped, tiled", order);
+  dn.tiled_value_heads = order == "tiled";
   if (dn.key_heads <= 0 || dn.value_heads <= 0 || dn.value_heads % dn.key_heads != 0)
     reader.error(ErrorKind::kBadInput, "linear_num_value_heads ({}) must be a positive multiple of linear_num_key_heads ({})",
                  dn.value_heads, dn.key_heads);

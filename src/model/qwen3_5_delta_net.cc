@@ -128,7 +128,7 @@ class GatedDeltaNetBlock : public Block {
     parallel_for(Hv, [&](size_t h0, size_t h1, int) {
       thread_local DeltaChunkScratch cs;
       for (size_t h = h0; h < h1; ++h) {
-        const size_t kh = h / size_t(group);
+        const size_t kh = d.tiled_value_heads ? h % size_t(d.key_heads) : h / size_t(group);
         const float* q = u + kh * d.key_dim;
         const float* k = u + key + kh * d.key_dim;
         const float* v = u + 2 * key + h * d.value_dim;

@@ -1,0 +1,364 @@
+#!/usr/bin/python3
+"""tests/model/test_gguf_qwen35.py — Qwen3.5 GGUF files (llama.cpp's `qwen35` layout) from
+`nextn quantize`: a random tiny qwen3_5 checkpoint (Gated DeltaNet and gated attention
+layers, Hv = 2 Hk, an MTP head, untied) to q8_0 and q4_k_m.
+
+The file follows llama.cpp's converter as the independent reader (tests/reference/
+ggml_quants.py) sees it: the qwen35.* / ssm.* metadata keys, the tensor names
+(attn_qkv, attn_gate, ssm_*, post_attention_norm, blk.{n_layer}.nextn.*) in ggml order,
+every RMSNorm scale but ssm_norm stored as 1 + w, ssm_a = -exp(A_log), the conv squeezed
+to [K, channels] in ggml order, the value heads reordered from grouped-by-key-head to
+tiled. The test undoes those rewrites itself (written from the converter's description in
+shared/docs/architectures.md §1.2, §1.4, §1.8, not from nextn's C++), runs the float64
+reference (numpy_qwen3_5.py) on the dequantized weights and compares nextn's logits and
+MTP logits on the GGUF with quantized_check.py's bound; greedy --mtp equals plain greedy
+on the file; a file missing an ssm key is refused (exit 2) naming it."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+SRC = os.environ.get("NEXTN_SOURCE_DIR") or str(pathlib.Path(__file__).resolve().parents[2])
+sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+sys.path.insert(0, os.path.join(SRC, "tools", "checkpoint"))
+sys.path.insert(0, os.path.join(SRC, "tests", "model"))
+import ggml_quants as Q  # noqa: E402
+import numpy_qwen3_5  # noqa: E402
+import safetensors_reader  # noqa: E402
+import safetensors_writer  # noqa: E402
+from quantized_check import PROMPT  # noqa: E402
+from test_gguf_models import BIN, run, quantize, step_bound, tensors_of  # noqa: E402
+
+TMP = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
+TYPES = ["q8_0", "q4_k_m"]
+# nextn rounds a quantized matmul's activations to int8 per 32 values (scale amax/127,
+# round to nearest: kernels/weight_formats.cc quantize_rows). Against the float64
+# reference that is a few percent through these layers (measured 0.13 q8_0, 0.07 q4_k_m),
+# so the reference applies the same rounding (Int8Activations): what is left is float32
+# against float64, plus the rare activation that float32 puts on the other side of a
+# rounding boundary (one step, amax/127, of one value).
+BOUND = 2e-3
+F32_BOUND = 1e-4  # test_qwen3_5_reference.py: float32 against float64, ~1e-5 measured
+
+# llama.cpp's qwen35 tensor names (gguf-py constants.py; architectures.md §1.2, §1.8)
+GLOBAL = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
+          "output.weight": "lm_head.weight"}
+BLOCK = {"attn_norm.weight": "input_layernorm.weight", "post_attention_norm.weight": "post_attention_layernorm.weight",
+         "attn_q.weight": "self_attn.q_proj.weight", "attn_k.weight": "self_attn.k_proj.weight",
+         "attn_v.weight": "self_attn.v_proj.weight", "attn_output.weight": "self_attn.o_proj.weight",
+         "attn_q_norm.weight": "self_attn.q_norm.weight", "attn_k_norm.weight": "self_attn.k_norm.weight",
+         "ffn_gate.weight": "mlp.gate_proj.weight", "ffn_up.weight": "mlp.up_proj.weight",
+         "ffn_down.weight": "mlp.down_proj.weight",
+         "attn_qkv.weight": "linear_attn.in_proj_qkv.weight", "attn_gate.weight": "linear_attn.in_proj_z.weight",
+         "ssm_beta.weight": "linear_attn.in_proj_b.weight", "ssm_alpha.weight": "linear_attn.in_proj_a.weight",
+         "ssm_conv1d.weight": "linear_attn.conv1d.weight", "ssm_dt.bias": "linear_attn.dt_bias",
+         "ssm_a": "linear_attn.A_log", "ssm_norm.weight": "linear_attn.norm.weight",
+         "ssm_out.weight": "linear_attn.out_proj.weight"}
+MTP = {"nextn.enorm.weight": "mtp.pre_fc_norm_embedding.weight", "nextn.hnorm.weight": "mtp.pre_fc_norm_hidden.weight",
+       "nextn.eh_proj.weight": "mtp.fc.weight", "nextn.shared_head_norm.weight": "mtp.norm.weight"}
+
+
+class Int8Activations:
+    """Stands for w.T in the reference's `x @ w.T`: x rounded to int8 per 32 values first,
+    the groups taken in `order` (the order the GGUF stores the columns in)."""
+    __array_ufunc__ = None  # numpy defers `x @ self` to __rmatmul__
+
+    def __init__(self, w, order):
+        self.w, self.order = w, order
+
+    def __rmatmul__(self, x):
+        y = x[..., self.order].reshape(-1, 32)
+        s = np.abs(y).max(axis=1, keepdims=True) / 127
+        q = (np.round(y / np.where(s > 0, s, 1)) * s).reshape(x.shape)
+        back = np.empty_like(q)
+        back[..., self.order] = q
+        return back @ self.w.T
+
+
+class RoundedMatrix:
+    def __init__(self, w, order):
+        self.w, self.shape, self.order = w, w.shape, order
+
+    @property
+    def T(self):
+        return Int8Activations(self.w, self.order)
+
+
+class Qwen35Gguf(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.base = os.path.join(TMP, "gguf-qwen35")
+        subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "make_checkpoint.py"), "--quiet", "--arch",
+                        "qwen3_5", "--seed", "2", "--out", cls.base], check=True)
+        cls.source = safetensors_reader.read_checkpoint(cls.base)
+        cls.config = json.loads(pathlib.Path(cls.base, "config.json").read_text())
+        c = cls.config
+        cls.L, cls.Hk, cls.Hv = c["num_hidden_layers"], c["linear_num_key_heads"], c["linear_num_value_heads"]
+        cls.dk, cls.dv = c["linear_key_head_dim"], c["linear_value_head_dim"]
+        cls.files = {t: quantize(cls.base, t, cls.base + f"-{t}.gguf") for t in TYPES}
+
+    def untile(self, w, axis, unit, start=0):
+        """llama.cpp's tiled value heads (position j·Hk + g) back to Hugging Face's grouped
+        order (head g·r + j) along `axis`, from element `start` on."""
+        w = np.moveaxis(w, axis, 0)
+        head, v = w[:start], w[start:]
+        r = self.Hv // self.Hk
+        v = v.reshape(r, self.Hk, unit, *v.shape[1:]).swapaxes(0, 1).reshape(v.shape)
+        return np.moveaxis(np.concatenate([head, v]), 0, axis)
+
+    def hf_tensor(self, name, w):
+        """(Hugging Face name, array in Hugging Face convention) of one GGUF tensor."""
+        if name in GLOBAL:
+            hf = GLOBAL[name]
+        else:
+            _, layer, rest = name.split(".", 2)
+            layer = int(layer)
+            if layer >= self.L:  # the MTP block
+                hf = MTP.get(rest) or f"mtp.layers.{layer - self.L}.{BLOCK[rest]}"
+            else:
+                hf = f"model.layers.{layer}.{BLOCK[rest]}"
+        qk = 2 * self.Hk * self.dk
+        if name.endswith("norm.weight") and not name.endswith(".ssm_norm.weight"):
+            w = w - 1.0  # stored 1 + w
+        if name.endswith(".ssm_a"):
+            w = np.log(-w)  # stored -exp(A_log)
+        if self.Hv != self.Hk:
+            if name.endswith(".attn_qkv.weight"):
+                w = self.untile(w, 0, self.dv, qk)
+            elif name.endswith(".attn_gate.weight"):
+                w = self.untile(w, 0, self.dv)
+            elif name.endswith((".ssm_beta.weight", ".ssm_alpha.weight", ".ssm_a", ".ssm_dt.bias")):
+                w = self.untile(w, 0, 1)
+            elif name.endswith(".ssm_conv1d.weight"):
+                w = self.untile(w, 0, self.dv, qk)
+            elif name.endswith(".ssm_out.weight"):
+                w = self.untile(w, 1, self.dv)
+        if name.endswith(".ssm_conv1d.weight"):
+            w = w[:, None, :]  # squeezed [C, K] → [C, 1, K]
+        return hf, w
+
+    def test_layout_and_metadata(self):
+        c, L = self.config, self.L
+        md, tensors, _, _, got = tensors_of(self.files["q8_0"])
+        self.assertEqual(md["general.architecture"], "qwen35")
+        self.assertEqual(md["qwen35.block_count"], L + 1)
+        self.assertEqual(md["qwen35.nextn_predict_layers"], 1)
+        self.assertEqual(md["qwen35.embedding_length"], c["hidden_size"])
+        self.assertEqual(md["qwen35.feed_forward_length"], c["intermediate_size"])
+        self.assertEqual(md["qwen35.attention.head_count"], c["num_attention_heads"])
+        self.assertEqual(md["qwen35.attention.head_count_kv"], c["num_key_value_heads"])
+        self.assertEqual(md["qwen35.attention.key_length"], c["head_dim"])
+        self.assertEqual(md["qwen35.rope.dimension_count"], int(c["head_dim"] * 0.25))
+        self.assertEqual(md["qwen35.ssm.conv_kernel"], c["linear_conv_kernel_dim"])
+        self.assertEqual(md["qwen35.ssm.state_size"], self.dk)
+        self.assertEqual(md["qwen35.ssm.group_count"], self.Hk)
+        self.assertEqual(md["qwen35.ssm.time_step_rank"], self.Hv)
+        self.assertEqual(md["qwen35.ssm.inner_size"], self.Hv * self.dv)
+        self.assertEqual(md["qwen35.full_attention_interval"], c["full_attention_interval"])
+        self.assertEqual(list(md["qwen35.rope.dimension_sections"]), [11, 11, 10, 0])
+        dims = {t["name"]: t["dims"] for t in tensors}
+        types = {t["name"]: got[t["name"]][1] for t in tensors}
+        H, C, K = c["hidden_size"], 2 * self.Hk * self.dk + self.Hv * self.dv, c["linear_conv_kernel_dim"]
+        for i, kind in enumerate(c["layer_types"]):
+            p = f"blk.{i}."
+            self.assertIn(p + "post_attention_norm.weight", dims)
+            self.assertNotIn(p + "ffn_norm.weight", dims)
+            if kind == "linear_attention":
+                self.assertEqual(dims[p + "attn_qkv.weight"], [H, C])
+                self.assertEqual(dims[p + "attn_gate.weight"], [H, self.Hv * self.dv])
+                self.assertEqual(dims[p + "ssm_beta.weight"], [H, self.Hv])
+                self.assertEqual(dims[p + "ssm_alpha.weight"], [H, self.Hv])
+                self.assertEqual(dims[p + "ssm_conv1d.weight"], [K, C])
+                self.assertEqual(types[p + "ssm_conv1d.weight"], "F32")
+                for one in ("ssm_dt.bias", "ssm_a"):
+                    self.assertEqual(dims[p + one], [self.Hv])
+                    self.assertEqual(types[p + one], "F32")
+                self.assertEqual(dims[p + "ssm_norm.weight"], [self.dv])
+                self.assertEqual(dims[p + "ssm_out.weight"], [self.Hv * self.dv, H])
+            else:
+                self.assertEqual(dims[p + "attn_q.weight"], [H, 2 * c["num_attention_heads"] * c["head_dim"]])
+                self.assertNotIn(p + "attn_qkv.weight", dims)
+        m = f"blk.{L}."
+        for name in ("nextn.enorm.weight", "nextn.hnorm.weight", "nextn.shared_head_norm.weight"):
+            self.assertEqual(dims[m + name], [H])
+        self.assertEqual(dims[m + "nextn.eh_proj.weight"], [2 * H, H])
+        self.assertIn(m + "attn_q.weight", dims)
+        self.assertIn(m + "post_attention_norm.weight", dims)
+        self.assertEqual(dims["output.weight"], [H, c["vocab_size"]])
+
+    def test_rewrites_and_quantizer_step(self):
+        # F32 tensors (norms, ssm_a, ssm_dt, conv) are the converter's rewrite of the
+        # source, exactly in float32; matrices are within the quantizer's step of the source
+        # once the value heads are put back. Spot-check the rewrites on their own too.
+        _, _, _, _, got = tensors_of(self.files["q8_0"])
+        norm = got["blk.0.attn_norm.weight"][0]
+        np.testing.assert_array_equal(norm, (self.source["model.layers.0.input_layernorm.weight"]
+                                             .astype(np.float32) + np.float32(1)))
+        np.testing.assert_array_equal(got["blk.0.ssm_norm.weight"][0],
+                                      self.source["model.layers.0.linear_attn.norm.weight"].astype(np.float32))
+        a_log = self.source["model.layers.0.linear_attn.A_log"].astype(np.float32)
+        r = self.Hv // self.Hk
+        tiled = [g * r + j for j in range(r) for g in range(self.Hk)]
+        np.testing.assert_allclose(got["blk.0.ssm_a"][0], -np.exp(a_log)[tiled], rtol=1e-6)
+        self.assertNotEqual(tiled, list(range(self.Hv)))  # the tiny model does reorder
+        for name, (w, wtype) in got.items():
+            hf, part = self.hf_tensor(name, w)
+            src = self.source[hf]
+            with self.subTest(tensor=name):
+                self.assertEqual(part.shape, src.shape)
+                if wtype == "F32":
+                    np.testing.assert_allclose(part, src.astype(np.float32), rtol=2e-6, atol=1e-7)
+                else:  # in GGUF order: the quantizer's blocks run along the stored rows
+                    stored = self.tile(name, src)
+                    self.assertTrue((np.abs(w - stored) <= step_bound(wtype, stored) + 1e-12).all())
+
+    def tile(self, name, w):
+        """A Hugging Face matrix in the converter's tiled value-head order."""
+        if self.Hv == self.Hk:
+            return w
+        r, qk = self.Hv // self.Hk, 2 * self.Hk * self.dk
+
+        def along(x, axis, unit, start=0):
+            x = np.moveaxis(x, axis, 0)
+            head, v = x[:start], x[start:]
+            v = v.reshape(self.Hk, r, unit, *v.shape[1:]).swapaxes(0, 1).reshape(v.shape)
+            return np.moveaxis(np.concatenate([head, v]), 0, axis)
+        if name.endswith(".attn_qkv.weight"):
+            return along(w, 0, self.dv, qk)
+        if name.endswith(".attn_gate.weight"):
+            return along(w, 0, self.dv)
+        if name.endswith((".ssm_beta.weight", ".ssm_alpha.weight")):
+            return along(w, 0, 1)
+        if name.endswith(".ssm_out.weight"):
+            return along(w, 1, self.dv)
+        return w
+
+    def reference(self, qtype, rounded=True):
+        _, _, _, _, got = tensors_of(self.files[qtype])
+        ref_dir = self.base + f"-{qtype}-ref"
+        os.makedirs(ref_dir, exist_ok=True)
+        tensors = dict(self.hf_tensor(name, w) for name, (w, _) in got.items())
+        safetensors_writer.write_tensors(os.path.join(ref_dir, "model.safetensors"),
+                                         {k: v.astype(np.float32) for k, v in tensors.items()})
+        cfg = dict(self.config, rms_norm_eps=float(np.float32(self.config["rms_norm_eps"])))
+        pathlib.Path(ref_dir, "config.json").write_text(json.dumps(cfg))
+        ref = numpy_qwen3_5.Model(ref_dir)
+        if not rounded:
+            return ref
+        # Every quantized matrix rounds its input as nextn does; ssm_out's columns are
+        # stored tiled, so its groups of 32 are taken in that order.
+        hf_of = {name: self.hf_tensor(name, w)[0] for name, (w, _) in got.items()}
+        r = self.Hv // self.Hk
+        tiled = np.array([(g * r + j) * self.dv + i for j in range(r) for g in range(self.Hk) for i in range(self.dv)])
+        for name, (w, wtype) in got.items():
+            hf = hf_of[name]
+            if wtype in ("F32", "F16") or w.ndim != 2 or "embed_tokens" in hf:
+                continue
+            cols = ref.W[hf].shape[1]
+            order = tiled if name.endswith(".ssm_out.weight") else np.arange(cols)
+            ref.W[hf] = RoundedMatrix(ref.W[hf], order)
+            if hf == "lm_head.weight":
+                ref.lm_head = ref.W[hf]
+        return ref
+
+    def test_logits_against_reference(self):
+        for qtype, path in self.files.items():
+            with self.subTest(qtype=qtype):
+                ref = self.reference(qtype)
+                out = self.base + f"-{qtype}-out"
+                run(["debug-logits", "--model", path, "--prompt-tokens", ",".join(map(str, PROMPT)), "--threads", "2",
+                     "--mtp", "--out", out])
+                logits, hidden = ref.forward(PROMPT)
+                got = np.load(out + ".prefill.npy")
+                err = np.max(np.abs(got - logits)) / np.max(np.abs(logits))
+                mtp_ref = ref.mtp_logits(PROMPT, hidden)
+                mtp_got = np.load(out + ".mtp.npy")
+                n = min(len(mtp_ref), len(mtp_got))
+                merr = np.max(np.abs(mtp_got[:n] - mtp_ref[:n])) / np.max(np.abs(mtp_ref[:n]))
+                print(f"qwen35 {qtype}: relative logit error {err:.2e}, MTP {merr:.2e} (int8-rounding reference)")
+                self.assertLess(err, BOUND, qtype)
+                self.assertLess(merr, BOUND, qtype)
+                top2 = np.sort(logits, axis=-1)
+                confident = (top2[:, -1] - top2[:, -2]) > 2 * err * np.max(np.abs(logits))
+                np.testing.assert_array_equal(np.argmax(got, -1)[confident], np.argmax(logits, -1)[confident])
+
+    def test_f32_gguf_matches_reference(self):
+        # The q8_0 file's weights, dequantized and written back unquantized by the
+        # independent writer (ggml_quants.write_gguf) with the same metadata: nextn then
+        # computes in float32, so every name, order and rewrite must be read back exactly.
+        md, tensors, _, _, got = tensors_of(self.files["q8_0"])
+        meta = []
+        for key, v in md.items():
+            if isinstance(v, bool):
+                meta.append((key, 7, v))
+            elif isinstance(v, int):
+                meta.append((key, 4, v))
+            elif isinstance(v, float):
+                meta.append((key, 6, v))
+            elif isinstance(v, str):
+                meta.append((key, 8, v))
+            elif isinstance(v, list) and v:
+                et = 8 if isinstance(v[0], str) else 6 if isinstance(v[0], float) else 5
+                meta.append((key, 9, v, et))
+        path = self.base + "-f32.gguf"
+        Q.write_gguf(path, meta, [(t["name"], t["dims"], "F32", got[t["name"]][0].astype("<f4").tobytes())
+                                  for t in tensors])
+        ref = self.reference("q8_0", rounded=False)
+        out = self.base + "-f32-out"
+        run(["debug-logits", "--model", path, "--prompt-tokens", ",".join(map(str, PROMPT)), "--threads", "2",
+             "--mtp", "--out", out])
+        logits, hidden = ref.forward(PROMPT)
+        err = np.max(np.abs(np.load(out + ".prefill.npy") - logits)) / np.max(np.abs(logits))
+        mtp_ref = ref.mtp_logits(PROMPT, hidden)
+        mtp_got = np.load(out + ".mtp.npy")
+        n = min(len(mtp_ref), len(mtp_got))
+        merr = np.max(np.abs(mtp_got[:n] - mtp_ref[:n])) / np.max(np.abs(mtp_ref[:n]))
+        print(f"qwen35 F32 GGUF: relative logit error {err:.2e}, MTP {merr:.2e}")
+        self.assertLess(err, F32_BOUND)
+        self.assertLess(merr, F32_BOUND)
+
+    def test_greedy_mtp_equals_plain_greedy(self):
+        for qtype, path in self.files.items():
+            with self.subTest(qtype=qtype):
+                args = ["generate", "--model", path, "--prompt-tokens", "3,17,42,99,5", "-n", "30", "--ids",
+                        "--ignore-eos"]
+                plain = run(args)
+                for depth in ("1", "3"):
+                    self.assertEqual(plain.splitlines()[0],
+                                     run(args + ["--mtp", "--num-mtp-tokens", depth]).splitlines()[0], depth)
+
+    def test_missing_ssm_key_is_refused(self):
+        # Rename the key in place (same length), so the file stays valid GGUF.
+        data = pathlib.Path(self.files["q8_0"]).read_bytes()
+        key = b"qwen35.ssm.state_size"
+        self.assertEqual(data.count(key), 1)
+        bad = pathlib.Path(self.base + "-no-state-size.gguf")
+        bad.write_bytes(data.replace(key, b"qwen35.ssm.xtate_size"))
+        p = subprocess.run([BIN, "generate", "--model", str(bad), "--prompt-tokens", "1,2", "-n", "1", "--ids"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("qwen35.ssm.state_size", p.stderr)
+
+    def test_positive_ssm_a_is_refused(self):
+        # ssm_a holds -exp(A_log) < 0; a file with A_log itself there (a converter that
+        # skipped the rewrite) must not load as a model with growing state.
+        _, _, tensors, start, data = Q.read_gguf(self.files["q8_0"])
+        t = next(t for t in tensors if t["name"] == "blk.0.ssm_a")
+        data = bytearray(data)
+        at = start + t["offset"]
+        data[at:at + 4] = np.float32(0.5).tobytes()
+        bad = pathlib.Path(self.base + "-positive-ssm-a.gguf")
+        bad.write_bytes(bytes(data))
+        p = subprocess.run([BIN, "generate", "--model", str(bad), "--prompt-tokens", "1,2", "-n", "1", "--ids"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("blk.0.ssm_a", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
