@@ -107,7 +107,9 @@ void HttpServer::set_backend(std::unique_ptr<Backend> backend) {
 
 void HttpServer::stop() {
   if (stopping_.exchange(true)) return;
-  static_cast<HttplibServer*>(http_.get())->stop_accepting();
+  // The grace thread exists before the listener stops: run() returns once it has, and the
+  // caller may then destroy this server, which joins grace_thread_. Started after, it
+  // could be assigned after that join check (std::terminate on a joinable thread).
   grace_thread_ = std::thread([this] {
     Stopwatch sw;
     while (sw.seconds() < options_.shutdown_grace_s) {
@@ -125,6 +127,7 @@ void HttpServer::stop() {
     if (!left.empty()) log_info("shutdown: cancelling {} in-flight generation(s)", left.size());
     for (auto& g : left) g->cancel();
   });
+  static_cast<HttplibServer*>(http_.get())->stop_accepting();
 }
 
 void HttpServer::track(const std::shared_ptr<Generation>& g, bool add) {
