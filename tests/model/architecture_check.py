@@ -4,11 +4,13 @@ relative error they bound, random checkpoints from tools/make_checkpoint.py, the
 `nextn debug-logits` outputs, a test case holding a temporary folder and one checkpoint
 (with its float64 reference model) per set of generator arguments, and the bad-config
 check: a copy of a good checkpoint with config.json edited must make `nextn debug-logits`
-exit 2 with a message containing the expected text, and write no output."""
+exit 2 with a message containing the expected text, and write no output. add_cases() and
+main() are the tests' registration and their closing table of errors."""
 import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -93,3 +95,27 @@ class ArchitectureTestCase(unittest.TestCase):
         self.assertEqual(p.returncode, 2, f"{name}: {p.stdout}{p.stderr}")
         self.assertIn(expect, p.stderr, name)
         self.assertFalse(os.path.exists(os.path.join(dst, "out.prefill.npy")), name)
+
+
+def add_cases(test_class, cases):
+    """One test_<name> per case {name: (gen_args, dtype, extra, prompt)}, each calling
+    test_class.check(name, gen_args, dtype, extra, prompt)."""
+    for name, (gen_args, dtype, extra, prompt) in cases.items():
+        def test(self, name=name, gen_args=gen_args, dtype=dtype, extra=extra, prompt=prompt):
+            self.check(name, gen_args, dtype, extra, prompt)
+        setattr(test_class, f"test_{name}", test)
+
+
+def main(title, results, width=24):
+    """Runs the tests, then prints each case's errors (`results`: dicts with case, prefill,
+    hidden, decode, optional mtp, tokens) and exits 1 if any test failed."""
+    prog = unittest.main(verbosity=2, exit=False)
+    if results:
+        mtp = any("mtp" in r for r in results)
+        print(f"\nnextn {title} vs float64 reference (relative error = max|d| / max|ref|)")
+        print(f"{'case':{width}} {'prefill':>9} {'hidden':>9} {'decode':>9}" + (f" {'mtp':>9}" if mtp else "") + "  tokens")
+        for r in results:
+            m = (f" {r['mtp']:9.2e}" if "mtp" in r else f" {'-':>9}") if mtp else ""
+            print(f"{r['case']:{width}} {r['prefill']:9.2e} {r['hidden']:9.2e} {r['decode']:9.2e}{m}"
+                  f"  {'same' if r['tokens'] else 'DIFFER'}")
+    sys.exit(0 if prog.result.wasSuccessful() else 1)

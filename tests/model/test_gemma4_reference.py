@@ -16,7 +16,6 @@ own broken references (per-expert scale missing, router scoring the experts' nor
 gate/up halves swapped). Bad configs exit 2 naming the problem."""
 import os
 import sys
-import unittest
 
 import numpy as np
 
@@ -157,27 +156,8 @@ class Gemma4ReferenceTest(ArchitectureTestCase):
         self.bad_config("moe-tensors", edit, "router.proj.weight")
 
 
-def add_case(name, gen_args, dtype, extra, prompt):
-    def test(self):
-        self.check(name, gen_args, dtype, extra, prompt)
-    setattr(Gemma4ReferenceTest, f"test_{name}", test)
-
-
-for _n, (_g, _d, _e, _p) in CASES.items():
-    add_case(_n, _g, _d, _e, _p)
-
-
-def print_summary():
-    if not RESULTS:
-        return
-    print("\nnextn Gemma 4 vs float64 reference (relative error = max|d| / max|ref|)")
-    print(f"{'case':26} {'prefill':>9} {'hidden':>9} {'decode':>9}  tokens")
-    for r in RESULTS:
-        print(f"{r['case']:26} {r['prefill']:9.2e} {r['hidden']:9.2e} {r['decode']:9.2e}"
-              f"  {'same' if r['tokens'] else 'DIFFER'}")
+architecture_check.add_cases(Gemma4ReferenceTest, CASES)
 
 
 if __name__ == "__main__":
-    prog = unittest.main(verbosity=2, exit=False)
-    print_summary()
-    sys.exit(0 if prog.result.wasSuccessful() else 1)
+    architecture_check.main("Gemma 4", RESULTS, width=26)

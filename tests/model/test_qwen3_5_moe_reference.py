@@ -14,7 +14,6 @@ references (top-k weights not renormalised, shared-expert gate missing, a sharpe
 router) must miss by far more than the tolerance. Bad MoE configs exit 2 naming the key."""
 import os
 import sys
-import unittest
 
 import numpy as np
 
@@ -103,28 +102,8 @@ class Qwen35MoeReferenceTest(ArchitectureTestCase):
         self.bad_config("mlp-only", edit, "mlp_only_layers names 7")
 
 
-def add_case(name, gen_args, dtype, extra, prompt):
-    def test(self):
-        self.check(name, gen_args, dtype, extra, prompt)
-    setattr(Qwen35MoeReferenceTest, f"test_{name}", test)
-
-
-for _n, (_g, _d, _e, _p) in CASES.items():
-    add_case(_n, _g, _d, _e, _p)
-
-
-def print_summary():
-    if not RESULTS:
-        return
-    print("\nnextn Qwen3.5-MoE vs float64 reference (relative error = max|d| / max|ref|)")
-    print(f"{'case':24} {'prefill':>9} {'hidden':>9} {'decode':>9} {'mtp':>9}  tokens")
-    for r in RESULTS:
-        mtp = f"{r['mtp']:9.2e}" if "mtp" in r else f"{'-':>9}"
-        print(f"{r['case']:24} {r['prefill']:9.2e} {r['hidden']:9.2e} {r['decode']:9.2e} {mtp}"
-              f"  {'same' if r['tokens'] else 'DIFFER'}")
+architecture_check.add_cases(Qwen35MoeReferenceTest, CASES)
 
 
 if __name__ == "__main__":
-    prog = unittest.main(verbosity=2, exit=False)
-    print_summary()
-    sys.exit(0 if prog.result.wasSuccessful() else 1)
+    architecture_check.main("Qwen3.5-MoE", RESULTS, width=24)

@@ -9,7 +9,6 @@ decode steps and MTP logits. Relative error = max|nextn - ref| / max|ref| over t
 F32: <= 1e-4 and identical greedy tokens; BF16: <= 2e-2 and identical greedy tokens.
 Also: chunked and token-by-token prefill, and an MTP assistant checkpoint loaded separately
 (when debug-logits offers an option for it)."""
-import json
 import os
 import subprocess
 import sys

@@ -5,7 +5,6 @@ without the nextn binary: safetensors round trips, BF16 rounding, HF layout and 
 determinism, sharding, tokenizer validity, MTP assistants, and reference self-consistency."""
 import json
 import os
-import struct
 import subprocess
 import sys
 import tempfile

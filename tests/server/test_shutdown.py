@@ -10,7 +10,6 @@ import re
 import signal
 import socket
 import sys
-import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serverlib import Server, check  # noqa: E402
