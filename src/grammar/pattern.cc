@@ -144,7 +144,8 @@ class PatternParser {
         p_ = at;
         error("this class matches no character that a JSON string can hold");
       }
-      a += quantifier();
+      const std::string q = quantifier();
+      if (a != "\"\"") a += q;  // an empty group repeated is still empty (GBNF cannot repeat "")
       out += (out.empty() ? "" : " ") + a;
     }
     return out;

@@ -296,6 +296,10 @@ TEST(JsonSchema, StringsPatternsFormatsLengths) {
   auto q = compile(R"({"type":"string","pattern":"a\"b\\\\c.+"})");  // a"b\c then anything
   EXPECT_TRUE(full_match(q, R"("a\"b\\cz")"));
   EXPECT_FALSE(full_match(q, R"("a"b\\cz")"));
+  // An empty group under a quantifier is the empty string (found by grammar_fuzz).
+  auto empty = compile(R"({"type":"string","pattern":"^a()?(?:)*b$"})");
+  EXPECT_TRUE(full_match(empty, "\"ab\""));
+  EXPECT_FALSE(full_match(empty, "\"a\""));
   auto len = compile(R"({"type":"string","minLength":2,"maxLength":3})");
   EXPECT_TRUE(full_match(len, "\"ab\""));
   EXPECT_TRUE(full_match(len, "\"a\\nb\""));  // an escape is one character
