@@ -125,7 +125,7 @@ class Compiler {
       }
       if (node->is_object() && node->contains(key)) {
         node = &(*node)[key];
-      } else if (node->is_array() && !key.empty() && key.find_first_not_of("0123456789") == std::string::npos &&
+      } else if (node->is_array() && !key.empty() && key.size() <= 9 && key.find_first_not_of("0123456789") == std::string::npos &&
                  std::stoul(key) < node->size()) {
         node = &(*node)[std::stoul(key)];
       } else {

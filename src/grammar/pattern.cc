@@ -241,8 +241,10 @@ class PatternParser {
       case 'r': single = '\r'; return false;
       case 'x': case 'u': {
         int n = e == 'x' ? 2 : 4;
-        if (p_ + size_t(n) > s_.size()) error("incomplete escape");
-        single = uint32_t(std::stoul(std::string(s_.substr(p_, size_t(n))), nullptr, 16));
+        const std::string hex(s_.substr(p_, std::min(size_t(n), s_.size() - p_)));
+        if (hex.size() != size_t(n) || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+          error(fmt::format("\\{} needs {} hex digits", e, n));
+        single = uint32_t(std::stoul(hex, nullptr, 16));
         p_ += size_t(n);
         return false;
       }

@@ -342,6 +342,8 @@ TEST(Pattern, Errors) {
   EXPECT_THROW(pattern_to_gbnf("a^b"), PatternError);
   EXPECT_THROW(pattern_to_gbnf("\\bword"), PatternError);
   EXPECT_THROW(pattern_to_gbnf("\\w{3,2}"), PatternError);  // found by grammar_fuzz
+  EXPECT_THROW(pattern_to_gbnf("\\x{1,6}"), PatternError);  // found by grammar_fuzz (was std::invalid_argument)
+  EXPECT_THROW(pattern_to_gbnf("\\u12"), PatternError);
   EXPECT_THROW(pattern_to_gbnf("a{,5}"), PatternError);
   EXPECT_THROW(pattern_to_gbnf("a{99999}"), PatternError);
 }
