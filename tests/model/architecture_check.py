@@ -97,6 +97,51 @@ class ArchitectureTestCase(unittest.TestCase):
         self.assertFalse(os.path.exists(os.path.join(dst, "out.prefill.npy")), name)
 
 
+class MtpReferenceTestCase(ArchitectureTestCase):
+    """A reference comparison for models with an MTP head (Qwen3.5, Qwen3.5-MoE, GLM-4.5):
+    check() bounds prefill logits, post-norm hidden, forced decode and (with --mtp) MTP
+    logits by TOL[dtype] and wants the reference's greedy tokens; every bug of BROKEN
+    must miss by 100 × TOL["f32"]. Subclasses also set RESULTS (the table's rows)."""
+    TOL = {"f32": 1e-4, "bf16": 2e-2}
+    N_DECODE = 16
+    PROMPT = [1, 37, 205, 12, 99, 250, 7, 64, 3, 180, 41]
+    BROKEN = ()
+    RESULTS = None
+
+    def check(self, name, gen_args, dtype, extra, prompt):
+        d, ref = self.model(gen_args)
+        got = debug_logits(d, os.path.join(self.tmp, name), extra, prompt, self.N_DECODE)
+        logits, hidden = ref.forward(prompt)
+        row = {"case": name, "prefill": rel_err(got["prefill"], logits),
+               "hidden": rel_err(got["hidden"], hidden)}
+        ref_tokens, _ = ref.greedy(prompt, self.N_DECODE)
+        toks = got["tokens"].astype(np.int64).reshape(-1)
+        row["tokens"] = bool(np.array_equal(toks, ref_tokens))
+        row["decode"] = rel_err(got["decode"], ref.forced_decode(prompt, toks))
+        if "--mtp" in extra:
+            row["mtp"] = rel_err(got["mtp"], ref.mtp_logits(prompt, hidden))
+        self.RESULTS.append(row)
+        for part in ("prefill", "hidden", "decode", "mtp"):
+            if part in row:
+                self.assertLessEqual(row[part], self.TOL[dtype], f"{name} {part}: {row}")
+        self.assertTrue(row["tokens"], f"{name}: greedy tokens {toks.tolist()} vs reference "
+                                       f"{ref_tokens.tolist()}")
+
+    def test_broken_references_are_detected(self):
+        d, ref = self.model([])
+        got = debug_logits(d, os.path.join(self.tmp, "broken"), ["--mtp"], self.PROMPT, self.N_DECODE)
+        logits, _ = ref.forward(self.PROMPT)
+        self.assertLessEqual(rel_err(got["prefill"], logits), self.TOL["f32"])
+        self.assertTrue(self.BROKEN, "no broken references to check")
+        for bug in self.BROKEN:
+            bad = self.REFERENCE.Model(d, broken=bug)
+            b_logits, b_hidden = bad.forward(self.PROMPT)
+            err = max(rel_err(got["prefill"], b_logits),
+                      rel_err(got["mtp"], bad.mtp_logits(self.PROMPT, b_hidden)))
+            print(f"broken reference {bug}: relative error {err:.3g}")
+            self.assertGreater(err, 100 * self.TOL["f32"], f"broken reference '{bug}' went unnoticed")
+
+
 def add_cases(test_class, cases):
     """One test_<name> per case {name: (gen_args, dtype, extra, prompt)}, each calling
     test_class.check(name, gen_args, dtype, extra, prompt)."""

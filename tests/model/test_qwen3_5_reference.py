@@ -15,20 +15,15 @@ problem; Qwen3-Next is refused (qwen3_5_moe: test_qwen3_5_moe_reference.py)."""
 import os
 import sys
 
-import numpy as np
-
 SRC = os.environ.get("NEXTN_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
 sys.path.insert(0, os.path.join(SRC, "tests", "model"))
 import numpy_qwen3_5 as M  # noqa: E402
-from architecture_check import ArchitectureTestCase, rel_err  # noqa: E402
 import architecture_check  # noqa: E402
 
-PROMPT = [1, 37, 205, 12, 99, 250, 7, 64, 3, 180, 41]
+PROMPT = architecture_check.MtpReferenceTestCase.PROMPT
 LONG = [int((i * 53 + 7) % 380) for i in range(150)]
-N_DECODE = 16
-TOL = {"f32": 1e-4, "bf16": 2e-2}
 
 # name: (generator args, dtype, debug-logits args, prompt)
 CASES = {
@@ -47,49 +42,13 @@ CASES = {
 RESULTS = []
 
 
-def debug_logits(model_dir, prefix, extra, prompt):
-    return architecture_check.debug_logits(model_dir, prefix, extra, prompt, N_DECODE)
-
-
-class Qwen35ReferenceTest(ArchitectureTestCase):
+# The base class is not imported by name: unittest would run its test on its own.
+class Qwen35ReferenceTest(architecture_check.MtpReferenceTestCase):
+    RESULTS = RESULTS
+    BROKEN = M.BROKEN
     ARCH = "qwen3_5"
     REFERENCE = M
 
-    def check(self, name, gen_args, dtype, extra, prompt):
-        d, ref = self.model(gen_args)
-        got = debug_logits(d, os.path.join(self.tmp, name), extra, prompt)
-        logits, hidden = ref.forward(prompt)
-        row = {"case": name,
-               "prefill": rel_err(got["prefill"], logits),
-               "hidden": rel_err(got["hidden"], hidden)}
-        ref_tokens, _ = ref.greedy(prompt, N_DECODE)
-        toks = got["tokens"].astype(np.int64).reshape(-1)
-        row["tokens"] = bool(np.array_equal(toks, ref_tokens))
-        row["decode"] = rel_err(got["decode"], ref.forced_decode(prompt, toks))
-        if "--mtp" in extra:
-            row["mtp"] = rel_err(got["mtp"], ref.mtp_logits(prompt, hidden))
-        RESULTS.append(row)
-        for part in ("prefill", "hidden", "decode", "mtp"):
-            if part in row:
-                self.assertLessEqual(row[part], TOL[dtype], f"{name} {part}: {row}")
-        self.assertTrue(row["tokens"], f"{name}: greedy tokens {toks.tolist()} vs reference "
-                                       f"{ref_tokens.tolist()}")
-        return got
-
-    def test_broken_references_are_detected(self):
-        d, ref = self.model([])
-        got = debug_logits(d, os.path.join(self.tmp, "broken"), ["--mtp"], PROMPT)
-        logits, hidden = ref.forward(PROMPT)
-        self.assertLessEqual(rel_err(got["prefill"], logits), TOL["f32"])
-        for bug in M.BROKEN:
-            bad = M.Model(d, broken=bug)
-            b_logits, b_hidden = bad.forward(PROMPT)
-            err = max(rel_err(got["prefill"], b_logits),
-                      rel_err(got["mtp"], bad.mtp_logits(PROMPT, b_hidden)))
-            print(f"broken reference {bug}: relative error {err:.3g}")
-            self.assertGreater(err, 100 * TOL["f32"], f"broken reference '{bug}' went unnoticed")
-
-    # ---- bad configs (ArchitectureTestCase.bad_config) ----------------------------------
     def test_unknown_layer_type(self):
         def edit(c):
             c["layer_types"][1] = "mamba"
