@@ -67,6 +67,17 @@ def run(args, **kw):
     return p.stdout
 
 
+def check_greedy_mtp_equals_plain(test, files, prompt_args, n):
+    """For each {qtype: path}: greedy --mtp at depths 1 and 3 gives plain greedy's ids."""
+    for qtype, path in files.items():
+        with test.subTest(qtype=qtype):
+            args = ["generate", "--model", path, *prompt_args, "-n", str(n), "--ids", "--ignore-eos"]
+            plain = run(args)
+            for depth in ("1", "3"):
+                mtp = run(args + ["--mtp", "--num-mtp-tokens", depth])
+                test.assertEqual(plain.splitlines()[0], mtp.splitlines()[0], f"depth {depth}")
+
+
 def quantize(src, qtype, out):
     run(["quantize", src, "--type", qtype, "--out", out, "--no-progress"])
     return out
@@ -155,13 +166,7 @@ class TinyModelGguf(unittest.TestCase):
 
     def test_greedy_mtp_equals_plain_greedy(self):
         prompt = "def parse_args(argv):\n    parser = argparse."
-        for qtype, path in self.files.items():
-            with self.subTest(qtype=qtype):
-                plain = run(["generate", "--model", path, "--prompt", prompt, "-n", "40", "--ids", "--ignore-eos"])
-                for depth in ("1", "3"):
-                    mtp = run(["generate", "--model", path, "--prompt", prompt, "-n", "40", "--ids", "--ignore-eos",
-                               "--mtp", "--num-mtp-tokens", depth])
-                    self.assertEqual(plain.splitlines()[0], mtp.splitlines()[0], f"depth {depth}")
+        check_greedy_mtp_equals_plain(self, self.files, ["--prompt", prompt], 40)
 
     def test_tokenizer_from_gguf_matches_tokenizer_json(self):
         corpus = os.path.join(TMP, "tokenizer-corpus.jsonl")  # the tokenizer tests' corpus (same path)

@@ -27,7 +27,8 @@ sys.path.insert(0, os.path.join(SRC, "tests", "model"))
 import numpy_glm4_moe  # noqa: E402
 import safetensors_reader  # noqa: E402
 import safetensors_writer  # noqa: E402
-from test_gguf_models import BLOCK, GLOBAL, quantize, run, step_bound, tensors_of  # noqa: E402
+from test_gguf_models import (BLOCK, GLOBAL, check_greedy_mtp_equals_plain, quantize, run,  # noqa: E402
+                              step_bound, tensors_of)
 
 BIN = os.environ.get("NEXTN_BIN", os.path.join(SRC, "build", "nextn"))
 PROMPTS = [[int((i * 53 + 7 * j + 3) % 380) for i in range(8)] for j in range(8)]
@@ -147,14 +148,7 @@ class Glm4MoeGguf(unittest.TestCase):
                 self.assertLess(err, BOUND, f"glm4_moe {qtype}")
 
     def test_greedy_mtp_equals_plain_greedy(self):
-        for qtype, path in self.files.items():
-            with self.subTest(qtype=qtype):
-                args = ["generate", "--model", path, "--prompt-tokens", "3,17,42,99,5", "-n", "30", "--ids",
-                        "--ignore-eos"]
-                plain = run(args)
-                for depth in ("1", "3"):
-                    self.assertEqual(plain.splitlines()[0],
-                                     run(args + ["--mtp", "--num-mtp-tokens", depth]).splitlines()[0], depth)
+        check_greedy_mtp_equals_plain(self, self.files, ["--prompt-tokens", "3,17,42,99,5"], 30)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import numpy_qwen3_5  # noqa: E402
 import safetensors_reader  # noqa: E402
 import safetensors_writer  # noqa: E402
 from quantized_check import PROMPT  # noqa: E402
-from test_gguf_models import BIN, run, quantize, step_bound, tensors_of  # noqa: E402
+from test_gguf_models import BIN, check_greedy_mtp_equals_plain, run, quantize, step_bound, tensors_of  # noqa: E402
 
 TMP = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
 TYPES = ["q8_0", "q4_k_m"]
@@ -323,14 +323,7 @@ class Qwen35Gguf(unittest.TestCase):
         self.assertLess(merr, F32_BOUND)
 
     def test_greedy_mtp_equals_plain_greedy(self):
-        for qtype, path in self.files.items():
-            with self.subTest(qtype=qtype):
-                args = ["generate", "--model", path, "--prompt-tokens", "3,17,42,99,5", "-n", "30", "--ids",
-                        "--ignore-eos"]
-                plain = run(args)
-                for depth in ("1", "3"):
-                    self.assertEqual(plain.splitlines()[0],
-                                     run(args + ["--mtp", "--num-mtp-tokens", depth]).splitlines()[0], depth)
+        check_greedy_mtp_equals_plain(self, self.files, ["--prompt-tokens", "3,17,42,99,5"], 30)
 
     def test_missing_ssm_key_is_refused(self):
         # Rename the key in place (same length), so the file stays valid GGUF.
