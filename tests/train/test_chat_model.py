@@ -14,6 +14,8 @@ import unittest
 
 import numpy as np
 
+import trained_logits
+
 SRC = os.environ.get("NEXTN_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 BIN = os.environ.get("NEXTN_BIN", "")
 TMP = os.environ.get("NEXTN_TEST_TMP", "/tmp")
@@ -88,29 +90,7 @@ class ChatTemplate(unittest.TestCase):
 @unittest.skipUnless(BIN and os.path.exists(BIN), "NEXTN_BIN not set")
 class Logits(unittest.TestCase):
     def check(self, name):
-        ref = {k: np.load(os.path.join(DATA, f"ref_{name}.{k}.npy"))
-               for k in ("tokens", "prefill", "hidden", "mtp", "decode", "greedy")}
-        n_dec = len(ref["greedy"])
-        prefix = os.path.join(TMP, f"train_chat_{name}")
-        os.makedirs(TMP, exist_ok=True)
-        run("debug-logits", "--model", MODEL, "--prompt-tokens", ",".join(map(str, ref["tokens"])),
-            "--decode", str(n_dec), "--mtp", "--out", prefix)
-        got = {k: np.load(f"{prefix}.{k}.npy") for k in ("prefill", "hidden", "mtp", "decode", "tokens")}
-        for k in ("prefill", "mtp", "decode"):
-            r = ref[k].astype(np.float32)
-            g = got[k].astype(np.float32)
-            self.assertEqual(g.shape, r.shape, k)
-            # BF16 weights, float32 math on both sides; float16 storage of the reference
-            tol = 0.02 * np.abs(r).max(axis=1) + 0.02
-            err = np.abs(g - r).max(axis=1)
-            self.assertTrue(np.all(err <= tol), f"{name}.{k}: max err {err.max():.4f} (row tol {tol.min():.4f})")
-            top2 = np.sort(r, axis=1)[:, -2:]
-            clear = (top2[:, 1] - top2[:, 0]) > 2 * tol
-            self.assertTrue(np.array_equal(g.argmax(1)[clear], r.argmax(1)[clear]), f"{name}.{k} argmax")
-        h_ref, h = ref["hidden"], got["hidden"]
-        self.assertEqual(h.shape, h_ref.shape)
-        self.assertLessEqual(np.abs(h - h_ref).max(), 0.02 * np.abs(h_ref).max() + 0.02, f"{name}.hidden")
-        self.assertEqual(got["tokens"].tolist(), ref["greedy"].tolist(), f"{name} greedy tokens")
+        trained_logits.check(self, run, MODEL, DATA, os.path.join(TMP, f"train_chat_{name}"), name)
 
     def test_single_turn_prompt(self):
         self.check("chat")
