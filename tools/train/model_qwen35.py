@@ -28,6 +28,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from model import MLP  # the SwiGLU MLP is the MiMo model's, unchanged
+
 
 @dataclass
 class Config:
@@ -104,17 +106,6 @@ def apply_partial_rope(x, cos, sin):
     ra = xf_a * cos - xf_b * sin
     rb = xf_b * cos + xf_a * sin
     return torch.cat([ra.to(x.dtype), rb.to(x.dtype), rest], dim=-1)
-
-
-class MLP(nn.Module):
-    def __init__(self, cfg):
-        super().__init__()
-        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
-        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
-        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
-
-    def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
 class GatedAttention(nn.Module):
