@@ -25,7 +25,8 @@ template <int Bits, int Group>
 struct MlxUnpacker {
   static constexpr int kBlockBytes = 8 + Group * Bits / 8;
   static constexpr int kGroups = Group / kQuantGroup;
-  static constexpr bool kHasMin = true;
+  // 8-bit values go in as q − 128 (two's complement bytes), the bias taking up 128 steps.
+  static constexpr bool kSigned = Bits == 8, kSubScales = false, kHasMin = true;
   struct Header {
     float scale;  // step (may be negative)
     float bias;   // offset added to every element
@@ -34,17 +35,18 @@ struct MlxUnpacker {
     std::memcpy(&h.scale, block, 4);
     std::memcpy(&h.bias, block + 4, 4);
   }
-  static void group(D16 d, const uint8_t* block, const Header&, int g, V16* out) {
+  static void group(D8 d, const uint8_t* block, const Header&, int g, V8* out) {
     const uint8_t* values = block + 8 + g * (kQuantGroup * Bits / 8);
     if constexpr (Bits == 4) {
       for (size_t k = 0; k < kVecs; ++k) out[k] = split_nibbles(d, values, k);
     } else {
-      const hn::Rebind<uint8_t, D16> du8;
-      for (size_t k = 0; k < kVecs; ++k) out[k] = hn::PromoteTo(d, hn::LoadU(du8, values + k * hn::Lanes(d)));
+      for (size_t k = 0; k < kVecs; ++k) out[k] = hn::Xor(hn::LoadU(d, values + k * hn::Lanes(d)), hn::Set(d, 0x80));
     }
   }
   static float scale(const Header& h, int) { return h.scale; }
-  static float min(const Header& h, int) { return h.bias; }
+  static void mins(const Header& h, float* out) {
+    for (int g = 0; g < kGroups; ++g) out[g] = Bits == 8 ? h.bias + 128.0f * h.scale : h.bias;
+  }
 };
 
 #define NEXTN_MLX_MATMUL(BITS, GROUP)                                                        \

@@ -15,16 +15,16 @@ namespace HWY_NAMESPACE {
 struct Q4_0Unpacker {
   static constexpr int kBlockBytes = 18;
   static constexpr int kGroups = 1;
-  static constexpr bool kHasMin = false;
+  static constexpr bool kSigned = false, kSubScales = false, kHasMin = true;
   struct Header {
     float d;  // block scale (any sign)
   };
   static void header(const uint8_t* block, Header& h) { h.d = load_f16(block); }
-  static void group(D16 d, const uint8_t* block, const Header&, int, V16* out) {
-    for (size_t k = 0; k < kVecs; ++k) out[k] = hn::Sub(split_nibbles(d, block + 2, k), hn::Set(d, 8));
+  static void group(D8 d, const uint8_t* block, const Header&, int, V8* out) {
+    for (size_t k = 0; k < kVecs; ++k) out[k] = split_nibbles(d, block + 2, k);
   }
   static float scale(const Header& h, int) { return h.d; }
-  static float min(const Header&, int) { return 0.0f; }
+  static void mins(const Header& h, float* out) { *out = -8.0f * h.d; }  // the nibbles' offset of 8, exact
 };
 
 void MatmulQ4_0(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {

@@ -13,7 +13,7 @@ namespace HWY_NAMESPACE {
 struct Q4_1Unpacker {
   static constexpr int kBlockBytes = 20;
   static constexpr int kGroups = 1;
-  static constexpr bool kHasMin = true;
+  static constexpr bool kSigned = false, kSubScales = false, kHasMin = true;
   struct Header {
     float d;  // step
     float m;  // offset added to every element
@@ -22,11 +22,11 @@ struct Q4_1Unpacker {
     h.d = load_f16(block);
     h.m = load_f16(block + 2);
   }
-  static void group(D16 d, const uint8_t* block, const Header&, int, V16* out) {
+  static void group(D8 d, const uint8_t* block, const Header&, int, V8* out) {
     for (size_t k = 0; k < kVecs; ++k) out[k] = split_nibbles(d, block + 4, k);
   }
   static float scale(const Header& h, int) { return h.d; }
-  static float min(const Header& h, int) { return h.m; }
+  static void mins(const Header& h, float* out) { *out = h.m; }
 };
 
 void MatmulQ4_1(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {

@@ -17,29 +17,30 @@ namespace HWY_NAMESPACE {
 struct Q4_KUnpacker {
   static constexpr int kBlockBytes = 144;
   static constexpr int kGroups = 8;
-  static constexpr bool kHasMin = true;
+  static constexpr bool kSigned = false, kSubScales = true, kHasMin = true;
   struct Header {
-    float d;        // scale of the sub-block scales
-    int16_t sc[8];  // sub-block scales, folded into the unpacked values
-    float min[8];   // −dmin·m[j]
+    float d;         // scale of the sub-block scales
+    float dmin;      // scale of the sub-block minimums
+    uint8_t sc[8];   // sub-block scales, the integer multipliers of the groups
+    uint8_t m[8];    // sub-block minimums (x −= dmin·m[j])
   };
   static void header(const uint8_t* block, Header& h) {
     h.d = load_f16(block);
-    const float dmin = load_f16(block + 2);
-    int sc[8], m[8];
-    unpack_scale_min_k4(block + 4, sc, m);
-    for (int j = 0; j < 8; ++j) {
-      h.sc[j] = static_cast<int16_t>(sc[j]);
-      h.min[j] = -dmin * static_cast<float>(m[j]);
-    }
+    h.dmin = load_f16(block + 2);
+    unpack_scale_min_k4_bytes(block + 4, h.sc, h.m);
   }
-  static void group(D16 d, const uint8_t* block, const Header& h, int g, V16* out) {
+  static void group(D8 d, const uint8_t* block, const Header&, int g, V8* out) {
     const uint8_t* qs = block + 16 + 32 * (g / 2);
-    const V16 sc = hn::Set(d, h.sc[g]);
-    for (size_t k = 0; k < kVecs; ++k) out[k] = hn::Mul(nibbles_of_32(d, qs, k, g % 2 == 1), sc);
+    for (size_t k = 0; k < kVecs; ++k) out[k] = nibbles_of_32(d, qs, k, g % 2 == 1);
   }
+  static void sub_scales(const Header& h, int g, int& lo, int& hi) { lo = hi = h.sc[g]; }
+#if NEXTN_QUANT_PAIRS
+  static constexpr int kPairOffset = 0;
+  static V64 pair(const uint8_t* block, const Header&, int c) { return nibble_pair(block + 16 + 32 * c); }
+  static V16x32 pair_sub_scales(const Header& h, int c) { return pair_multipliers(h.sc[2 * c], h.sc[2 * c + 1]); }
+#endif
   static float scale(const Header& h, int) { return h.d; }
-  static float min(const Header& h, int g) { return h.min[g]; }
+  static void mins(const Header& h, float* out) { kquant_mins(h.m, h.dmin, out); }
 };
 
 void MatmulQ4_K(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {

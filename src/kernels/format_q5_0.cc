@@ -14,21 +14,17 @@ namespace HWY_NAMESPACE {
 struct Q5_0Unpacker {
   static constexpr int kBlockBytes = 22;
   static constexpr int kGroups = 1;
-  static constexpr bool kHasMin = false;
+  static constexpr bool kSigned = false, kSubScales = false, kHasMin = true;
   struct Header {
-    float d;        // block scale (any sign)
-    uint32_t bits;  // bit e: the fifth bit of element e
+    float d;  // block scale (any sign)
   };
-  static void header(const uint8_t* block, Header& h) {
-    h.d = load_f16(block);
-    std::memcpy(&h.bits, block + 2, 4);
-  }
-  static void group(D16 d, const uint8_t* block, const Header& h, int, V16* out) {
-    for (size_t k = 0; k < kVecs; ++k)
-      out[k] = hn::Sub(hn::Add(split_nibbles(d, block + 6, k), fifth_bits(d, h.bits, k)), hn::Set(d, 16));
+  static void header(const uint8_t* block, Header& h) { h.d = load_f16(block); }
+  // Bytes 2..5 hold the fifth bits (bit e for element e).
+  static void group(D8 d, const uint8_t* block, const Header&, int, V8* out) {
+    for (size_t k = 0; k < kVecs; ++k) out[k] = hn::Or(split_nibbles(d, block + 6, k), fifth_bits(d, block + 2, k));
   }
   static float scale(const Header& h, int) { return h.d; }
-  static float min(const Header&, int) { return 0.0f; }
+  static void mins(const Header& h, float* out) { *out = -16.0f * h.d; }  // the values' offset of 16, exact
 };
 
 void MatmulQ5_0(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {

@@ -14,22 +14,21 @@ namespace HWY_NAMESPACE {
 struct Q5_1Unpacker {
   static constexpr int kBlockBytes = 24;
   static constexpr int kGroups = 1;
-  static constexpr bool kHasMin = true;
+  static constexpr bool kSigned = false, kSubScales = false, kHasMin = true;
   struct Header {
-    float d;        // step
-    float m;        // offset added to every element
-    uint32_t bits;  // bit e: the fifth bit of element e
+    float d;  // step
+    float m;  // offset added to every element
   };
   static void header(const uint8_t* block, Header& h) {
     h.d = load_f16(block);
     h.m = load_f16(block + 2);
-    std::memcpy(&h.bits, block + 4, 4);
   }
-  static void group(D16 d, const uint8_t* block, const Header& h, int, V16* out) {
-    for (size_t k = 0; k < kVecs; ++k) out[k] = hn::Add(split_nibbles(d, block + 8, k), fifth_bits(d, h.bits, k));
+  // Bytes 4..7 hold the fifth bits (bit e for element e).
+  static void group(D8 d, const uint8_t* block, const Header&, int, V8* out) {
+    for (size_t k = 0; k < kVecs; ++k) out[k] = hn::Or(split_nibbles(d, block + 8, k), fifth_bits(d, block + 4, k));
   }
   static float scale(const Header& h, int) { return h.d; }
-  static float min(const Header& h, int) { return h.m; }
+  static void mins(const Header& h, float* out) { *out = h.m; }
 };
 
 void MatmulQ5_1(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {

@@ -15,34 +15,36 @@ namespace HWY_NAMESPACE {
 struct Q5_KUnpacker {
   static constexpr int kBlockBytes = 176;
   static constexpr int kGroups = 8;
-  static constexpr bool kHasMin = true;
+  static constexpr bool kSigned = false, kSubScales = true, kHasMin = true;
   struct Header {
-    float d;        // scale of the sub-block scales
-    int16_t sc[8];  // sub-block scales, folded into the unpacked values
-    float min[8];   // −dmin·m[j]
+    float d;         // scale of the sub-block scales
+    float dmin;      // scale of the sub-block minimums
+    uint8_t sc[8];   // sub-block scales, the integer multipliers of the groups
+    uint8_t m[8];    // sub-block minimums (x −= dmin·m[j])
   };
   static void header(const uint8_t* block, Header& h) {
     h.d = load_f16(block);
-    const float dmin = load_f16(block + 2);
-    int sc[8], m[8];
-    unpack_scale_min_k4(block + 4, sc, m);
-    for (int j = 0; j < 8; ++j) {
-      h.sc[j] = static_cast<int16_t>(sc[j]);
-      h.min[j] = -dmin * static_cast<float>(m[j]);
-    }
+    h.dmin = load_f16(block + 2);
+    unpack_scale_min_k4_bytes(block + 4, h.sc, h.m);
   }
-  static void group(D16 d, const uint8_t* block, const Header& h, int g, V16* out) {
-    const hn::Rebind<uint8_t, D16> du8;
+  static void group(D8 d, const uint8_t* block, const Header&, int g, V8* out) {
     const uint8_t* qs = block + 48 + 32 * (g / 2);
-    const V16 sc = hn::Set(d, h.sc[g]);
     for (size_t k = 0; k < kVecs; ++k) {
-      const V16 qh = hn::PromoteTo(d, hn::LoadU(du8, block + 16 + k * hn::Lanes(d)));
-      const V16 bit = hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(qh, g), hn::Set(d, 1)));
-      out[k] = hn::Mul(hn::Add(nibbles_of_32(d, qs, k, g % 2 == 1), bit), sc);
+      const V8 qh = hn::LoadU(d, block + 16 + k * hn::Lanes(d));
+      const V8 bit = hn::ShiftLeft<4>(hn::And(hn::ShiftRightSame(qh, g), hn::Set(d, 1)));
+      out[k] = hn::Or(nibbles_of_32(d, qs, k, g % 2 == 1), bit);
     }
   }
+  static void sub_scales(const Header& h, int g, int& lo, int& hi) { lo = hi = h.sc[g]; }
+#if NEXTN_QUANT_PAIRS
+  static constexpr int kPairOffset = 0;
+  static V64 pair(const uint8_t* block, const Header&, int c) {
+    return hn::Or(nibble_pair(block + 48 + 32 * c), high_bits_pair(block + 16, 2 * c, 1, 1));
+  }
+  static V16x32 pair_sub_scales(const Header& h, int c) { return pair_multipliers(h.sc[2 * c], h.sc[2 * c + 1]); }
+#endif
   static float scale(const Header& h, int) { return h.d; }
-  static float min(const Header& h, int g) { return h.min[g]; }
+  static void mins(const Header& h, float* out) { kquant_mins(h.m, h.dmin, out); }
 };
 
 void MatmulQ5_K(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {

@@ -17,30 +17,44 @@ namespace HWY_NAMESPACE {
 struct Q6_KUnpacker {
   static constexpr int kBlockBytes = 210;
   static constexpr int kGroups = 8;
-  static constexpr bool kHasMin = false;
+  // q − 32 is signed; the sub-scales are signed too.
+  static constexpr bool kSigned = true, kSubScales = true, kHasMin = false;
   struct Header {
-    float d;  // scale of the sub-block scales
+    float d;           // scale of the sub-block scales
+    const int8_t* sc;  // the block's 16 sub-scales, one per 16 elements
   };
-  static void header(const uint8_t* block, Header& h) { h.d = load_f16(block + 208); }
-  static void group(D16 d, const uint8_t* block, const Header&, int g, V16* out) {
-    const hn::Rebind<uint8_t, D16> du8;
+  static void header(const uint8_t* block, Header& h) {
+    h.d = load_f16(block + 208);
+    h.sc = reinterpret_cast<const int8_t*>(block + 192);
+  }
+  static void group(D8 d, const uint8_t* block, const Header&, int g, V8* out) {
     const int half = g / 4, k4 = g % 4;
     const uint8_t* ql = block + 64 * half + 32 * (k4 % 2);
     const uint8_t* qh = block + 128 + 32 * half;
-    const int8_t* sc = reinterpret_cast<const int8_t*>(block + 192) + 8 * half + 2 * k4;
-    const size_t n = hn::Lanes(d);
     for (size_t k = 0; k < kVecs; ++k) {
-      const V16 low = nibbles_of_32(d, ql, k, k4 >= 2);
-      const V16 high = hn::And(hn::ShiftRightSame(hn::PromoteTo(d, hn::LoadU(du8, qh + k * n)), 2 * k4), hn::Set(d, 3));
-      const V16 q = hn::Sub(hn::Or(low, hn::ShiftLeft<4>(high)), hn::Set(d, 32));
-      // Elements 0..15 of the group use sc[0], 16..31 use sc[1].
-      const V16 scale = n <= 16 ? hn::Set(d, sc[k * n / 16])
-                                : hn::IfThenElse(hn::FirstN(d, 16), hn::Set(d, sc[0]), hn::Set(d, sc[1]));
-      out[k] = hn::Mul(q, scale);
+      const V8 low = nibbles_of_32(d, ql, k, k4 >= 2);
+      const V8 high = hn::And(hn::ShiftRightSame(hn::LoadU(d, qh + k * hn::Lanes(d)), 2 * k4), hn::Set(d, 3));
+      out[k] = hn::Sub(hn::Or(low, hn::ShiftLeft<4>(high)), hn::Set(d, 32));  // two's complement bytes
     }
   }
+  // Elements 0..15 of group g use sub-scale 2g, 16..31 use 2g + 1.
+  static void sub_scales(const Header& h, int g, int& lo, int& hi) {
+    lo = h.sc[2 * g];
+    hi = h.sc[2 * g + 1];
+  }
+#if NEXTN_QUANT_PAIRS
+  // Groups 2c, 2c+1 (c = 0..3): the low (c even) or high nibbles of 64 bytes of ql, with
+  // bits 4(c%2) and 4(c%2)+2 of qh for the top two bits; q unsigned, offset 32.
+  static constexpr int kPairOffset = 32;
+  static V64 pair(const uint8_t* block, const Header&, int c) {
+    const int half = c / 2, k4 = 2 * (c % 2);
+    const V64 ql = hn::LoadU(D64(), block + 64 * half);
+    const V64 low = k4 == 0 ? hn::And(ql, hn::Set(D64(), 0xF)) : hn::ShiftRight<4>(ql);
+    return hn::Or(low, high_bits_pair(block + 128 + 32 * half, 2 * k4, 2, 2));
+  }
+  static V16x32 pair_sub_scales(const Header& h, int c) { return quarter_multipliers(h.sc + 4 * c); }
+#endif
   static float scale(const Header& h, int) { return h.d; }
-  static float min(const Header&, int) { return 0.0f; }
 };
 
 void MatmulQ6_K(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {

@@ -13,17 +13,15 @@ namespace HWY_NAMESPACE {
 struct Q8_0Unpacker {
   static constexpr int kBlockBytes = 34;
   static constexpr int kGroups = 1;
-  static constexpr bool kHasMin = false;
+  static constexpr bool kSigned = true, kSubScales = false, kHasMin = false;
   struct Header {
     float d;  // block scale
   };
   static void header(const uint8_t* block, Header& h) { h.d = load_f16(block); }
-  static void group(D16 d, const uint8_t* block, const Header&, int, V16* out) {
-    const hn::Rebind<int8_t, D16> di8;
-    for (size_t k = 0; k < kVecs; ++k) out[k] = hn::PromoteTo(d, hn::LoadU(di8, reinterpret_cast<const int8_t*>(block + 2) + k * hn::Lanes(d)));
+  static void group(D8 d, const uint8_t* block, const Header&, int, V8* out) {
+    for (size_t k = 0; k < kVecs; ++k) out[k] = hn::LoadU(d, block + 2 + k * hn::Lanes(d));
   }
   static float scale(const Header& h, int) { return h.d; }
-  static float min(const Header&, int) { return 0.0f; }
 };
 
 void MatmulQ8_0(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {

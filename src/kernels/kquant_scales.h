@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/weight_format.h"
 
@@ -18,6 +19,26 @@ inline void unpack_scale_min_k4(const uint8_t* scales, int* sc, int* m) {
     sc[j] = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
     m[j] = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
   }
+}
+
+// scales[12] → the bytes sc[0..7] and m[0..7] (each 0..63), four bytes per word
+// operation: the same packing as above read as three little-endian uint32 words a, b, c
+// (sc[0..3] = a & 63, m[0..3] = b & 63, sc[4..7] and m[4..7] = the nibbles of c with the
+// top two bits of a and b above them). For the matmul's block headers.
+inline void unpack_scale_min_k4_bytes(const uint8_t* scales, uint8_t* sc, uint8_t* m) {
+  uint32_t a, b, c;
+  std::memcpy(&a, scales, 4);
+  std::memcpy(&b, scales + 4, 4);
+  std::memcpy(&c, scales + 8, 4);
+  const uint32_t low6 = 0x3F3F3F3Fu, low4 = 0x0F0F0F0Fu, low2 = 0x03030303u;
+  const uint32_t sc_lo = a & low6, m_lo = b & low6;
+  const uint32_t sc_hi = (c & low4) | (((a >> 6) & low2) << 4);
+  const uint32_t m_hi = ((c >> 4) & low4) | (((b >> 6) & low2) << 4);
+  // One 8-byte store each: a later 8-byte load of m then forwards from the store
+  // (two 4-byte stores read back as 8 bytes stall the load for a dozen cycles).
+  const uint64_t sc8 = sc_lo | static_cast<uint64_t>(sc_hi) << 32, m8 = m_lo | static_cast<uint64_t>(m_hi) << 32;
+  std::memcpy(sc, &sc8, 8);
+  std::memcpy(m, &m8, 8);
 }
 
 // sc[8], m[8] (each 0..63) → scales[12].

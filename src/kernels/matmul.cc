@@ -275,7 +275,7 @@ HWY_EXPORT(TargetNameImpl);
 static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias,
                              int64_t o_begin = 0, int64_t o_end = -1, bool threads = true) {
   const WeightFormat* format = weight_format(w.dtype);
-  thread_local std::vector<int16_t> q;
+  thread_local std::vector<int8_t> q;
   thread_local std::vector<float> scale, sum;
   const int64_t stride = quantized_rows_stride(w.cols);
   q.resize(static_cast<size_t>(n_rows * w.cols));

@@ -2,18 +2,35 @@
 // compiled once per SIMD target (include it after hwy/highway.h from a format file).
 //
 // A format supplies an Unpacker:
-//   kType, kGroups (32-element groups per block), kHasMin (x = scale·q + min form),
+//   kBlockBytes, kGroups (32-element groups per block),
+//   kSigned: its group bytes are int8 (Q8_0, Q6_K, MLX 8-bit) rather than unsigned
+//     values of at most 63 (4- and 5-bit formats),
+//   kSubScales: its groups carry integer sub-scales (K-quants), given per 16-element
+//     half by sub_scales(h, g, lo, hi), |sub-scale| ≤ 128,
+//   kHasMin: the group has an offset (x = scale·(sub-scale·value) + min),
 //   Header + header(block, h): what is decoded once per block (scales, mins),
-//   group(d16, block, h, g, out[kVecs]): the int16 values of group g with the
-//     format's integer sub-scales folded in (|value| ≤ 4096, so the int32 dot of a
-//     group with int8 activations is exact),
-//   scale(h, g) / min(h, g): the float factors of group g.
-// Then Σ_i w_i x_i over group g = scale·xscale·Σ(value·q) + min·xsum.
+//   group(d8, block, h, g, out[kVecs]): the 32 bytes of group g in element order,
+//   scale(h, g): the float factor of group g; mins(h, out[kGroups]): the offsets of the
+//     block's groups (kHasMin).
+// Then Σ_i w_i x_i over group g = scale·xscale·Σ(sub-scale·value·q) + min·xsum.
 //
-// A tile is R activation rows × O weight rows: each weight group is unpacked once
-// into registers and used for all R rows. Every (row, output) pair runs the same
-// instruction sequence whatever R, O or the thread split, which is what makes a
-// row's result independent of its batch.
+// The integer dot of a group multiplies the weight bytes with the int8 activations
+// pairwise into int16 (x86: vpmaddubsw, unsigned × signed; a signed weight goes in as
+// |w| with its sign moved onto the activation) and sums pairs into int32 with the
+// sub-scales as the multipliers (vpmaddwd). Every partial sum is exact: a pair is at most
+// 2·128·127 = 32512 < 2^15 (|w| ≤ 128), and a whole group at most 32·4096·127 < 2^24
+// (|sub-scale·w| ≤ 4096: Q6_K's 128·32), so the conversion to float is exact too. Other targets compute the same integers with
+// widened multiplies.
+//
+// On AVX-512, formats whose blocks hold an even number of groups under one float scale
+// (the K-quants) also supply pair(block, h, c) / pair_sub_scales(h, c) / kPairOffset:
+// groups 2c and 2c+1 as one 512-bit vector of unsigned bytes (the value is byte −
+// kPairOffset), which halves the instructions per weight.
+//
+// A tile is R activation rows × O weight rows: each weight group is unpacked once into
+// registers and used for all R rows. Every (row, output) pair runs the same instruction
+// sequence whatever R, O or the thread split, which is what makes a row's result
+// independent of its batch.
 #if defined(NEXTN_KERNELS_QUANT_MATMUL_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef NEXTN_KERNELS_QUANT_MATMUL_INL_H_
 #undef NEXTN_KERNELS_QUANT_MATMUL_INL_H_
@@ -23,6 +40,7 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -35,40 +53,114 @@ namespace nextn {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-using D16 = hn::CappedTag<int16_t, kQuantGroup>;
+// One 32-element group is kVecs byte vectors: 1 on AVX2 and AVX-512 (256-bit vectors,
+// which leave AVX-512's 32 registers for more tiles), 2 on 128-bit targets.
+using D8 = hn::CappedTag<uint8_t, kQuantGroup>;
+using V8 = hn::Vec<D8>;
+using D16 = hn::Repartition<int16_t, D8>;
 using V16 = hn::Vec<D16>;
-using D32 = hn::Repartition<int32_t, D16>;
-using DQF = hn::Repartition<float, D16>;
+using D32 = hn::Repartition<int32_t, D8>;
+using V32 = hn::Vec<D32>;
+using DQF = hn::Repartition<float, D8>;
 using VQF = hn::Vec<DQF>;
-// int16 vectors per 32-element group (fixed-width targets: 1 on AVX-512, 2 on AVX2, 4 on 128-bit).
-constexpr size_t kVecs = kQuantGroup / hn::MaxLanes(D16());
+constexpr size_t kVecs = kQuantGroup / hn::MaxLanes(D8());
+
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
+#define NEXTN_QUANT_MADDUBS 1  // x86 with pmaddubsw: 128-bit (SSSE3/SSE4) or 256-bit
+#else
+#define NEXTN_QUANT_MADDUBS 0
+#endif
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_ARCH_ARM_A64
-constexpr int kQuantOuts = 4, kQuantDecodeOuts = 8;  // 32 vector registers
+constexpr int kAccRegs = 16;  // 32 vector registers: half of them accumulate
+constexpr int kQuantDecodeOuts = 4;
 #else
-constexpr int kQuantOuts = 2, kQuantDecodeOuts = 4;  // 16 vector registers
+constexpr int kAccRegs = 8;  // 16 vector registers
+constexpr int kQuantDecodeOuts = 8;
 #endif
-// Decode (one row) keeps more weight rows in flight: it waits on memory, not on math.
-constexpr int kQuantTableOuts = kQuantDecodeOuts > kQuantOuts ? kQuantDecodeOuts : kQuantOuts;
-constexpr size_t kPrefetchBytes = 1024;  // how far ahead in each weight row to prefetch
 constexpr int kQuantRows = 8;  // activation rows per pass over the weights
 
-// The 4-bit values of elements [k·N, k·N+N) of a 32-element group stored as 16 bytes
-// in ggml's order: byte j holds element j (low nibble) and element j+16 (high nibble).
-template <class D>  // a template so that the branch for other vector widths is not compiled
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define NEXTN_QUANT_PAIRS 1
+using D64 = hn::Simd<uint8_t, 64, 0>;  // two groups
+using V64 = hn::Vec<D64>;
+using D16x32 = hn::Repartition<int16_t, D64>;
+using V16x32 = hn::Vec<D16x32>;
+using DPF = hn::Repartition<float, D64>;  // 16 lanes: 8 per group
+template <class U>
+constexpr bool kPaired = requires { U::kPairOffset; };
+
+// Groups 2c and 2c+1 of a K-quant block: the low, then the high nibbles of 32 bytes.
+HWY_INLINE V64 nibble_pair(const uint8_t* qs32) {
+  const hn::Half<D64> dh;
+  const auto raw = hn::LoadU(dh, qs32);
+  return hn::Combine(D64(), hn::ShiftRight<4>(raw), hn::And(raw, hn::Set(dh, 0xF)));
+}
+// Bits `shift` (first group) and `shift + step` (second group) of 32 bytes, `width` bits
+// wide, moved up by 4: the high bits of Q5_K and Q6_K values.
+HWY_INLINE V64 high_bits_pair(const uint8_t* qh32, int shift, int step, int width) {
+  const hn::Half<D64> dh;
+  const auto raw = hn::LoadU(dh, qh32);
+  const auto mask = hn::Set(dh, static_cast<uint8_t>((1 << width) - 1));
+  return hn::ShiftLeft<4>(hn::Combine(D64(), hn::And(hn::ShiftRightSame(raw, shift + step), mask),
+                                      hn::And(hn::ShiftRightSame(raw, shift), mask)));
+}
+// The pairs' int16 multipliers when each group has one sub-scale: a, then b.
+HWY_INLINE V16x32 pair_multipliers(int a, int b) {
+  const hn::Half<D16x32> dh;
+  return hn::Combine(D16x32(), hn::Set(dh, static_cast<int16_t>(b)), hn::Set(dh, static_cast<int16_t>(a)));
+}
+// ... and when each 16 elements have their own: the four signed bytes at sc4.
+HWY_INLINE V16x32 quarter_multipliers(const int8_t* sc4) {
+  int32_t four;
+  std::memcpy(&four, sc4, 4);
+  const __m512i wide = _mm512_castsi128_si512(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(four)));
+  const __m512i index = _mm512_set_epi64(0x0003000300030003, 0x0003000300030003, 0x0002000200020002,
+                                         0x0002000200020002, 0x0001000100010001, 0x0001000100010001, 0, 0);
+  return V16x32{_mm512_permutexvar_epi16(index, wide)};
+}
+#else
+#define NEXTN_QUANT_PAIRS 0
+using DPF = hn::Repartition<float, D8>;
+template <class U>
+constexpr bool kPaired = false;
+#endif
+// Outputs per tile for R rows: as many as the accumulators allow, at least one.
+constexpr int tile_outs(int rows) { return rows == 1 ? kQuantDecodeOuts : std::max(1, kAccRegs / rows); }
+constexpr int kQuantMaxOuts = kQuantDecodeOuts > kAccRegs / 2 ? kQuantDecodeOuts : kAccRegs / 2;
+
+// The 4-bit values of a 32-element group stored as 16 bytes in ggml's order (byte j
+// holds element j in its low and element j+16 in its high nibble): vector k of the group.
+template <class D>  // a template so that the branches for other vector widths are not compiled
 HWY_INLINE hn::Vec<D> split_nibbles(D d, const uint8_t* qs16, size_t k) {
-  const hn::Rebind<uint8_t, D> du8;
-  if constexpr (hn::MaxLanes(D()) <= 16) {
-    const size_t first = k * hn::Lanes(d);
-    const auto raw = hn::PromoteTo(d, hn::LoadU(du8, qs16 + first % 16));
-    return first < 16 ? hn::And(raw, hn::Set(d, 0xF)) : hn::ShiftRight<4>(raw);
-  } else {
-    // One vector spans the whole group: low nibbles in the lower half, high in the upper.
+  if constexpr (hn::MaxLanes(D()) >= 32) {
     const hn::Half<D> dh;
-    const hn::Rebind<uint8_t, decltype(dh)> du8h;
-    const auto raw = hn::PromoteTo(dh, hn::LoadU(du8h, qs16));
-    return Combine(d, hn::ShiftRight<4>(raw), hn::And(raw, hn::Set(dh, 0xF)));  // found by ADL (absent on 1-lane targets)
+    const auto raw = hn::LoadU(dh, qs16);
+    return Combine(d, hn::ShiftRight<4>(raw), hn::And(raw, hn::Set(dh, 0xF)));  // found by ADL
+  } else {
+    const size_t first = k * hn::Lanes(d);
+    const auto raw = hn::LoadU(d, qs16 + first % 16);
+    return first < 16 ? hn::And(raw, hn::Set(d, 0xF)) : hn::ShiftRight<4>(raw);
   }
+}
+
+// Vector k of a group whose element l is byte l of 32 consecutive bytes (K-quants):
+// low nibbles, or high nibbles when `high`.
+HWY_INLINE V8 nibbles_of_32(D8 d, const uint8_t* qs32, size_t k, bool high) {
+  const V8 raw = hn::LoadU(d, qs32 + k * hn::Lanes(d));
+  return high ? hn::ShiftRight<4>(raw) : hn::And(raw, hn::Set(d, 0xF));
+}
+
+// 16 where bit e of the little-endian 32 bits at `bits` is set, for the elements of vector k.
+HWY_INLINE V8 fifth_bits(D8 d, const uint8_t* bits, size_t k) {
+  const size_t first = k * hn::Lanes(d);
+  uint8_t shifted[8] = {};  // LoadMaskBits reads whole bytes: start at bit `first`
+  if (first % 8 == 0) {
+    std::memcpy(shifted, bits + first / 8, std::min<size_t>(8, 4 - first / 8));
+  } else {
+    shifted[0] = static_cast<uint8_t>(bits[first / 8] >> (first % 8));
+  }
+  return hn::IfThenElseZero(hn::LoadMaskBits(d, shifted), hn::Set(d, 16));
 }
 
 // An fp16 field as float32 with the target's conversion instruction (F16C on x86, fcvt
@@ -81,32 +173,78 @@ HWY_INLINE float load_f16(const uint8_t* p) {
   return hn::GetLane(hn::PromoteTo(d1, hn::LoadU(dh1, reinterpret_cast<const hwy::float16_t*>(p))));
 }
 
-// The 4-bit values of elements [k·N, k·N+N) of a group whose element l is byte l of
-// 32 consecutive bytes (K-quants): low nibbles, or high nibbles when `high`.
-HWY_INLINE V16 nibbles_of_32(D16 d, const uint8_t* qs32, size_t k, bool high) {
-  const hn::Rebind<uint8_t, D16> du8;
-  const V16 raw = hn::PromoteTo(d, hn::LoadU(du8, qs32 + k * hn::Lanes(d)));
-  return high ? hn::ShiftRight<4>(raw) : hn::And(raw, hn::Set(d, 0xF));
+// A group's weight bytes as the integer dot wants them, prepared once per output and
+// used for every row: for signed weights, |w| (as unsigned bytes) beside w.
+template <bool kSigned>
+struct GroupWeights {
+  V8 w[kVecs];
+  V8 mag[kSigned ? kVecs : 1];
+  V16 sub[kVecs];  // int16 multipliers of the pairs (the sub-scales, or 1)
+};
+
+template <bool kSigned>
+HWY_INLINE void prepare(GroupWeights<kSigned>& gw, int lo, int hi) {
+  const D16 d16;
+  const size_t n16 = hn::Lanes(d16);
+  for (size_t k = 0; k < kVecs; ++k) {
+#if NEXTN_QUANT_MADDUBS
+    if constexpr (kSigned) gw.mag[k] = hn::BitCast(D8(), hn::Abs(hn::BitCast(hn::RebindToSigned<D8>(), gw.w[k])));
+    // Pair lane j of vector k covers elements 2j, 2j+1 of its 2·n16 elements.
+    if (n16 >= 16) {
+      gw.sub[k] = lo == hi ? hn::Set(d16, static_cast<int16_t>(lo))
+                           : hn::IfThenElse(hn::FirstN(d16, 8), hn::Set(d16, static_cast<int16_t>(lo)),
+                                            hn::Set(d16, static_cast<int16_t>(hi)));
+    } else {
+      gw.sub[k] = hn::Set(d16, static_cast<int16_t>(k * 2 * n16 < 16 ? lo : hi));
+    }
+#else
+    (void)n16;
+    gw.sub[k] = hn::Zero(d16);  // unused: the portable dot reads lo/hi itself
+#endif
+  }
 }
 
-// 16 where bit e of the little-endian uint32 `bits` is set, for elements e of [k·N, k·N+N).
-HWY_INLINE V16 fifth_bits(D16 d, uint32_t bits, size_t k) {
-  alignas(64) static constexpr int16_t kBit[32] = {
-      1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, -32768,
-      1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, -32768};
-  const size_t n = hn::Lanes(d);
-  const size_t first = k * n;
-  V16 word;
-  if (n <= 16) {
-    const uint32_t half = (bits >> (first / 16 * 16)) & 0xFFFF;
-    word = hn::Set(d, static_cast<int16_t>(static_cast<uint16_t>(half >> (first % 16))));
-  } else {
-    word = hn::IfThenElse(hn::FirstN(d, 16), hn::Set(d, static_cast<int16_t>(static_cast<uint16_t>(bits & 0xFFFF))),
-                          hn::Set(d, static_cast<int16_t>(static_cast<uint16_t>(bits >> 16))));
+#if NEXTN_QUANT_MADDUBS
+// Σ sub·w·x over one group as int32 partial sums (x86: pmaddubsw, pmaddwd).
+template <bool kSigned>
+HWY_INLINE V32 group_dot(const GroupWeights<kSigned>& gw, const int8_t* xq, int, int) {
+  const D32 d32;
+  V32 sum = hn::Zero(d32);
+  for (size_t k = 0; k < kVecs; ++k) {
+    const auto x = hn::LoadU(hn::RebindToSigned<D8>(), xq + k * hn::Lanes(D8()));
+#if HWY_TARGET <= HWY_AVX2
+    const __m256i pairs = kSigned ? _mm256_maddubs_epi16(gw.mag[k].raw, _mm256_sign_epi8(x.raw, gw.w[k].raw))
+                                  : _mm256_maddubs_epi16(gw.w[k].raw, x.raw);
+    sum = hn::Add(sum, V32{_mm256_madd_epi16(pairs, gw.sub[k].raw)});
+#else
+    const __m128i pairs = kSigned ? _mm_maddubs_epi16(gw.mag[k].raw, _mm_sign_epi8(x.raw, gw.w[k].raw))
+                                  : _mm_maddubs_epi16(gw.w[k].raw, x.raw);
+    sum = hn::Add(sum, V32{_mm_madd_epi16(pairs, gw.sub[k].raw)});
+#endif
   }
-  const V16 tested = hn::And(word, hn::LoadU(d, kBit));
-  return hn::IfThenElseZero(hn::Ne(tested, hn::Zero(d)), hn::Set(d, 16));
+  return sum;
 }
+#else
+// The same integers with widened multiplies, 32-bit lanes (targets without pmaddubsw).
+template <bool kSigned>
+HWY_INLINE V32 group_dot(const GroupWeights<kSigned>& gw, const int8_t* xq, int lo, int hi) {
+  const D32 d32;
+  const hn::Rebind<int8_t, D32> di8;
+  const hn::Rebind<uint8_t, D32> du8;
+  alignas(64) uint8_t bytes[kQuantGroup];
+  for (size_t k = 0; k < kVecs; ++k) hn::StoreU(gw.w[k], D8(), bytes + k * hn::Lanes(D8()));
+  const size_t n = hn::Lanes(d32);
+  V32 sum = hn::Zero(d32);
+  for (size_t i = 0; i < kQuantGroup; i += n) {
+    const V32 w = kSigned ? hn::PromoteTo(d32, hn::LoadU(di8, reinterpret_cast<const int8_t*>(bytes) + i))
+                          : hn::BitCast(d32, hn::PromoteTo(hn::RebindToUnsigned<D32>(), hn::LoadU(du8, bytes + i)));
+    const V32 x = hn::PromoteTo(d32, hn::LoadU(di8, xq + i));
+    // Elements 0..15 take the low half's sub-scale, 16..31 the high half's.
+    sum = hn::Add(sum, hn::Mul(hn::Mul(w, x), hn::Set(d32, i < 16 ? lo : hi)));
+  }
+  return sum;
+}
+#endif
 
 // Σ_b a[b]·c[b] over n floats (n a multiple of 16), in a fixed order.
 HWY_INLINE float dot_padded(const float* a, const float* c, int64_t n) {
@@ -117,17 +255,80 @@ HWY_INLINE float dot_padded(const float* a, const float* c, int64_t n) {
   return hn::GetLane(hn::SumOfLanes(df, acc));
 }
 
+// −dmin·m[j] for the 8 sub-blocks of a K-quant block (Q4_K, Q5_K).
+HWY_INLINE void kquant_mins(const uint8_t* m, float dmin, float* out) {
+  const hn::CappedTag<int32_t, 8> di;
+  const hn::Rebind<uint8_t, decltype(di)> du8;
+  const hn::Rebind<float, decltype(di)> df;
+  const auto neg = hn::Set(df, -dmin);
+  for (size_t j = 0; j < 8; j += hn::Lanes(di))
+    hn::StoreU(hn::Mul(neg, hn::ConvertTo(df, hn::BitCast(di, hn::PromoteTo(hn::RebindToUnsigned<decltype(di)>(), hn::LoadU(du8, m + j))))), df, out + j);
+}
+
+template <class U>
+HWY_INLINE void sub_scales_of(const typename U::Header& h, int g, int& lo, int& hi) {
+  if constexpr (U::kSubScales) {
+    U::sub_scales(h, g, lo, hi);
+  } else {
+    lo = hi = 1;
+  }
+}
+
+#if NEXTN_QUANT_PAIRS
+// The groups of block b for a tile, two at a time (AVX-512; see the top of the file):
+// acc[r][o] += (Σ sub·value·q as float) · (the two groups' activation scales) · scale.
+template <class U, int R, int O>
+HWY_INLINE void pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const uint8_t* const* wrow,
+                      const typename U::Header* h, hn::Vec<DPF> (&acc)[R][O]) {
+  static_assert(U::kGroups % 2 == 0 && (U::kPairOffset & (U::kPairOffset - 1)) == 0);
+  const DPF df;
+  const hn::Half<DPF> dh;
+  const QuantizedRows& x = job.x;
+  hn::Vec<DPF> scale[O];
+#pragma GCC unroll 16
+  for (int o = 0; o < O; ++o) scale[o] = hn::Set(df, U::scale(h[o], 0));
+#pragma GCC unroll 4
+  for (int c = 0; c < U::kGroups / 2; ++c) {
+    const int64_t xb = b * U::kGroups + 2 * c;
+    V64 w[O];
+    V16x32 mul[O];
+#pragma GCC unroll 16
+    for (int o = 0; o < O; ++o) {
+      w[o] = U::pair(wrow[o] + b * U::kBlockBytes, h[o], c);
+      mul[o] = U::pair_sub_scales(h[o], c);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const __m512i xq = _mm512_loadu_si512(x.q + (r0 + r) * job.cols + xb * kQuantGroup);
+      const float* xs = x.scale + (r0 + r) * x.stride + xb;
+      const auto xscale = hn::Combine(df, hn::Set(dh, xs[1]), hn::Set(dh, xs[0]));
+      __m512i offset = _mm512_setzero_si512();  // kPairOffset·(x_2i + x_2i+1)
+      if constexpr (U::kPairOffset != 0)
+        offset = _mm512_slli_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(1), xq), __builtin_ctz(U::kPairOffset));
+#pragma GCC unroll 16
+      for (int o = 0; o < O; ++o) {
+        __m512i pair_sums = _mm512_maddubs_epi16(w[o].raw, xq);
+        if constexpr (U::kPairOffset != 0) pair_sums = _mm512_sub_epi16(pair_sums, offset);
+        const hn::Vec<hn::Repartition<int32_t, D64>> dot{_mm512_madd_epi16(pair_sums, mul[o].raw)};
+        acc[r][o] = hn::MulAdd(hn::Mul(hn::ConvertTo(df, dot), xscale), scale[o], acc[r][o]);
+      }
+    }
+  }
+}
+#endif
+
 // R rows × O outputs starting at (r0, o0). `mins` is scratch of O × x.stride floats.
 template <class U, int R, int O>
 HWY_NOINLINE void quant_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0, float* mins) {
-  const D16 d16;
-  const D32 d32;
-  const DQF df;
+  const D8 d8;
+  using DAcc = std::conditional_t<kPaired<U>, DPF, DQF>;
+  const DAcc df;
   constexpr int kBytes = U::kBlockBytes;
   const int64_t n_blocks = job.cols / (U::kGroups * kQuantGroup);
   const QuantizedRows& x = job.x;
   const uint8_t* wrow[O];
-  VQF acc[R][O];
+  const size_t prefetch_step = O * job.w_row_bytes;
+  hn::Vec<DAcc> acc[R][O];
 #pragma GCC unroll 16
   for (int o = 0; o < O; ++o) wrow[o] = job.w + (o0 + o) * job.w_row_bytes;
 #pragma GCC unroll 16
@@ -139,33 +340,38 @@ HWY_NOINLINE void quant_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0, 
     typename U::Header h[O];
 #pragma GCC unroll 16
     for (int o = 0; o < O; ++o) {
-      hwy::Prefetch(wrow[o] + b * kBytes + kPrefetchBytes);
+      // The same block of the next tile's rows (rows are contiguous, and a row of a
+      // 1024-column matrix is only 576 bytes at Q4_0): one tile of lead time.
+      const uint8_t* ahead = wrow[o] + prefetch_step + b * kBytes;
+#pragma GCC unroll 4
+      for (int p = 0; p < kBytes; p += 64) hwy::Prefetch(ahead + p);
       U::header(wrow[o] + b * kBytes, h[o]);
+      if constexpr (U::kHasMin) U::mins(h[o], mins + o * x.stride + b * U::kGroups);
     }
+#if NEXTN_QUANT_PAIRS
+    if constexpr (kPaired<U>) pairs<U, R, O>(job, r0, b, wrow, h, acc);
+    else
+#endif
+#pragma GCC unroll 8
     for (int g = 0; g < U::kGroups; ++g) {
       const int64_t xb = b * U::kGroups + g;
-      V16 w[O][kVecs];
+      GroupWeights<U::kSigned> gw[O];
+      int lo[O], hi[O];
 #pragma GCC unroll 16
-      for (int o = 0; o < O; ++o) U::group(d16, wrow[o] + b * kBytes, h[o], g, w[o]);
+      for (int o = 0; o < O; ++o) {
+        U::group(d8, wrow[o] + b * kBytes, h[o], g, gw[o].w);
+        sub_scales_of<U>(h[o], g, lo[o], hi[o]);
+        prepare(gw[o], lo[o], hi[o]);
+      }
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
-        const int16_t* xq = x.q + (r0 + r) * job.cols + xb * kQuantGroup;
+        const int8_t* xq = x.q + (r0 + r) * job.cols + xb * kQuantGroup;
         const float xs = x.scale[(r0 + r) * x.stride + xb];
-        V16 xv[kVecs];
-#pragma GCC unroll 16
-        for (size_t k = 0; k < kVecs; ++k) xv[k] = hn::LoadU(d16, xq + k * hn::Lanes(d16));
 #pragma GCC unroll 16
         for (int o = 0; o < O; ++o) {
-          auto s0 = hn::Zero(d32), s1 = hn::Zero(d32);
-#pragma GCC unroll 16
-          for (size_t k = 0; k < kVecs; ++k) s0 = hn::ReorderWidenMulAccumulate(d32, w[o][k], xv[k], s0, s1);
-          const auto dot = hn::RearrangeToOddPlusEven(s0, s1);
-          acc[r][o] = hn::MulAdd(hn::Set(df, U::scale(h[o], g) * xs), hn::ConvertTo(df, dot), acc[r][o]);
+          const V32 dot = group_dot(gw[o], xq, lo[o], hi[o]);
+          acc[r][o] = hn::MulAdd(hn::Set(df, U::scale(h[o], g) * xs), hn::ConvertTo(DQF(), dot), acc[r][o]);
         }
-      }
-      if constexpr (U::kHasMin) {
-#pragma GCC unroll 16
-        for (int o = 0; o < O; ++o) mins[o * x.stride + xb] = U::min(h[o], g);
       }
     }
   }
@@ -183,22 +389,20 @@ HWY_NOINLINE void quant_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0, 
   }
 }
 
+// fns[R−1][O−1] for O ≤ tile_outs(R).
 template <class U>
 struct QuantTileTable {
   using Fn = void (*)(const QuantMatmulJob&, int64_t, int64_t, float*);
-  std::array<std::array<Fn, kQuantOuts>, kQuantRows> fns;  // fns[R-1][O-1]
-  std::array<Fn, kQuantDecodeOuts> decode;                 // R = 1: decode[O-1]
+  std::array<std::array<Fn, kQuantMaxOuts>, kQuantRows> fns{};
   template <int R, size_t... Os>
-  static constexpr std::array<Fn, sizeof...(Os)> row(std::index_sequence<Os...>) {
-    return {&quant_tile<U, R, static_cast<int>(Os) + 1>...};
+  void fill(std::index_sequence<Os...>) {
+    ((fns[R - 1][Os] = &quant_tile<U, R, static_cast<int>(Os) + 1>), ...);
   }
   template <size_t... Rs>
-  static constexpr std::array<std::array<Fn, kQuantOuts>, kQuantRows> make(std::index_sequence<Rs...>) {
-    return {row<static_cast<int>(Rs) + 1>(std::make_index_sequence<kQuantOuts>())...};
+  void fill_rows(std::index_sequence<Rs...>) {
+    (fill<static_cast<int>(Rs) + 1>(std::make_index_sequence<tile_outs(static_cast<int>(Rs) + 1)>()), ...);
   }
-  QuantTileTable()
-      : fns(make(std::make_index_sequence<kQuantRows>())),
-        decode(row<1>(std::make_index_sequence<kQuantDecodeOuts>())) {}
+  QuantTileTable() { fill_rows(std::make_index_sequence<kQuantRows>()); }
 };
 
 // Outputs [o_begin, o_end) for every row of the job.
@@ -206,25 +410,19 @@ template <class U>
 void quant_matmul_outputs(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
   static const QuantTileTable<U> table;
   thread_local std::vector<float> mins;
-  if (U::kHasMin) mins.assign(static_cast<size_t>(kQuantTableOuts * job.x.stride), 0.0f);
+  if (U::kHasMin) mins.assign(static_cast<size_t>(kQuantMaxOuts * job.x.stride), 0.0f);
   const int64_t n_rows = job.x.n_rows;
-  if (n_rows == 1) {
-    for (int64_t o = o_begin; o < o_end; o += kQuantDecodeOuts) {
-      const int64_t oo = std::min<int64_t>(kQuantDecodeOuts, o_end - o);
-      table.decode[oo - 1](job, 0, o, mins.data());
-    }
-    return;
-  }
   // Output blocks whose weights stay in L2 while every group of 8 rows passes over them.
   int64_t block = n_rows <= kQuantRows ? o_end - o_begin
                                        : static_cast<int64_t>((256 * 1024) / std::max<size_t>(1, job.w_row_bytes));
-  block = std::max<int64_t>(kQuantOuts, block / kQuantOuts * kQuantOuts);
+  block = std::max<int64_t>(kQuantMaxOuts, block / kQuantMaxOuts * kQuantMaxOuts);
   for (int64_t ob = o_begin; ob < o_end; ob += block) {
     const int64_t ob_end = std::min(o_end, ob + block);
     for (int64_t r = 0; r < n_rows; r += kQuantRows) {
       const int64_t rr = std::min<int64_t>(kQuantRows, n_rows - r);
-      for (int64_t o = ob; o < ob_end; o += kQuantOuts) {
-        const int64_t oo = std::min<int64_t>(kQuantOuts, ob_end - o);
+      const int64_t outs = tile_outs(static_cast<int>(rr));
+      for (int64_t o = ob; o < ob_end; o += outs) {
+        const int64_t oo = std::min<int64_t>(outs, ob_end - o);
         table.fns[rr - 1][oo - 1](job, r, o, mins.data());
       }
     }

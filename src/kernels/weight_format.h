@@ -7,11 +7,11 @@
 // DType with block size and GGUF id in util/dtype.h).
 //
 // Matmul scheme shared by every format (quant_matmul-inl.h): the activations are
-// quantized once per matmul to int8-valued blocks of 32 (QuantizedRows); each weight
-// block is unpacked once into int16 values with its integer sub-scales folded in,
-// then multiplied with the matching block of every activation row of the batch
-// (1-8 rows per pass). The integer dot of one 32-element group is exact, so a
-// row's result depends only on that row, never on the rows batched with it.
+// quantized once per matmul to int8 blocks of 32 (QuantizedRows); each weight group of
+// 32 is unpacked once into bytes and multiplied as integers with the matching block of
+// every activation row of the batch (1-8 rows per pass), the format's integer
+// sub-scales applied in the same integer sums. The integer dot of a group is exact, so
+// a row's result depends only on that row, never on the rows batched with it.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,21 +21,21 @@
 
 namespace nextn {
 
-constexpr int kQuantGroup = 32;  // elements per activation block and per unpacked weight group
+constexpr int kQuantGroup = 32;  // elements per activation block and per weight group
 
 // Activation rows quantized to blocks of 32: x[i] ≈ scale[b] * q[i] for i in block b.
 struct QuantizedRows {
   int64_t n_rows = 0;
   int64_t blocks = 0;               // 32-element blocks per row (cols / 32)
   int64_t stride = 0;               // per-block arrays' row stride (blocks rounded up to 16)
-  const int16_t* q = nullptr;       // [n_rows, blocks * 32] values in -127..127
+  const int8_t* q = nullptr;        // [n_rows, blocks * 32] values in -127..127
   const float* scale = nullptr;     // [n_rows, stride] block scales (0 for an all-zero block)
   const float* sum = nullptr;       // [n_rows, stride] scale * Σq per block; 0 past `blocks`
 };
 
 // Quantizes x: [n_rows, cols] (cols a multiple of 32) into the caller's buffers:
 // q [n_rows * cols], scale and sum [n_rows * quantized_rows_stride(cols)].
-void quantize_rows(const float* x, int64_t n_rows, int64_t cols, int16_t* q, float* scale, float* sum,
+void quantize_rows(const float* x, int64_t n_rows, int64_t cols, int8_t* q, float* scale, float* sum,
                    QuantizedRows& out);
 inline int64_t quantized_rows_stride(int64_t cols) { return (cols / kQuantGroup + 15) / 16 * 16; }
 
