@@ -383,12 +383,12 @@ int run_quantize(const QuantizeFlags& f) {
     w.set_u32(arch + ".expert_used_count", static_cast<uint32_t>(moe.top_k));
     w.set_u32(arch + ".expert_feed_forward_length", static_cast<uint32_t>(moe.expert_intermediate));
   }
-  if (first_routed >= 0 && arch == "qwen35moe") {
+  if (arch == "qwen35moe") {
     // llama.cpp's qwen35moe: softmax over all experts, top-k renormalised, a shared
     // expert of its own width times sigmoid(ffn_gate_inp_shexp · x), in every layer.
-    const MlpSpec& moe = c.layers[size_t(first_routed)].mlp;
     if (routed_layers < c.num_layers)
       fail(ErrorKind::kUnsupported, "quantize: qwen35moe GGUF has no dense layers (mlp_only_layers / decoder_sparse_step)");
+    const MlpSpec& moe = c.layers[size_t(first_routed)].mlp;
     if (moe.scoring != RouterScoring::kSoftmax || !moe.renormalize || moe.routed_scale != 1.0f || moe.per_expert_scale ||
         moe.correction_bias || moe.shared_intermediate <= 0 || !moe.shared_gate)
       fail(ErrorKind::kUnsupported, "quantize: qwen35moe GGUF needs a renormalised softmax router and a gated shared "

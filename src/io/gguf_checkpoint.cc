@@ -1,7 +1,8 @@
 // io/gguf_checkpoint.cc — a GGUF model as a Checkpoint: split files, config.json
 // derived from the metadata (llama.cpp's key names), tensors renamed to Hugging Face
 // names, and llama's Q/K rows put back in Hugging Face order. Qwen3.5 (qwen35, and
-// qwen35moe with its routed layers and sigmoid-gated shared expert): the converter's rewrites are undone where they are cheap (norms stored as 1 + w back to
+// qwen35moe with its routed layers and sigmoid-gated shared expert): the converter's
+// rewrites are undone where they are cheap (norms stored as 1 + w back to
 // w, ssm_a = -exp(A_log) back to A_log, the squeezed conv reshaped, the MTP block
 // blk.{n_layer}.* renamed to mtp.*); its tiled value-head order is kept and named in the
 // derived config (linear_value_head_order), since a column permutation of ssm_out

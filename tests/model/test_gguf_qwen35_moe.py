@@ -22,8 +22,11 @@ The test splits the fused source itself (the Hugging Face layout: gate rows firs
 compare each expert with its GGUF slice. The F32 rewrite also stores the shared gate 1-D
 [H] (older converters squeezed it) and layer 1's experts fused as ffn_gate_up_exps (newer
 converters may fuse them), which nextn must read alike. A file without expert_count is
-refused (exit 2) naming the key."""
+refused (exit 2) naming the key; `nextn quantize` refuses (exit 2) a checkpoint whose
+router qwen35moe cannot express (norm_topk_prob false, dense mlp_only_layers)."""
+import json
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -109,6 +112,23 @@ class Qwen35MoeGguf(q35.Qwen35Gguf):
     def test_missing_expert_key_is_refused(self):
         self.check_missing_key_is_refused(f"{self.GGUF_ARCH}.expert_count")
         self.check_missing_key_is_refused(f"{self.GGUF_ARCH}.expert_shared_feed_forward_length")
+
+    def test_routers_without_a_gguf_form_are_refused(self):
+        # llama.cpp's qwen35moe always renormalises the top-k weights and routes every
+        # layer: a checkpoint that does otherwise must not be written as if it did.
+        for key, value in (("norm_topk_prob", False), ("mlp_only_layers", [1])):
+            with self.subTest(key=key):
+                d = self.base + f"-{key}"
+                os.makedirs(d, exist_ok=True)
+                for name in os.listdir(self.base):
+                    if name != "config.json" and not os.path.lexists(os.path.join(d, name)):
+                        os.symlink(os.path.abspath(os.path.join(self.base, name)), os.path.join(d, name))
+                with open(os.path.join(d, "config.json"), "w") as f:
+                    json.dump(dict(self.config, **{key: value}), f)
+                p = subprocess.run([q35.BIN, "quantize", d, "--type", "q8_0", "--out", d + ".gguf", "--no-progress"],
+                                   capture_output=True, text=True, timeout=60)
+                self.assertEqual(p.returncode, 2, p.stderr)
+                self.assertIn("qwen35moe GGUF", p.stderr)
 
 
 if __name__ == "__main__":
