@@ -34,7 +34,7 @@ fi
 part "all tests (release build)" bash -c "cd '$BUILD_DIR' && ctest --output-on-failure -j1 --timeout 1500"
 
 # 2. The tests whose results depend on floating-point code paths, on each other target.
-numerics='^(kernels\.gtest|kv\.|state\.|model\.gtest|model\.test_reference$|model\.test_qwen3_5_reference$|model\.test_gemma4_reference$|model\.test_gemma4_assistant$|model\.test_qwen3_5_moe_reference$|model\.test_glm4_moe_reference$|model\.test_gguf_moe$|model\.test_gguf_qwen35$|engine\.gtest|speculative\.gtest)'
+numerics='^(kernels\.gtest|kv\.|state\.|model\.gtest|model\.test_reference$|model\.test_qwen3_5_reference$|model\.test_gemma4_reference$|model\.test_gemma4_assistant$|model\.test_qwen3_5_moe_reference$|model\.test_glm4_moe_reference$|model\.test_gguf_moe$|model\.test_gguf_qwen35$|model\.test_gguf_qwen35_moe$|engine\.gtest|speculative\.gtest)'
 best=$("$BUILD_DIR/nextn" perf --simd-targets | head -1)
 for target in $("$BUILD_DIR/nextn" perf --simd-targets); do
   [[ $target == "$best" || $target == SSSE3 ]] && continue  # SSSE3 runs SSE4's code but for a few ops

@@ -10,8 +10,14 @@
 // input_proj([h; e]) becomes eh_proj([e; h]) by swapping its column halves.
 // Mixture of Experts: the per-expert matrices mlp.experts.{e}.{gate,up,down}_proj of a
 // layer are stacked into one [E, rows, cols] tensor blk.N.ffn_{gate,up,down}_exps, as
-// llama.cpp stores them, with the expert_* metadata keys.
-// Qwen3.5 (qwen35) as llama.cpp's converter writes it: every RMSNorm scale but the
+// llama.cpp stores them, with the expert_* metadata keys; a fused experts.gate_up_proj
+// [E, 2I, H] is split into ffn_gate_exps (rows [0, I) of each expert) and ffn_up_exps
+// (rows [I, 2I)), as the converter does. Routers (ffn_gate_inp) and the Qwen shared
+// expert's gate (ffn_gate_inp_shexp, [1, H]) stay F32. glm4moe: sigmoid router keys
+// (expert_gating_func 2, expert_weights_scale, leading_dense_block_count); qwen35moe:
+// softmax router (expert_gating_func 1), expert_shared_feed_forward_length, every layer
+// routed.
+// Qwen3.5 (qwen35, qwen35moe) as llama.cpp's converter writes it: every RMSNorm scale but the
 // DeltaNet's stored as 1 + w, A_log as ssm_a = -exp(A_log), the conv squeezed to
 // [channels, K] (kept F32), the value heads reordered from grouped by key head to tiled
 // (rows of attn_qkv's v part, attn_gate, ssm_beta, ssm_alpha, ssm_dt, ssm_a, the conv's
@@ -54,7 +60,12 @@ struct Planned {
   DType dtype = DType::kF32;  // what to write
   bool swap_halves = false;   // MiMo input_proj → eh_proj
   int permute_heads = 0;      // llama Q/K row interleave (0: none)
-  std::vector<std::string> parts;  // stacked experts: the [rows, cols] source of each expert, in order
+  struct Part {
+    std::string name;    // source tensor
+    int64_t expert = -1;  // of a 3-D [E, R, C] source: expert `expert`'s rows [row0, row0 + rows); -1: all of it
+    int64_t row0 = 0, rows = 0;
+  };
+  std::vector<Part> parts;  // stacked experts: the [rows, cols] source of each expert, in order
   std::vector<int64_t> shape;      // what is written
   // Qwen3.5 rewrites (llama.cpp's converter), applied in this order:
   bool add_one = false;            // RMSNorm scale w → 1 + w
@@ -111,7 +122,19 @@ const char* gguf_arch(const ModelConfig& c) {
   if (c.architecture == "Qwen3ForCausalLM") return "qwen3";
   if (c.architecture == "Glm4MoeForCausalLM") return "glm4moe";
   if (c.architecture == "Qwen3_5ForCausalLM" || c.architecture == "Qwen3_5ForConditionalGeneration") return "qwen35";
+  if (c.architecture == "Qwen3_5MoeForCausalLM" || c.architecture == "Qwen3_5MoeForConditionalGeneration")
+    return "qwen35moe";
   fail(ErrorKind::kUnsupported, "quantize: architecture {} has no GGUF mapping", c.architecture);
+}
+
+// Expert e's rows [row0, row0 + rows) of a 3-D [E, R, C] float tensor, as a [rows, C] view.
+TensorView expert_rows(const TensorView& t, int64_t e, int64_t row0, int64_t rows) {
+  TensorView v = t;
+  const size_t row_bytes = size_t(t.shape[2]) * dtype_size(t.dtype);
+  v.data = static_cast<const uint8_t*>(t.data) + size_t(e * t.shape[1] + row0) * row_bytes;
+  v.shape = {rows, t.shape[2]};
+  v.nbytes = size_t(rows) * row_bytes;
+  return v;
 }
 
 // The tensor as float32 rows, rearranged as planned.
@@ -228,6 +251,7 @@ int run_quantize(const QuantizeFlags& f) {
          f.src);
   const ModelConfig c = parse_model_config(*ckpt);
   const std::string arch = gguf_arch(c);
+  const bool qwen35 = is_qwen35_family(arch);
   const int n_mtp = c.mtp_layout == MtpLayout::kNone ? 0 : c.num_mtp_layers;
   const int n_blocks = c.num_layers + n_mtp;
 
@@ -251,19 +275,35 @@ int run_quantize(const QuantizeFlags& f) {
   std::map<std::string, std::map<int, std::string>> stacks;  // "…experts.gate_proj" → expert → source name
   std::vector<Planned> plan;
   for (const std::string& name : ckpt->tensor_names()) {
+    Planned p;
+    p.src_name = name;
+    const std::string hf = qwen35 ? qwen35_layer_name(name, c.num_layers)
+                                  : deepseek_mtp_name(name, c.num_layers, p.swap_halves);
     std::smatch m;
-    if (std::regex_match(name, m, expert_name)) {
+    if (std::regex_match(hf, m, expert_name)) {
       stacks[m[1].str() + "." + m[3].str()][std::stoi(m[2].str())] = name;
       continue;
     }
-    Planned p;
-    p.src_name = name;
-    const std::string hf = arch == "qwen35" ? qwen35_layer_name(name, c.num_layers)
-                                            : deepseek_mtp_name(name, c.num_layers, p.swap_halves);
-    p.gguf_name = gguf_name_from_hf(hf);
-    // Qwen3.5's norm after attention has its own GGUF name (llama.cpp's ATTN_POST_NORM).
-    if (arch == "qwen35" && p.gguf_name.ends_with(".ffn_norm.weight"))
-      p.gguf_name = p.gguf_name.substr(0, p.gguf_name.size() - std::strlen(".ffn_norm.weight")) + ".post_attention_norm.weight";
+    if (hf.ends_with(".mlp.experts.gate_up_proj") || hf.ends_with(".mlp.experts.down_proj")) {
+      // Experts already stacked [E, R, C]: one expert at a time; gate_up split in two.
+      const TensorView* t = ckpt->find(name);
+      if (!t || t->shape.size() != 3) fail(ErrorKind::kBadInput, "{}: tensor '{}' is not a 3-D float tensor", f.src, name);
+      const int64_t E = t->shape[0], R = t->shape[1], C = t->shape[2];
+      const std::string stem = hf.substr(0, hf.rfind('.'));
+      const bool fused = hf.ends_with(".gate_up_proj");
+      if (fused && R % 2 != 0) fail(ErrorKind::kBadInput, "{}: tensor '{}' has an odd row count {}", f.src, name, R);
+      const int64_t rows = fused ? R / 2 : R;
+      for (int half = 0; half < (fused ? 2 : 1); ++half) {
+        Planned s = p;
+        s.gguf_name = gguf_name_from_hf(stem + (fused ? (half == 0 ? ".gate_proj" : ".up_proj") : ".down_proj"), arch);
+        for (int64_t e = 0; e < E; ++e) s.parts.push_back({name, e, half * rows, rows});
+        s.shape = {E, rows, C};
+        s.dtype = matrix_type(s.gguf_name, C);
+        plan.push_back(s);
+      }
+      continue;
+    }
+    p.gguf_name = gguf_name_from_hf(hf, arch);
     if (p.gguf_name.empty()) {
       std::fprintf(stderr, "nextn: warning: %s: tensor '%s' has no GGUF name; skipped\n", f.src.c_str(), name.c_str());
       continue;
@@ -276,30 +316,32 @@ int run_quantize(const QuantizeFlags& f) {
       if (p.gguf_name.ends_with(".attn_k.weight")) p.permute_heads = c.num_kv_heads;
     }
     p.shape = t->shape;
-    // Routers stay F32, as llama.cpp keeps ffn_gate_inp: rounding them moves experts' ranks.
-    const bool router = p.gguf_name.ends_with(".ffn_gate_inp.weight");
+    // Routers stay F32, as llama.cpp keeps ffn_gate_inp (and the converter the shared
+    // expert's gate ffn_gate_inp_shexp): rounding them moves experts' ranks and gates.
+    const bool router = p.gguf_name.ends_with(".ffn_gate_inp.weight") || p.gguf_name.ends_with(".ffn_gate_inp_shexp.weight");
     p.dtype = t->shape.size() != 2 || router ? DType::kF32 : matrix_type(p.gguf_name, t->shape[1]);
-    if (arch == "qwen35") plan_qwen35(c, p);  // (the 3-D conv stays F32, as llama.cpp keeps it)
+    if (qwen35) plan_qwen35(c, p);  // (the 3-D conv stays F32, as llama.cpp keeps it)
     plan.push_back(p);
   }
   for (const auto& [stacked, experts] : stacks) {
     Planned p;
     p.swap_halves = false;
     p.permute_heads = 0;
-    p.gguf_name = gguf_name_from_hf(stacked);
+    p.gguf_name = gguf_name_from_hf(stacked, arch);
     int e = 0;
     for (const auto& [index, name] : experts) {
       if (index != e++) fail(ErrorKind::kBadInput, "{}: {} has no expert {}", f.src, stacked, e - 1);
-      p.parts.push_back(name);
+      p.parts.push_back({name});
     }
-    const TensorView* first = ckpt->find(p.parts[0]);
-    if (!first || first->shape.size() != 2) fail(ErrorKind::kBadInput, "{}: tensor '{}' is not a float matrix", f.src, p.parts[0]);
-    for (const std::string& name : p.parts) {
-      const TensorView* t = ckpt->find(name);
+    const TensorView* first = ckpt->find(p.parts[0].name);
+    if (!first || first->shape.size() != 2)
+      fail(ErrorKind::kBadInput, "{}: tensor '{}' is not a float matrix", f.src, p.parts[0].name);
+    for (const Planned::Part& part : p.parts) {
+      const TensorView* t = ckpt->find(part.name);
       if (!t || t->shape != first->shape)
-        fail(ErrorKind::kBadInput, "{}: expert tensor '{}' differs in shape from '{}'", f.src, name, p.parts[0]);
+        fail(ErrorKind::kBadInput, "{}: expert tensor '{}' differs in shape from '{}'", f.src, part.name, p.parts[0].name);
     }
-    p.src_name = p.parts[0];
+    p.src_name = p.parts[0].name;
     p.shape = {int64_t(p.parts.size()), first->shape[0], first->shape[1]};
     p.dtype = matrix_type(p.gguf_name, first->shape[1]);
     plan.push_back(p);
@@ -314,7 +356,14 @@ int run_quantize(const QuantizeFlags& f) {
   w.set_u32(arch + ".block_count", static_cast<uint32_t>(n_blocks));
   w.set_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
   w.set_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
-  w.set_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  const nlohmann::json& cfg = ckpt->config().contains("text_config") ? ckpt->config()["text_config"] : ckpt->config();
+  int first_routed = -1, routed_layers = 0;
+  for (int i = 0; i < c.num_layers; ++i)
+    if (c.layers[size_t(i)].mlp.routed()) routed_layers++, first_routed = first_routed < 0 ? i : first_routed;
+  // A model with no dense MLP anywhere has no feed_forward_length unless its config
+  // names one (as llama.cpp's converter writes it).
+  if (routed_layers < c.num_layers || cfg.contains("intermediate_size"))
+    w.set_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
   w.set_u32(arch + ".attention.head_count", static_cast<uint32_t>(c.num_heads));
   w.set_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_kv_heads));
   w.set_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
@@ -328,16 +377,29 @@ int run_quantize(const QuantizeFlags& f) {
     fail(ErrorKind::kUnsupported, "quantize: rope_scaling '{}' has no GGUF form in nextn yet", c.rope_scaling.type);
   }
   if (n_mtp > 0) w.set_u32(arch + ".nextn_predict_layers", static_cast<uint32_t>(n_mtp));
-  int first_routed = -1;
-  for (int i = 0; i < c.num_layers && first_routed < 0; ++i)
-    if (c.layers[size_t(i)].mlp.routed()) first_routed = i;
   if (first_routed >= 0) {
     const MlpSpec& moe = c.layers[size_t(first_routed)].mlp;
-    if (moe.scoring != RouterScoring::kSigmoid || moe.shared_gate || moe.per_expert_scale)
-      fail(ErrorKind::kUnsupported, "quantize: this router has no GGUF form in nextn yet ({})", c.architecture);
     w.set_u32(arch + ".expert_count", static_cast<uint32_t>(moe.experts));
     w.set_u32(arch + ".expert_used_count", static_cast<uint32_t>(moe.top_k));
     w.set_u32(arch + ".expert_feed_forward_length", static_cast<uint32_t>(moe.expert_intermediate));
+  }
+  if (arch == "qwen35moe") {
+    // llama.cpp's qwen35moe: softmax over all experts, top-k renormalised, a shared
+    // expert of its own width times sigmoid(ffn_gate_inp_shexp · x), in every layer.
+    if (routed_layers < c.num_layers)
+      fail(ErrorKind::kUnsupported, "quantize: qwen35moe GGUF has no dense layers (mlp_only_layers / decoder_sparse_step)");
+    const MlpSpec& moe = c.layers[size_t(first_routed)].mlp;
+    if (moe.scoring != RouterScoring::kSoftmax || !moe.renormalize || moe.routed_scale != 1.0f || moe.per_expert_scale ||
+        moe.correction_bias || moe.shared_intermediate <= 0 || !moe.shared_gate)
+      fail(ErrorKind::kUnsupported, "quantize: qwen35moe GGUF needs a renormalised softmax router and a gated shared "
+           "expert (norm_topk_prob = true, shared_expert_intermediate_size > 0)");
+    w.set_u32(arch + ".expert_shared_feed_forward_length", static_cast<uint32_t>(moe.shared_intermediate));
+    w.set_u32(arch + ".expert_gating_func", 1);  // softmax
+    w.set_bool(arch + ".expert_weights_norm", true);
+  } else if (first_routed >= 0) {
+    const MlpSpec& moe = c.layers[size_t(first_routed)].mlp;
+    if (moe.scoring != RouterScoring::kSigmoid || moe.shared_gate || moe.per_expert_scale)
+      fail(ErrorKind::kUnsupported, "quantize: this router has no GGUF form in nextn yet ({})", c.architecture);
     w.set_u32(arch + ".expert_shared_count", static_cast<uint32_t>(moe.shared_intermediate / moe.expert_intermediate));
     w.set_u32(arch + ".leading_dense_block_count", static_cast<uint32_t>(first_routed));
     w.set_f32(arch + ".expert_weights_scale", moe.routed_scale);
@@ -345,7 +407,7 @@ int run_quantize(const QuantizeFlags& f) {
     w.set_u32(arch + ".expert_gating_func", 2);  // sigmoid
     w.set_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(c.layers[0].attention.rotary_dim));
   }
-  if (arch == "qwen35") {
+  if (qwen35) {
     const LayerSpec* dn = nullptr;
     const LayerSpec* attention = nullptr;
     for (const LayerSpec& l : c.layers) (l.mixer == MixerKind::kGatedDeltaNet ? dn : attention) = &l;
@@ -361,7 +423,6 @@ int run_quantize(const QuantizeFlags& f) {
     // mRoPE sections (text-only input uses one position on every axis); llama.cpp
     // requires the key and writes its default when the config has none.
     std::vector<int32_t> sections = {11, 11, 10, 0};
-    const nlohmann::json& cfg = ckpt->config().contains("text_config") ? ckpt->config()["text_config"] : ckpt->config();
     for (const char* key : {"rope_parameters", "rope_scaling"})
       if (cfg.contains(key) && cfg[key].is_object() && cfg[key].contains("mrope_section") &&
           cfg[key]["mrope_section"].is_array()) {
@@ -380,10 +441,12 @@ int run_quantize(const QuantizeFlags& f) {
     if (f.progress) print_progress(i, plan.size(), p.gguf_name, p.dtype);
     std::vector<uint8_t> bytes(w.tensor_bytes(i));
     // Stacked experts are converted one expert at a time (each a whole number of rows).
-    const std::vector<std::string> parts = p.parts.empty() ? std::vector<std::string>{p.src_name} : p.parts;
+    const std::vector<Planned::Part> parts = p.parts.empty() ? std::vector<Planned::Part>{{p.src_name}} : p.parts;
     const size_t part_bytes = bytes.size() / parts.size();
     for (size_t k = 0; k < parts.size(); ++k) {
-      const std::vector<float> x = source_floats(*ckpt->find(parts[k]), p);
+      const TensorView& t = *ckpt->find(parts[k].name);
+      const std::vector<float> x =
+          source_floats(parts[k].expert < 0 ? t : expert_rows(t, parts[k].expert, parts[k].row0, parts[k].rows), p);
       uint8_t* out = bytes.data() + k * part_bytes;
       if (p.dtype == DType::kF32) {
         std::memcpy(out, x.data(), part_bytes);

