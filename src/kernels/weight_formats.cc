@@ -30,7 +30,7 @@ const WeightFormat* weight_format(DType dtype) {
   return nullptr;
 }
 
-void quantize_rows(const float* x, int64_t n_rows, int64_t cols, int16_t* q, float* scale, float* sum,
+void quantize_rows(const float* x, int64_t n_rows, int64_t cols, int8_t* q, float* scale, float* sum,
                    QuantizedRows& out) {
   const int64_t blocks = cols / kQuantGroup;
   const int64_t stride = quantized_rows_stride(cols);
@@ -46,7 +46,7 @@ void quantize_rows(const float* x, int64_t n_rows, int64_t cols, int16_t* q, flo
         continue;
       }
       const float* xb = x + r * cols + b * kQuantGroup;
-      int16_t* qb = q + r * cols + b * kQuantGroup;
+      int8_t* qb = q + r * cols + b * kQuantGroup;
       float amax = 0.0f;
       for (int i = 0; i < kQuantGroup; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
       if (!(amax > 0.0f) || !std::isfinite(amax)) {
@@ -61,7 +61,7 @@ void quantize_rows(const float* x, int64_t n_rows, int64_t cols, int16_t* q, flo
       for (int i = 0; i < kQuantGroup; ++i) {
         long v = std::lrint(xb[i] * inv);
         v = v > 127 ? 127 : v < -127 ? -127 : v;
-        qb[i] = static_cast<int16_t>(v);
+        qb[i] = static_cast<int8_t>(v);
         isum += static_cast<int>(v);
       }
       *s = amax / 127.0f;
