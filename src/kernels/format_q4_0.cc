@@ -25,6 +25,19 @@ struct Q4_0Unpacker {
   }
   static float scale(const Header& h, int) { return h.d; }
   static void mins(const Header& h, float* out) { *out = -8.0f * h.d; }  // the nibbles' offset of 8, exact
+#if NEXTN_QUANT_PAIRS
+  // 128-bit lanes: this block's low, high nibbles, then the next block's (qs at +20).
+  static V64 block_pair(const uint8_t* block, bool both) {
+    const __m256i first = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2)));
+    const __m512i raw =
+        both ? _mm512_inserti64x4(_mm512_castsi256_si512(first),
+                                  _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 20))), 1)
+             : _mm512_zextsi256_si512(first);
+    const uint64_t four = 0x0004000400040004ull;
+    return V64{_mm512_and_si512(_mm512_srlv_epi16(raw, _mm512_set_epi64(four, four, 0, 0, four, four, 0, 0)),
+                                _mm512_set1_epi8(0xF))};
+  }
+#endif
 };
 
 void MatmulQ4_0(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {

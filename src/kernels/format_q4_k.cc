@@ -37,7 +37,8 @@ struct Q4_KUnpacker {
 #if NEXTN_QUANT_PAIRS
   static constexpr int kPairOffset = 0;
   static V64 pair(const uint8_t* block, const Header&, int c) { return nibble_pair(block + 16 + 32 * c); }
-  static V16x32 pair_sub_scales(const Header& h, int c) { return pair_multipliers(h.sc[2 * c], h.sc[2 * c + 1]); }
+  static constexpr int kPairSubScales = 1;
+  static V16x32 pair_sub_scales(const Header& h) { return sub_scales_u8(h.sc); }
 #endif
   static float scale(const Header& h, int) { return h.d; }
   static void mins(const Header& h, float* out) { kquant_mins(h.m, h.dmin, out); }

@@ -41,7 +41,8 @@ struct Q5_KUnpacker {
   static V64 pair(const uint8_t* block, const Header&, int c) {
     return hn::Or(nibble_pair(block + 48 + 32 * c), high_bits_pair(block + 16, 2 * c, 1, 1));
   }
-  static V16x32 pair_sub_scales(const Header& h, int c) { return pair_multipliers(h.sc[2 * c], h.sc[2 * c + 1]); }
+  static constexpr int kPairSubScales = 1;
+  static V16x32 pair_sub_scales(const Header& h) { return sub_scales_u8(h.sc); }
 #endif
   static float scale(const Header& h, int) { return h.d; }
   static void mins(const Header& h, float* out) { kquant_mins(h.m, h.dmin, out); }

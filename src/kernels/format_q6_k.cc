@@ -52,7 +52,8 @@ struct Q6_KUnpacker {
     const V64 low = k4 == 0 ? hn::And(ql, hn::Set(D64(), 0xF)) : hn::ShiftRight<4>(ql);
     return hn::Or(low, high_bits_pair(block + 128 + 32 * half, 2 * k4, 2, 2));
   }
-  static V16x32 pair_sub_scales(const Header& h, int c) { return quarter_multipliers(h.sc + 4 * c); }
+  static constexpr int kPairSubScales = 2;  // one per 16 elements
+  static V16x32 pair_sub_scales(const Header& h) { return sub_scales_i8(h.sc); }
 #endif
   static float scale(const Header& h, int) { return h.d; }
 };

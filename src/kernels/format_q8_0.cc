@@ -22,6 +22,14 @@ struct Q8_0Unpacker {
     for (size_t k = 0; k < kVecs; ++k) out[k] = hn::LoadU(d, block + 2 + k * hn::Lanes(d));
   }
   static float scale(const Header& h, int) { return h.d; }
+#if NEXTN_QUANT_PAIRS
+  static V64 block_pair(const uint8_t* block, bool both) {  // the next block's qs at +36
+    const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+    return V64{both ? _mm512_inserti64x4(_mm512_castsi256_si512(first),
+                                         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 36)), 1)
+                    : _mm512_zextsi256_si512(first)};
+  }
+#endif
 };
 
 void MatmulQ8_0(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {

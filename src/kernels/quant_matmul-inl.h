@@ -23,9 +23,10 @@
 // Other targets compute the same integers with widened multiplies.
 //
 // On AVX-512, formats whose blocks hold an even number of groups under one float scale
-// (the K-quants) also supply pair(block, h, c) / pair_sub_scales(h, c) / kPairOffset:
-// groups 2c and 2c+1 as one 512-bit vector of unsigned bytes (the value is byte −
-// kPairOffset), which halves the instructions per weight.
+// (the K-quants) also supply pair(block, h, c) / kPairOffset: groups 2c and 2c+1 as one
+// 512-bit vector of unsigned bytes (the value is byte − kPairOffset), which halves the
+// instructions per weight; and pair_sub_scales(h) / kPairSubScales: the block's integer
+// sub-scales as int16 lanes, kPairSubScales per group.
 //
 // A tile is R activation rows × O weight rows: each weight group is unpacked once into
 // registers and used for all R rows. Every (row, output) pair runs the same instruction
@@ -92,41 +93,67 @@ using V16x32 = hn::Vec<D16x32>;
 using DPF = hn::Repartition<float, D64>;  // 16 lanes: 8 per group
 template <class U>
 constexpr bool kPaired = requires { U::kPairOffset; };
+// Formats of one group per block (Q4_0, Q8_0) pair two blocks instead: block_pair(p,
+// both) is the group of the block at p and, when `both`, of the next block, as one vector
+// of bytes (unsigned values, or int8 when kSigned); the upper half is zero otherwise.
+template <class U>
+constexpr bool kBlockPaired = requires { U::block_pair(nullptr, true); };
 
-// Groups 2c and 2c+1 of a K-quant block: the low, then the high nibbles of 32 bytes.
+// The 32 bytes at p in both halves of a vector: a load-port broadcast, no shuffle.
+HWY_INLINE __m512i both_halves(const uint8_t* p) {
+  return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+// 16-bit shift counts: a for the first group's half of a pair, b for the second's.
+HWY_INLINE __m512i half_shifts(int a, int b) {
+  const uint64_t qa = 0x0001000100010001ull * static_cast<uint64_t>(a), qb = 0x0001000100010001ull * static_cast<uint64_t>(b);
+  return _mm512_set_epi64(qb, qb, qb, qb, qa, qa, qa, qa);
+}
+// Groups 2c and 2c+1 of a K-quant block: the low, then the high nibbles of 32 bytes
+// (one broadcast load, one variable shift, one mask).
 HWY_INLINE V64 nibble_pair(const uint8_t* qs32) {
-  const hn::Half<D64> dh;
-  const auto raw = hn::LoadU(dh, qs32);
-  return hn::Combine(D64(), hn::ShiftRight<4>(raw), hn::And(raw, hn::Set(dh, 0xF)));
+  return V64{_mm512_and_si512(_mm512_srlv_epi16(both_halves(qs32), half_shifts(0, 4)), _mm512_set1_epi8(0xF))};
 }
 // Bits `shift` (first group) and `shift + step` (second group) of 32 bytes, `width` bits
-// wide, moved up by 4: the high bits of Q5_K and Q6_K values.
+// wide, moved up by 4: the high bits of Q5_K and Q6_K values. (The 16-bit shift moves
+// bits across the byte boundary; the per-byte mask drops them before the move up.)
 HWY_INLINE V64 high_bits_pair(const uint8_t* qh32, int shift, int step, int width) {
-  const hn::Half<D64> dh;
-  const auto raw = hn::LoadU(dh, qh32);
-  const auto mask = hn::Set(dh, static_cast<uint8_t>((1 << width) - 1));
-  return hn::ShiftLeft<4>(hn::Combine(D64(), hn::And(hn::ShiftRightSame(raw, shift + step), mask),
-                                      hn::And(hn::ShiftRightSame(raw, shift), mask)));
+  const __m512i bits = _mm512_and_si512(_mm512_srlv_epi16(both_halves(qh32), half_shifts(shift, shift + step)),
+                                        _mm512_set1_epi8(static_cast<char>((1 << width) - 1)));
+  return V64{_mm512_slli_epi16(bits, 4)};
 }
-// The pairs' int16 multipliers when each group has one sub-scale: a, then b.
-HWY_INLINE V16x32 pair_multipliers(int a, int b) {
-  const hn::Half<D16x32> dh;
-  return hn::Combine(D16x32(), hn::Set(dh, static_cast<int16_t>(b)), hn::Set(dh, static_cast<int16_t>(a)));
+// A block's integer sub-scales as int16 lanes, once per block and output row; the
+// pairs' multipliers are then one permute each (pair_multipliers).
+HWY_INLINE V16x32 sub_scales_u8(const uint8_t* sc8) {  // 8 unsigned (Q4_K, Q5_K)
+  return V16x32{_mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc8))))};
 }
-// ... and when each 16 elements have their own: the four signed bytes at sc4.
-HWY_INLINE V16x32 quarter_multipliers(const int8_t* sc4) {
-  int32_t four;
-  std::memcpy(&four, sc4, 4);
-  const __m512i wide = _mm512_castsi128_si512(_mm_cvtepi8_epi16(_mm_cvtsi32_si128(four)));
-  const __m512i index = _mm512_set_epi64(0x0003000300030003, 0x0003000300030003, 0x0002000200020002,
-                                         0x0002000200020002, 0x0001000100010001, 0x0001000100010001, 0, 0);
-  return V16x32{_mm512_permutexvar_epi16(index, wide)};
+HWY_INLINE V16x32 sub_scales_i8(const int8_t* sc16) {  // 16 signed (Q6_K)
+  return V16x32{_mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc16))))};
+}
+// The int16 multipliers of pair c's 32 lanes (lane j covers elements 2j, 2j+1 of the
+// pair's 64) when each group has `per_group` sub-scales: lane j takes sub-scale
+// 2c·per_group + j / (16 / per_group) of the block.
+template <int kPerGroup>
+struct PairIndex {
+  alignas(64) int16_t lanes[4][32];
+  constexpr PairIndex() : lanes{} {
+    for (int c = 0; c < 4; ++c)
+      for (int j = 0; j < 32; ++j) lanes[c][j] = static_cast<int16_t>(2 * c * kPerGroup + j / (16 / kPerGroup));
+  }
+};
+template <int kPerGroup>
+inline constexpr PairIndex<kPerGroup> kPairIndex{};
+template <int kPerGroup>
+HWY_INLINE V16x32 pair_multipliers(V16x32 sub_scales, int c) {
+  const __m512i index = _mm512_load_si512(kPairIndex<kPerGroup>.lanes[c]);
+  return V16x32{_mm512_permutexvar_epi16(index, sub_scales.raw)};
 }
 #else
 #define NEXTN_QUANT_PAIRS 0
 using DPF = hn::Repartition<float, D8>;
 template <class U>
 constexpr bool kPaired = false;
+template <class U>
+constexpr bool kBlockPaired = false;
 #endif
 // Outputs per tile for R rows: as many as the accumulators allow, at least one.
 constexpr int tile_outs(int rows) { return rows == 1 ? kQuantDecodeOuts : std::max(1, kAccRegs / rows); }
@@ -288,8 +315,12 @@ HWY_INLINE void pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const ui
   const hn::Half<DPF> dh;
   const QuantizedRows& x = job.x;
   hn::Vec<DPF> scale[O];
+  V16x32 sub_scales[O];
 #pragma GCC unroll 16
-  for (int o = 0; o < O; ++o) scale[o] = hn::Set(df, U::scale(h[o], 0));
+  for (int o = 0; o < O; ++o) {
+    scale[o] = hn::Set(df, U::scale(h[o], 0));
+    sub_scales[o] = U::pair_sub_scales(h[o]);
+  }
 #pragma GCC unroll 4
   for (int c = 0; c < U::kGroups / 2; ++c) {
     const int64_t xb = b * U::kGroups + 2 * c;
@@ -298,7 +329,7 @@ HWY_INLINE void pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const ui
 #pragma GCC unroll 16
     for (int o = 0; o < O; ++o) {
       w[o] = U::pair(wrow[o] + b * U::kBlockBytes, h[o], c);
-      mul[o] = U::pair_sub_scales(h[o], c);
+      mul[o] = pair_multipliers<U::kPairSubScales>(sub_scales[o], c);
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
@@ -318,13 +349,64 @@ HWY_INLINE void pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const ui
     }
   }
 }
+
+// Blocks b and b+1 (or b alone when !kBoth: the upper half of every vector is zero, so
+// it adds exact zeros) of a one-group-per-block format, for a tile (AVX-512):
+// acc[r][o] += (Σ w·q as float) · (the blocks' activation scales) · (the blocks' scales).
+template <class U, int R, int O, bool kBoth>
+HWY_INLINE void block_pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const uint8_t* const* wrow,
+                            const typename U::Header* h0, const typename U::Header* h1, hn::Vec<DPF> (&acc)[R][O]) {
+  const DPF df;
+  const hn::Half<DPF> dh;
+  const QuantizedRows& x = job.x;
+  __m512i w[O], mag[O];  // signed weights (Q8_0) go in as |w|, negating the activation where w < 0
+  hn::Vec<DPF> scale[O];
+#pragma GCC unroll 16
+  for (int o = 0; o < O; ++o) {
+    w[o] = U::block_pair(wrow[o] + b * U::kBlockBytes, kBoth).raw;
+    mag[o] = U::kSigned ? _mm512_abs_epi8(w[o]) : w[o];
+    scale[o] = hn::Combine(df, hn::Set(dh, kBoth ? U::scale(h1[o], 0) : 0.0f), hn::Set(dh, U::scale(h0[o], 0)));
+  }
+  const __m512i ones = _mm512_set1_epi16(1);
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    const int8_t* xq = x.q + (r0 + r) * job.cols + b * kQuantGroup;
+    const __m512i xv = kBoth ? _mm512_loadu_si512(xq)
+                             : _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
+    const float* xs = x.scale + (r0 + r) * x.stride + b;
+    const auto xscale = hn::Combine(df, hn::Set(dh, kBoth ? xs[1] : 0.0f), hn::Set(dh, xs[0]));
+#pragma GCC unroll 16
+    for (int o = 0; o < O; ++o) {
+      const __m512i xo =
+          U::kSigned ? _mm512_mask_sub_epi8(xv, _mm512_movepi8_mask(w[o]), _mm512_setzero_si512(), xv) : xv;
+      const hn::Vec<hn::Repartition<int32_t, D64>> dot{_mm512_madd_epi16(_mm512_maddubs_epi16(mag[o], xo), ones)};
+      acc[r][o] = hn::MulAdd(hn::Mul(hn::ConvertTo(df, dot), xscale), scale[o], acc[r][o]);
+    }
+  }
+}
 #endif
+
+// Block b's headers (and mins into `mins`), prefetching the same block of the next
+// tile's rows (rows are contiguous, and a row of a 1024-column matrix is only 576 bytes
+// at Q4_0: one tile of lead time).
+template <class U, int O>
+HWY_INLINE void block_headers(const QuantMatmulJob& job, int64_t b, const uint8_t* const* wrow,
+                              size_t prefetch_step, typename U::Header* h, float* mins) {
+#pragma GCC unroll 16
+  for (int o = 0; o < O; ++o) {
+    const uint8_t* ahead = wrow[o] + prefetch_step + b * U::kBlockBytes;
+#pragma GCC unroll 4
+    for (int p = 0; p < U::kBlockBytes; p += 64) hwy::Prefetch(ahead + p);
+    U::header(wrow[o] + b * U::kBlockBytes, h[o]);
+    if constexpr (U::kHasMin) U::mins(h[o], mins + o * job.x.stride + b * U::kGroups);
+  }
+}
 
 // R rows × O outputs starting at (r0, o0). `mins` is scratch of O × x.stride floats.
 template <class U, int R, int O>
 HWY_NOINLINE void quant_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0, float* mins) {
   const D8 d8;
-  using DAcc = std::conditional_t<kPaired<U>, DPF, DQF>;
+  using DAcc = std::conditional_t<kPaired<U> || kBlockPaired<U>, DPF, DQF>;
   const DAcc df;
   constexpr int kBytes = U::kBlockBytes;
   const int64_t n_blocks = job.cols / (U::kGroups * kQuantGroup);
@@ -339,18 +421,23 @@ HWY_NOINLINE void quant_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0, 
 #pragma GCC unroll 16
     for (int o = 0; o < O; ++o) acc[r][o] = hn::Zero(df);
 
+#if NEXTN_QUANT_PAIRS
+  if constexpr (kBlockPaired<U>) {
+    for (int64_t b = 0; b < n_blocks; b += 2) {
+      typename U::Header h0[O], h1[O];
+      block_headers<U, O>(job, b, wrow, prefetch_step, h0, mins);
+      if (b + 1 < n_blocks) {
+        block_headers<U, O>(job, b + 1, wrow, prefetch_step, h1, mins);
+        block_pairs<U, R, O, true>(job, r0, b, wrow, h0, h1, acc);
+      } else {
+        block_pairs<U, R, O, false>(job, r0, b, wrow, h0, h0, acc);
+      }
+    }
+  } else
+#endif
   for (int64_t b = 0; b < n_blocks; ++b) {
     typename U::Header h[O];
-#pragma GCC unroll 16
-    for (int o = 0; o < O; ++o) {
-      // The same block of the next tile's rows (rows are contiguous, and a row of a
-      // 1024-column matrix is only 576 bytes at Q4_0): one tile of lead time.
-      const uint8_t* ahead = wrow[o] + prefetch_step + b * kBytes;
-#pragma GCC unroll 4
-      for (int p = 0; p < kBytes; p += 64) hwy::Prefetch(ahead + p);
-      U::header(wrow[o] + b * kBytes, h[o]);
-      if constexpr (U::kHasMin) U::mins(h[o], mins + o * x.stride + b * U::kGroups);
-    }
+    block_headers<U, O>(job, b, wrow, prefetch_step, h, mins);
 #if NEXTN_QUANT_PAIRS
     if constexpr (kPaired<U>) pairs<U, R, O>(job, r0, b, wrow, h, acc);
     else
@@ -360,20 +447,22 @@ HWY_NOINLINE void quant_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0, 
       const int64_t xb = b * U::kGroups + g;
       GroupWeights<U::kSigned> gw[O];
       int lo[O], hi[O];
+      VQF scale[O];
 #pragma GCC unroll 16
       for (int o = 0; o < O; ++o) {
         U::group(d8, wrow[o] + b * kBytes, h[o], g, gw[o].w);
         sub_scales_of<U>(h[o], g, lo[o], hi[o]);
         prepare(gw[o], lo[o], hi[o]);
+        scale[o] = hn::Set(df, U::scale(h[o], g));
       }
 #pragma GCC unroll 16
       for (int r = 0; r < R; ++r) {
         const int8_t* xq = x.q + (r0 + r) * job.cols + xb * kQuantGroup;
-        const float xs = x.scale[(r0 + r) * x.stride + xb];
+        const VQF xscale = hn::Set(df, x.scale[(r0 + r) * x.stride + xb]);  // a broadcast load
 #pragma GCC unroll 16
         for (int o = 0; o < O; ++o) {
           const V32 dot = group_dot(gw[o], xq, lo[o], hi[o]);
-          acc[r][o] = hn::MulAdd(hn::Set(df, U::scale(h[o], g) * xs), hn::ConvertTo(DQF(), dot), acc[r][o]);
+          acc[r][o] = hn::MulAdd(hn::Mul(hn::ConvertTo(df, dot), xscale), scale[o], acc[r][o]);
         }
       }
     }
