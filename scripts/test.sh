@@ -7,6 +7,8 @@
 #   3. an AddressSanitizer + UndefinedBehaviorSanitizer build (clang, build-sanitize/):
 #      the GoogleTest binaries and the server's HTTP tests;
 #   4. each libFuzzer target of tests/fuzz/ for FUZZ_SECONDS (default 40) in that build.
+# The tests run one process at a time, so the sanitizer build compiles on the other core
+# during parts 1 and 2 (niced), and the fuzzers run beside part 3.
 # The last line sums up the parts: "tests: N passed, M failed".
 #   scripts/test.sh              all four parts
 #   scripts/test.sh -R server    part 1 only, with these CTest arguments
@@ -31,6 +33,15 @@ if (( $# )); then
   cd "$BUILD_DIR" && exec ctest --output-on-failure -j1 --timeout 1500 "$@"
 fi
 
+# 3 and 4. One sanitizer build serves both; it starts now, on one core, at low priority.
+if [[ ! -f $SAN_DIR/build.ninja ]]; then
+  CC=clang CXX=clang++ cmake -S . -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTN_SANITIZE=ON \
+    >/dev/null || exit 1
+fi
+setsid nice -n 10 cmake --build "$SAN_DIR" -j1 >"$SAN_DIR/background-build.log" 2>&1 &
+san_pid=$!
+trap 'kill -TERM -- "-$san_pid" 2>/dev/null' EXIT  # an interrupted run leaves no compiler behind
+
 part "all tests (release build)" bash -c "cd '$BUILD_DIR' && ctest --output-on-failure -j1 --timeout 1500"
 
 # 2. The tests whose results depend on floating-point code paths, on each other target.
@@ -43,17 +54,19 @@ for target in $("$BUILD_DIR/nextn" perf --simd-targets); do
     "cd '$BUILD_DIR' && NEXTN_SIMD=$target GTEST_FILTER='-Distribution.*' ctest --output-on-failure -j1 --timeout 1500 -R '$numerics'"
 done
 
-# 3 and 4. One sanitizer build serves both.
+# The rest of the sanitizer build on every core: the background one stops (ninja keeps
+# what it finished) and the build resumes.
 sanitize_build() {
-  if [[ ! -f $SAN_DIR/build.ninja ]]; then
-    CC=clang CXX=clang++ cmake -S . -B "$SAN_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DNEXTN_SANITIZE=ON \
-      >/dev/null || return 1
-  fi
+  kill -TERM -- "-$san_pid" 2>/dev/null
+  wait "$san_pid" 2>/dev/null
   cmake --build "$SAN_DIR" -j"$(nproc)"
 }
 part "sanitizer build (ASan + UBSan, clang)" sanitize_build
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# The fuzzers, one at a time, beside part 3's tests (one process at a time too).
+tests/fuzz/run.sh "$SAN_DIR" "$FUZZ_SECONDS" 1 >"$SAN_DIR/fuzz.log" 2>&1 &
+fuzz_pid=$!
 # The statistical tests (Distribution.*: 100,000 sampled tokens per drafter) take many
 # minutes under the sanitizers and exercise no code the greedy tests do not; parts 1
 # and 2 run them.
@@ -61,7 +74,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # server code the other server tests do not; part 1 runs it.
 part "sanitizers: GoogleTest and server HTTP tests" bash -c \
   "cd '$SAN_DIR' && GTEST_FILTER='-Distribution.*' ctest --output-on-failure -j1 --timeout 1500 -R '(\.gtest$|^server\.)' -E 'webui_browser'"
-part "fuzzing (${FUZZ_SECONDS} s per target)" tests/fuzz/run.sh "$SAN_DIR" "$FUZZ_SECONDS"
+fuzz_result() { wait "$fuzz_pid"; local rc=$?; cat "$SAN_DIR/fuzz.log"; return $rc; }
+part "fuzzing (${FUZZ_SECONDS} s per target, beside part 3)" fuzz_result
 
 echo
 printf '%s\n' "${report[@]}"
