@@ -50,6 +50,16 @@
 #include "kernels/weight_format.h"
 
 HWY_BEFORE_NAMESPACE();
+// Highway dispatches its AVX3_DL target (Ice Lake and later, Zen 4) only where the CPU has
+// AVX512-VNNI, but its target string (1.0.3) names only the VEX form: the tile functions
+// add the EVEX one, for vpdpbusd on 512-bit vectors (they may inline the format's
+// functions, not the other way round).
+#undef NEXTN_QUANT_TILE_ATTR
+#if HWY_TARGET == HWY_AVX3_DL
+#define NEXTN_QUANT_TILE_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#else
+#define NEXTN_QUANT_TILE_ATTR
+#endif
 namespace nextn {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -354,7 +364,7 @@ HWY_INLINE void pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const ui
 // it adds exact zeros) of a one-group-per-block format, for a tile (AVX-512):
 // acc[r][o] += (Σ w·q as float) · (the blocks' activation scales) · (the blocks' scales).
 template <class U, int R, int O, bool kBoth>
-HWY_INLINE void block_pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const uint8_t* const* wrow,
+HWY_INLINE NEXTN_QUANT_TILE_ATTR void block_pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const uint8_t* const* wrow,
                             const typename U::Header* h0, const typename U::Header* h1, hn::Vec<DPF> (&acc)[R][O]) {
   const DPF df;
   const hn::Half<DPF> dh;
@@ -367,7 +377,7 @@ HWY_INLINE void block_pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, co
     mag[o] = U::kSigned ? _mm512_abs_epi8(w[o]) : w[o];
     scale[o] = hn::Combine(df, hn::Set(dh, kBoth ? U::scale(h1[o], 0) : 0.0f), hn::Set(dh, U::scale(h0[o], 0)));
   }
-  const __m512i ones = _mm512_set1_epi16(1);
+  [[maybe_unused]] const __m512i ones = _mm512_set1_epi16(1);
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     const int8_t* xq = x.q + (r0 + r) * job.cols + b * kQuantGroup;
@@ -379,7 +389,11 @@ HWY_INLINE void block_pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, co
     for (int o = 0; o < O; ++o) {
       const __m512i xo =
           U::kSigned ? _mm512_mask_sub_epi8(xv, _mm512_movepi8_mask(w[o]), _mm512_setzero_si512(), xv) : xv;
+#if HWY_TARGET == HWY_AVX3_DL  // the same int32 sums in one instruction (VNNI)
+      const hn::Vec<hn::Repartition<int32_t, D64>> dot{_mm512_dpbusd_epi32(_mm512_setzero_si512(), mag[o], xo)};
+#else
       const hn::Vec<hn::Repartition<int32_t, D64>> dot{_mm512_madd_epi16(_mm512_maddubs_epi16(mag[o], xo), ones)};
+#endif
       acc[r][o] = hn::MulAdd(hn::Mul(hn::ConvertTo(df, dot), xscale), scale[o], acc[r][o]);
     }
   }
@@ -404,7 +418,7 @@ HWY_INLINE void block_headers(const QuantMatmulJob& job, int64_t b, const uint8_
 
 // R rows × O outputs starting at (r0, o0). `mins` is scratch of O × x.stride floats.
 template <class U, int R, int O>
-HWY_NOINLINE void quant_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0, float* mins) {
+HWY_NOINLINE NEXTN_QUANT_TILE_ATTR void quant_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0, float* mins) {
   const D8 d8;
   using DAcc = std::conditional_t<kPaired<U> || kBlockPaired<U>, DPF, DQF>;
   const DAcc df;
