@@ -26,7 +26,9 @@
 // (the K-quants) also supply pair(block, h, c) / kPairOffset: groups 2c and 2c+1 as one
 // 512-bit vector of unsigned bytes (the value is byte − kPairOffset), which halves the
 // instructions per weight; and pair_sub_scales(h) / kPairSubScales: the block's integer
-// sub-scales as int16 lanes, kPairSubScales per group.
+// sub-scales as int16 lanes, kPairSubScales per group. Formats of one group per block
+// (Q4_0, Q8_0) supply block_pair(block, both) instead: two consecutive blocks in one
+// vector (with VNNI, AVX3_DL, their integer dot is one vpdpbusd).
 //
 // A tile is R activation rows × O weight rows: each weight group is unpacked once into
 // registers and used for all R rows. Every (row, output) pair runs the same instruction
@@ -364,8 +366,9 @@ HWY_INLINE void pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const ui
 // it adds exact zeros) of a one-group-per-block format, for a tile (AVX-512):
 // acc[r][o] += (Σ w·q as float) · (the blocks' activation scales) · (the blocks' scales).
 template <class U, int R, int O, bool kBoth>
-HWY_INLINE NEXTN_QUANT_TILE_ATTR void block_pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const uint8_t* const* wrow,
-                            const typename U::Header* h0, const typename U::Header* h1, hn::Vec<DPF> (&acc)[R][O]) {
+HWY_INLINE NEXTN_QUANT_TILE_ATTR void block_pairs(const QuantMatmulJob& job, int64_t r0, int64_t b,
+                                                  const uint8_t* const* wrow, const typename U::Header* h0,
+                                                  const typename U::Header* h1, hn::Vec<DPF> (&acc)[R][O]) {
   const DPF df;
   const hn::Half<DPF> dh;
   const QuantizedRows& x = job.x;
