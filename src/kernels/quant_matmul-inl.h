@@ -154,6 +154,11 @@ struct PairIndex {
 };
 template <int kPerGroup>
 inline constexpr PairIndex<kPerGroup> kPairIndex{};
+// One float per group of a pair: `first` in the lanes of group 2c, `second` in 2c+1's.
+HWY_INLINE hn::Vec<DPF> pair_floats(float first, float second) {
+  const hn::Half<DPF> dh;
+  return hn::Combine(DPF(), hn::Set(dh, second), hn::Set(dh, first));
+}
 template <int kPerGroup>
 HWY_INLINE V16x32 pair_multipliers(V16x32 sub_scales, int c) {
   const __m512i index = _mm512_load_si512(kPairIndex<kPerGroup>.lanes[c]);
@@ -324,7 +329,6 @@ HWY_INLINE void pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const ui
                       const typename U::Header* h, hn::Vec<DPF> (&acc)[R][O]) {
   static_assert(U::kGroups % 2 == 0 && (U::kPairOffset & (U::kPairOffset - 1)) == 0);
   const DPF df;
-  const hn::Half<DPF> dh;
   const QuantizedRows& x = job.x;
   hn::Vec<DPF> scale[O];
   V16x32 sub_scales[O];
@@ -347,7 +351,7 @@ HWY_INLINE void pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const ui
     for (int r = 0; r < R; ++r) {
       const __m512i xq = _mm512_loadu_si512(x.q + (r0 + r) * job.cols + xb * kQuantGroup);
       const float* xs = x.scale + (r0 + r) * x.stride + xb;
-      const auto xscale = hn::Combine(df, hn::Set(dh, xs[1]), hn::Set(dh, xs[0]));
+      const auto xscale = pair_floats(xs[0], xs[1]);
       __m512i offset = _mm512_setzero_si512();  // kPairOffset·(x_2i + x_2i+1)
       if constexpr (U::kPairOffset != 0)
         offset = _mm512_slli_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(1), xq), __builtin_ctz(U::kPairOffset));
@@ -370,7 +374,6 @@ HWY_INLINE NEXTN_QUANT_TILE_ATTR void block_pairs(const QuantMatmulJob& job, int
                                                   const uint8_t* const* wrow, const typename U::Header* h0,
                                                   const typename U::Header* h1, hn::Vec<DPF> (&acc)[R][O]) {
   const DPF df;
-  const hn::Half<DPF> dh;
   const QuantizedRows& x = job.x;
   __m512i w[O], mag[O];  // signed weights (Q8_0) go in as |w|, negating the activation where w < 0
   hn::Vec<DPF> scale[O];
@@ -378,7 +381,7 @@ HWY_INLINE NEXTN_QUANT_TILE_ATTR void block_pairs(const QuantMatmulJob& job, int
   for (int o = 0; o < O; ++o) {
     w[o] = U::block_pair(wrow[o] + b * U::kBlockBytes, kBoth).raw;
     mag[o] = U::kSigned ? _mm512_abs_epi8(w[o]) : w[o];
-    scale[o] = hn::Combine(df, hn::Set(dh, kBoth ? U::scale(h1[o], 0) : 0.0f), hn::Set(dh, U::scale(h0[o], 0)));
+    scale[o] = pair_floats(U::scale(h0[o], 0), kBoth ? U::scale(h1[o], 0) : 0.0f);
   }
   [[maybe_unused]] const __m512i ones = _mm512_set1_epi16(1);
 #pragma GCC unroll 16
@@ -387,7 +390,7 @@ HWY_INLINE NEXTN_QUANT_TILE_ATTR void block_pairs(const QuantMatmulJob& job, int
     const __m512i xv = kBoth ? _mm512_loadu_si512(xq)
                              : _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
     const float* xs = x.scale + (r0 + r) * x.stride + b;
-    const auto xscale = hn::Combine(df, hn::Set(dh, kBoth ? xs[1] : 0.0f), hn::Set(dh, xs[0]));
+    const auto xscale = pair_floats(xs[0], kBoth ? xs[1] : 0.0f);
 #pragma GCC unroll 16
     for (int o = 0; o < O; ++o) {
       const __m512i xo =
