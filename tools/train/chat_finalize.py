@@ -1,7 +1,9 @@
 """chat_finalize.py — turns a train_chat.py run into the shipped models/nextn-tiny-chat:
 copies the weights, config, generation config and tokenizer files, keeps the training log,
 eval.json, the chat data statistics and the nextn measurements (chat_eval.py output for this
-model and for the MiMo model), and writes the README model card from them.
+model and for the MiMo model), and writes the README model card from them. --earlier RUN...
+names the earlier stages when RUN continued from them (train_chat.py --continue-from); their
+logs and eval.json are kept as training/stageN_*.
 
     /usr/bin/python3 tools/train/chat_finalize.py --run RUN --chat tools/train/work/chat \
         --nextn-eval eval_chat.json --baseline-eval eval_mimo.json --out models/nextn-tiny-chat \
@@ -22,7 +24,7 @@ def answers_table(a, title, srcs, L):
     L.append(f"| {title} | " + " | ".join(cells) + f" | **{pct(a['all']['pass'], a['all']['n'])}** |")
 
 
-def render(ev, chat_stats, config, nev, base, hardware, command, machine, train_log):
+def render(ev, earlier, chat_stats, config, nev, base, hardware, command, machine):
     tr = ev["training"]
     L = []
     a = L.append
@@ -90,24 +92,34 @@ def render(ev, chat_stats, config, nev, base, hardware, command, machine, train_
     a(f"Tokens: {tr['train_tokens']/1e6:.2f} M training tokens, of which {tr['answer_tokens']/1e6:.2f} M "
       "carry loss.\n")
     a("## Training\n")
+    stages = [e["training"] for e in earlier] + [tr]
+    tr1 = stages[0]   # the stage that started from the MiMo model
     a(f"- Warm start (`tools/train/warm_start.py`): from models/nextn-tiny (the MiMo model) — embeddings, "
       f"the six MLPs and norms (w → w − 1 for the (1+w) form), the two attention layers' q/k/v/o from "
       f"MiMo layers 2 and 5 (biases dropped, output gate 0, o_proj × 2), and the MTP head (fc with its "
-      f"column halves swapped); {tr['warm_started_tensors']} tensors. New: the six Gated DeltaNet "
+      f"column halves swapped); {tr1['warm_started_tensors']} tensors. New: the six Gated DeltaNet "
       "mixers (out_proj at 0, i.e. identity at start), two identity MLP layers, q/k norms, gates. "
       "Everything is then trained.")
     a(f"- Objective: masked cross-entropy of the backbone on x_(t+1) + {tr['mtp_weight']} × masked "
       "cross-entropy of the MTP head on x_(t+2), assistant tokens only.")
-    a(f"- AdamW (β 0.9/0.95, wd {tr['wd']} on matrices), peak LR {tr['lr']}, {tr['warmup']} warmup "
-      f"steps, cosine to {tr['min_lr_frac']}× peak, grad clip 1.0, bf16 autocast, batch {tr['batch']} × "
-      f"{tr['seq']} tokens (random windows of the packed conversation stream), seed {tr['seed']}.")
-    a(f"- Ran **{tr['steps']} steps = {tr['tokens_seen']/1e6:.2f} M tokens ({tr['passes']:.2f} passes over "
-      f"the chat set) in {tr['minutes']:.1f} minutes** on {hardware}.")
-    a(f"- Machine: {machine}")
+    for i, t in enumerate(stages):
+        what = ("Training" if len(stages) == 1 else "First stage" if i == 0 else
+                "Then only the MTP head, taught the backbone's own choices (`--distill-mtp`: "
+                "cross-entropy against the backbone's softmax one row later; the backbone is frozen)"
+                if t.get("distill_mtp") else "Then from that export")
+        val = (earlier[i]["val_chat"] if i < len(earlier) else None)
+        a(f"- {what}: AdamW (β 0.9/0.95, wd {t['wd']} on matrices), peak LR {t['lr']}, {t['warmup']} "
+          f"warmup steps, cosine to {t['min_lr_frac']}× peak, grad clip 1.0, bf16 autocast, batch "
+          f"{t['batch']} × {t['seq']} tokens (random windows of the packed conversation stream), seed "
+          f"{t['seed']}; **{t['steps']} steps = {t['tokens_seen']/1e6:.2f} M tokens ({t['passes']:.2f} "
+          f"passes over the chat set) in {t['minutes']:.1f} minutes**, {t['threads']} threads."
+          + (f" Held-out after it: main loss {val['loss_main']:.3f}, MTP loss {val['loss_mtp']:.3f}, "
+             f"MTP agreement {val['mtp_agreement']:.3f}." if val else ""))
+    a(f"- Hardware: {hardware}. Machine: {machine}")
     a(f"- Command: `{command}`\n")
-    a("Compute note: this is very little training. The machine's two cores were shared with other "
-      "builds during the whole run (see the load column of the log), so the run saw a small fraction "
-      "of the compute that made models/nextn-tiny (7 minutes on an H200). On a GPU: "
+    a("Compute note: this is very little training: on the 2-core machine the run saw a small "
+      "fraction of the compute that made models/nextn-tiny (7 minutes on an H200); the load column "
+      "of the logs (`training/`) shows what else ran beside it. On a GPU: "
       "`tools/train/reproduce.sh --chat --device cuda --minutes 10`.\n")
     v = ev["val_chat"]
     a("## Losses (held-out conversations, assistant tokens)\n")
@@ -186,7 +198,7 @@ def render(ev, chat_stats, config, nev, base, hardware, command, machine, train_
       "itself: chunked delta rule = recurrence, and export = tests/reference/numpy_qwen3_5.py "
       "(float64) = nextn on a random model.\n")
     a("## Reproduce\n")
-    a("```sh\ntools/train/reproduce.sh --chat --device cpu --minutes 75   # this run's recipe (2-core CPU)\n"
+    a("```sh\ntools/train/reproduce.sh --chat --device cpu --minutes 75 --then-minutes 36 --distill-minutes 12   # the shipped recipe (2-core CPU)\n"
       "PY=python3 tools/train/reproduce.sh --chat --device cuda --minutes 10   # a CUDA PyTorch\n```\n")
     a("## Licence\n")
     a("Derived from models/nextn-tiny (GPL-compatible corpora) and the chat sources above (public "
@@ -205,6 +217,8 @@ def main():
     ap.add_argument("--hardware", default="")
     ap.add_argument("--machine", default="")
     ap.add_argument("--command", default="")
+    ap.add_argument("--earlier", nargs="*", default=[],
+                    help="the earlier stages' runs, in order, when --run continued from them")
     args = ap.parse_args()
     os.makedirs(os.path.join(args.out, "training"), exist_ok=True)
     for fn in ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json",
@@ -222,7 +236,12 @@ def main():
     ev = load(os.path.join(args.run, "eval.json"))
     stats = load(os.path.join(args.chat, "chat_stats.json"))
     config = load(os.path.join(args.run, "config.json"))
-    card = render(ev, stats, config, nev, base, args.hardware, args.command, args.machine, "")
+    earlier = []
+    for i, run in enumerate(args.earlier, 1):
+        for fn in ("train_log.txt", "eval.json"):
+            shutil.copy(os.path.join(run, fn), os.path.join(args.out, "training", f"stage{i}_{fn}"))
+        earlier.append(load(os.path.join(run, "eval.json")))
+    card = render(ev, earlier, stats, config, nev, base, args.hardware, args.command, args.machine)
     with open(os.path.join(args.out, "README.md"), "w") as f:
         f.write(card)
     total = sum(os.path.getsize(os.path.join(dp, fn)) for dp, _, fns in os.walk(args.out) for fn in fns)

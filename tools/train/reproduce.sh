@@ -4,12 +4,18 @@
 # the test references in tests/train/data.
 #
 #   tools/train/reproduce.sh [--chat] [--device cpu|cuda] [--minutes M | --steps N] [--seed S]
-#                            [--out DIR] [--work DIR] [--resume] [--skip-setup] [-- TRAIN_ARGS...]
+#                            [--out DIR] [--work DIR] [--resume] [--skip-setup] [--then-minutes M2]
+#                            [--distill-minutes M3] [-- TRAIN_ARGS...]
 #
 # --chat rebuilds models/nextn-tiny-chat instead: the Qwen3.5 hybrid with an MTP head,
 # warm-started from models/nextn-tiny and tuned on the chat set (chat_data.py), measured
 # through `nextn serve` when $NEXTN (default build/nextn) exists, with its test references
-# in tests/train/data_chat. Defaults there: --minutes 75 on cpu, 10 on cuda.
+# in tests/train/data_chat. Defaults there: --minutes 75 on cpu, 10 on cuda. --then-minutes M2
+# adds a second stage: M2 more minutes from the first stage's export at a third of the peak
+# learning rate, with its own warmup and cosine; --distill-minutes M3 then trains only the MTP
+# head for M3 minutes towards the backbone's own predictions (train_chat.py --distill-mtp), which
+# raises its acceptance without touching the target. The shipped model:
+#   tools/train/reproduce.sh --chat --device cpu --minutes 75 --then-minutes 36 --distill-minutes 12
 #
 # Defaults: --device cuda when PyTorch sees a GPU else cpu; --minutes 7 on cuda, 75 on cpu;
 # --seed 1; --out models/nextn-tiny; --work tools/train/work (git-ignored).
@@ -19,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-/usr/bin/python3}
-device="" minutes="" steps="" seed=1 out="" work=tools/train/work resume=0 setup=1 chat=0
+device="" minutes="" steps="" seed=1 out="" work=tools/train/work resume=0 setup=1 chat=0 then_minutes=0 distill_minutes=0
 extra=()
 while (( $# )); do
   case "$1" in
@@ -33,6 +39,8 @@ while (( $# )); do
     --work) work=$2; shift 2 ;;
     --resume) resume=1; shift ;;
     --skip-setup) setup=0; shift ;;
+    --then-minutes) then_minutes=$2; shift 2 ;;
+    --distill-minutes) distill_minutes=$2; shift 2 ;;
     *) echo "reproduce.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -71,6 +79,25 @@ if (( chat )); then
   echo "== chat training: ${chat_args[*]}"
   PYTHONUNBUFFERED=1 $PY tools/train/train_chat.py --chat "$work/chat" --init models/nextn-tiny \
     --tokenizer models/nextn-tiny --out "$run" "${chat_args[@]}"
+  # Later stages start from the previous stage's export; their own arguments come after the
+  # first stage's, so they override them.
+  earlier=()
+  next_stage() {  # NAME ARGS...: one more stage from $run
+    local name=$1; shift
+    local next="$work/run_chat_$name"
+    if (( ! resume )); then rm -rf "$next"; fi
+    echo "== chat training, stage $name: $*"
+    PYTHONUNBUFFERED=1 $PY tools/train/train_chat.py --chat "$work/chat" --continue-from "$run" \
+      --tokenizer models/nextn-tiny --out "$next" "${chat_args[@]}" "$@"
+    earlier+=("$run")
+    run=$next
+  }
+  if [[ $then_minutes != 0 ]]; then
+    next_stage more --minutes "$then_minutes" --seed $((seed + 1)) --lr 3e-4 --warmup 20
+  fi
+  if [[ $distill_minutes != 0 ]]; then
+    next_stage distill --minutes "$distill_minutes" --seed $((seed + 2)) --lr 5e-4 --warmup 20 --distill-mtp
+  fi
   evals=()
   if [[ -x $NEXTN ]]; then
     echo "== measured by nextn ($NEXTN)"
@@ -81,9 +108,9 @@ if (( chat )); then
     evals=(--nextn-eval "$run/nextn_eval.json" --baseline-eval "$run/nextn_eval_mimo.json")
   fi
   echo "== export to $out"
-  $PY tools/train/chat_finalize.py --run "$run" --chat "$work/chat" --out "$out" "${evals[@]}" \
+  $PY tools/train/chat_finalize.py --run "$run" --earlier "${earlier[@]}" --chat "$work/chat" --out "$out" "${evals[@]}" \
     --hardware "$hw" --machine "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end" \
-    --command "train_chat.py ${chat_args[*]} (via tools/train/reproduce.sh --chat)"
+    --command "tools/train/reproduce.sh --chat --device $device --minutes $minutes --then-minutes $then_minutes --distill-minutes $distill_minutes"
   if [[ $out == models/nextn-tiny-chat ]]; then
     $PY tools/train/make_reference.py --chat --model "$out" --out tests/train/data_chat
   fi

@@ -7,7 +7,8 @@ their <|im_end|> only (chat_data.py), so prompts and templates carry no loss. Op
 --text TOKENS.npy mixes in windows of plain text (every token counted) with --text-frac.
 AdamW, linear warmup then cosine decay to --min-lr-frac of the peak, bf16 autocast, gradient
 clipping at 1.0, random windows of --seq + 1 tokens (numpy Generator seeded by --seed).
---init DIR warm-starts from the MiMo model (warm_start.py). --minutes is a wall-clock
+--init DIR warm-starts from the MiMo model (warm_start.py); --continue-from DIR instead starts
+from a chat model this script exported (a second, shorter run on top of a first one). --minutes is a wall-clock
 budget (the cosine follows its elapsed fraction) unless --steps is given. A checkpoint every
 --ckpt-minutes; --resume continues from it; SIGTERM/SIGINT stop early and still export.
 
@@ -32,6 +33,24 @@ import evaluate  # noqa: E402
 import model_qwen35 as Q  # noqa: E402
 import train as T  # noqa: E402
 import warm_start  # noqa: E402
+
+
+def distill_loss(model, x, w):
+    """The MTP head taught to draft what the backbone would choose: cross-entropy of its row p
+    against the backbone's softmax at row p + 1 (both predict x_(p+2)), on answer tokens. The
+    backbone runs without gradients; only the head learns, so the target's outputs stay as
+    they were and only the drafts' acceptance moves."""
+    ids = x[:, :-1]
+    with torch.no_grad():
+        h = model.backbone(ids)
+    m = model.mtp_rows(h, ids)
+    sel = w[:, 2:] > 0
+    if not sel.any():
+        return m.sum() * 0
+    with torch.no_grad():
+        teacher = F.softmax(model.logits(h[:, 1:][sel]).float(), dim=-1)
+    student = F.log_softmax(model.logits(m[sel]).float(), dim=-1)
+    return -(teacher * student).sum(-1).mean()
 
 
 def masked_losses(model, x, w, metrics=True):
@@ -100,6 +119,10 @@ def main():
     ap.add_argument("--chat", required=True, help="chat_data.py output dir (train/val tokens + masks)")
     ap.add_argument("--tokenizer", default="models/nextn-tiny")
     ap.add_argument("--init", default="", help="warm start from this MiMo model directory")
+    ap.add_argument("--continue-from", default="",
+                    help="start from the weights of a chat model this script exported (not --init)")
+    ap.add_argument("--distill-mtp", action="store_true",
+                    help="train only the MTP head, towards the backbone's own predictions")
     ap.add_argument("--text", default="", help="optional plain-text token stream (.npy) to mix in")
     ap.add_argument("--text-frac", type=float, default=0.0)
     ap.add_argument("--out", required=True)
@@ -145,8 +168,17 @@ def main():
     cfg = Q.Config(num_hidden_layers=args.layers, max_position_embeddings=1024)
     model = Q.Qwen35ForCausalLM(cfg)
     warm = []
+    if args.init and args.continue_from:
+        raise SystemExit("train_chat.py: --init and --continue-from exclude each other")
     if args.init and not args.resume:
         warm = warm_start.warm_start(model, args.init, log)
+    if args.continue_from and not args.resume:
+        start = Q.load_exported(args.continue_from)
+        if start.cfg.to_dict() != cfg.to_dict():
+            raise SystemExit(f"{args.continue_from}: its config differs from --layers {args.layers}")
+        model.load_state_dict(start.state_dict())
+        warm = sorted(start.state_dict())
+        log(f"continuing from {args.continue_from} ({len(warm)} tensors, BF16 weights as exported)")
     model = model.to(device)
     n_params = sum(p.numel() for p in model.parameters())
     n_mtp = sum(p.numel() for p in model.mtp.parameters())
@@ -170,8 +202,12 @@ def main():
         f"batch {batch} x seq {args.seq}; lr {args.lr}; warmup {args.warmup}; mtp weight "
         f"{args.mtp_weight}; seed {args.seed}")
 
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    if args.distill_mtp:
+        for n, p in model.named_parameters():
+            p.requires_grad_(n.startswith("mtp."))
+    trained = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    decay = [p for n, p in trained if p.dim() >= 2]
+    no_decay = [p for n, p in trained if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.wd},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
@@ -229,11 +265,15 @@ def main():
                 x[:n_text] = text_t[ts[:, None] + torch.arange(S + 1, device=device)[None, :]]
                 w[:n_text] = 1
         with evaluate.autocast(device):
-            main, mtp = masked_losses(model, x, w, metrics=False)
-        loss = main + args.mtp_weight * mtp
+            if args.distill_mtp:
+                main = mtp = distill_loss(model, x, w)
+                loss = mtp
+            else:
+                main, mtp = masked_losses(model, x, w, metrics=False)
+                loss = main + args.mtp_weight * mtp
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        torch.nn.utils.clip_grad_norm_([p for _, p in trained], 1.0)
         opt.step()
         step += 1
         tokens_seen += batch * S
@@ -271,6 +311,7 @@ def main():
         "device": str(device) + (f" ({torch.cuda.get_device_name(0)})" if cuda else ""),
         "threads": torch.get_num_threads(), "torch": torch.__version__, "params": n_params,
         "params_mtp": n_mtp, "params_embedding": n_emb, "warm_start": args.init or None,
+        "continued_from": args.continue_from or None, "distill_mtp": args.distill_mtp,
         "warm_started_tensors": len(warm)}}
     with open(os.path.join(args.out, "eval.json"), "w") as f:
         json.dump(res, f, indent=2, ensure_ascii=False)
