@@ -198,7 +198,7 @@ def render(ev, earlier, chat_stats, config, nev, base, hardware, command, machin
       "itself: chunked delta rule = recurrence, and export = tests/reference/numpy_qwen3_5.py "
       "(float64) = nextn on a random model.\n")
     a("## Reproduce\n")
-    a("```sh\ntools/train/reproduce.sh --chat --device cpu --minutes 75 --then-minutes 36 --distill-minutes 12   # the shipped recipe (2-core CPU)\n"
+    a(f"```sh\n{command or 'tools/train/reproduce.sh --chat --device cpu --minutes 75'}   # this model's recipe\n"
       "PY=python3 tools/train/reproduce.sh --chat --device cuda --minutes 10   # a CUDA PyTorch\n```\n")
     a("## Licence\n")
     a("Derived from models/nextn-tiny (GPL-compatible corpora) and the chat sources above (public "

@@ -14,8 +14,8 @@
 # adds a second stage: M2 more minutes from the first stage's export at a third of the peak
 # learning rate, with its own warmup and cosine; --distill-minutes M3 then trains only the MTP
 # head for M3 minutes towards the backbone's own predictions (train_chat.py --distill-mtp), which
-# raises its acceptance without touching the target. The shipped model:
-#   tools/train/reproduce.sh --chat --device cpu --minutes 75 --then-minutes 36 --distill-minutes 12
+# raises its acceptance without touching the target. The shipped model's card names the
+# command that made it.
 #
 # Defaults: --device cuda when PyTorch sees a GPU else cpu; --minutes 7 on cuda, 75 on cpu;
 # --seed 1; --out models/nextn-tiny; --work tools/train/work (git-ignored).

@@ -170,9 +170,12 @@ def main():
     warm = []
     if args.init and args.continue_from:
         raise SystemExit("train_chat.py: --init and --continue-from exclude each other")
-    if args.init and not args.resume:
+    # --resume without a checkpoint yet (a stage that never started) starts like a new run.
+    ckpt_path = os.path.join(args.out, "ckpt.pt")
+    resuming = args.resume and os.path.exists(ckpt_path)
+    if args.init and not resuming:
         warm = warm_start.warm_start(model, args.init, log)
-    if args.continue_from and not args.resume:
+    if args.continue_from and not resuming:
         start = Q.load_exported(args.continue_from)
         if start.cfg.to_dict() != cfg.to_dict():
             raise SystemExit(f"{args.continue_from}: its config differs from --layers {args.layers}")
@@ -213,8 +216,7 @@ def main():
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
     rng = np.random.default_rng(args.seed)
     step, elapsed_before, tokens_seen = 0, 0.0, 0
-    ckpt_path = os.path.join(args.out, "ckpt.pt")
-    if args.resume and os.path.exists(ckpt_path):
+    if resuming:
         ck = torch.load(ckpt_path, map_location=device)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["opt"])
