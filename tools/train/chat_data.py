@@ -11,6 +11,8 @@ Writes WORK/chat/:
   train_tokens.npy  uint16 stream: conversations, each followed by <|endoftext|>
   train_mask.npy    uint8, 1 where the token is an assistant answer token or its <|im_end|>
   val_questions.jsonl  {"source","subject","messages","reference"} (single turn)
+  train_prompts.jsonl  {"source","messages"}: each training conversation up to its first
+                    answer (chat_self.py has the model answer them itself)
   val_tokens.npy / val_mask.npy  the held-out conversations, rendered the same way
   chat_stats.json   conversations/tokens per source, packages and licences
 
@@ -189,7 +191,13 @@ def main():
     for split, entries in (("train", train), ("val", val)):
         ids, mask = [], []
         per = {}
-        for src, msgs in conversations(entries, rng, greetings=(split == "train")):
+        convs = conversations(entries, rng, greetings=(split == "train"))
+        if split == "train":
+            with open(os.path.join(out_dir, "train_prompts.jsonl"), "w", encoding="utf-8") as f:
+                for src, msgs in convs:
+                    first = next(i for i, m in enumerate(msgs) if m["role"] == "assistant")
+                    f.write(json.dumps({"source": src, "messages": msgs[:first]}, ensure_ascii=False) + "\n")
+        for src, msgs in convs:
             a, m = ren.conversation(msgs)
             ids += a + [eot]
             mask += m + [0]

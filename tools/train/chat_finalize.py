@@ -103,9 +103,14 @@ def render(ev, earlier, chat_stats, config, nev, base, hardware, command, machin
     a(f"- Objective: masked cross-entropy of the backbone on x_(t+1) + {tr['mtp_weight']} × masked "
       "cross-entropy of the MTP head on x_(t+2), assistant tokens only.")
     for i, t in enumerate(stages):
+        own = t.get("self_answers")
         what = ("Training" if len(stages) == 1 else "First stage" if i == 0 else
                 "Then only the MTP head, taught the backbone's own choices (`--distill-mtp`: "
                 "cross-entropy against the backbone's softmax one row later; the backbone is frozen)"
+                + (f", on the model's own T = 0 answers to {own['kept']} of {own['prompts']} training "
+                   f"questions drawn at random (`chat_self.py`, {own['answer_tokens']/1e3:.0f} k answer "
+                   f"tokens; {own['cut_at_max_tokens']} answers cut at {own['max_tokens']} tokens left out) "
+                   "instead of the reference answers" if own else "")
                 if t.get("distill_mtp") else "Then from that export")
         val = (earlier[i]["val_chat"] if i < len(earlier) else None)
         a(f"- {what}: AdamW (β 0.9/0.95, wd {t['wd']} on matrices), peak LR {t['lr']}, {t['warmup']} "

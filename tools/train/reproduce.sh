@@ -5,7 +5,8 @@
 #
 #   tools/train/reproduce.sh [--chat] [--device cpu|cuda] [--minutes M | --steps N] [--seed S]
 #                            [--out DIR] [--work DIR] [--resume] [--skip-setup] [--then-minutes M2]
-#                            [--distill-minutes M3] [-- TRAIN_ARGS...]
+#                            [--then-steps N2] [--distill-minutes M3 | --distill-steps N3]
+#                            [--distill-self K] [-- TRAIN_ARGS...]
 #
 # --chat rebuilds models/nextn-tiny-chat instead: the Qwen3.5 hybrid with an MTP head,
 # warm-started from models/nextn-tiny and tuned on the chat set (chat_data.py), measured
@@ -14,7 +15,10 @@
 # adds a second stage: M2 more minutes from the first stage's export at a third of the peak
 # learning rate, with its own warmup and cosine; --distill-minutes M3 then trains only the MTP
 # head for M3 minutes towards the backbone's own predictions (train_chat.py --distill-mtp), which
-# raises its acceptance without touching the target. The shipped model's card names the
+# raises its acceptance without touching the target; with --distill-self K it distils on the
+# model's own T = 0 answers to K training questions (chat_self.py, through $NEXTN) instead of
+# the reference answers, the text it drafts on when it runs. --then-steps / --distill-steps
+# give those stages a step count instead of minutes. The shipped model's card names the
 # command that made it.
 #
 # Defaults: --device cuda when PyTorch sees a GPU else cpu; --minutes 7 on cuda, 75 on cpu;
@@ -25,7 +29,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-/usr/bin/python3}
-device="" minutes="" steps="" seed=1 out="" work=tools/train/work resume=0 setup=1 chat=0 then_minutes=0 distill_minutes=0
+device="" minutes="" steps="" seed=1 out="" work=tools/train/work resume=0 setup=1 chat=0 then_minutes=0 then_steps=0 distill_minutes=0 distill_steps=0 distill_self=0
 extra=()
 while (( $# )); do
   case "$1" in
@@ -41,6 +45,9 @@ while (( $# )); do
     --skip-setup) setup=0; shift ;;
     --then-minutes) then_minutes=$2; shift 2 ;;
     --distill-minutes) distill_minutes=$2; shift 2 ;;
+    --then-steps) then_steps=$2; shift 2 ;;
+    --distill-steps) distill_steps=$2; shift 2 ;;
+    --distill-self) distill_self=$2; shift 2 ;;
     *) echo "reproduce.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -92,11 +99,25 @@ if (( chat )); then
     earlier+=("$run")
     run=$next
   }
-  if [[ $then_minutes != 0 ]]; then
-    next_stage more --minutes "$then_minutes" --seed $((seed + 1)) --lr 3e-4 --warmup 20
+  # A stage's length: --steps N when given, else --minutes M ("" when neither: no stage).
+  length() { if [[ $2 != 0 ]]; then echo "--steps $2"; elif [[ $1 != 0 ]]; then echo "--minutes $1"; fi; }
+  then_len=$(length "$then_minutes" "$then_steps") distill_len=$(length "$distill_minutes" "$distill_steps")
+  if [[ -n $then_len ]]; then
+    # shellcheck disable=SC2086  # two words: the option and its value
+    next_stage more $then_len --seed $((seed + 1)) --lr 3e-4 --warmup 20
   fi
-  if [[ $distill_minutes != 0 ]]; then
-    next_stage distill --minutes "$distill_minutes" --seed $((seed + 2)) --lr 5e-4 --warmup 20 --distill-mtp
+  if [[ -n $distill_len ]]; then
+    distill_data=()
+    if (( distill_self )); then
+      [[ -x $NEXTN ]] || { echo "reproduce.sh: --distill-self needs $NEXTN (build nextn first)" >&2; exit 2; }
+      echo "== the model's own answers to $distill_self training questions"
+      $PY tools/train/chat_self.py --nextn "$NEXTN" --model "$run" --chat "$work/chat" --out "$work/chat_self" \
+        --count "$distill_self" --seed "$seed" --threads "$(nproc)"
+      distill_data=(--chat "$work/chat_self")
+    fi
+    # shellcheck disable=SC2086
+    next_stage distill $distill_len --seed $((seed + 2)) --lr "$([[ $distill_self != 0 ]] && echo 1e-3 || echo 5e-4)" \
+      --warmup 20 --distill-mtp "${distill_data[@]}"
   fi
   evals=()
   if [[ -x $NEXTN ]]; then
@@ -110,7 +131,7 @@ if (( chat )); then
   echo "== export to $out"
   $PY tools/train/chat_finalize.py --run "$run" --earlier "${earlier[@]}" --chat "$work/chat" --out "$out" "${evals[@]}" \
     --hardware "$hw" --machine "$(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end" \
-    --command "tools/train/reproduce.sh --chat --device $device --minutes $minutes --then-minutes $then_minutes --distill-minutes $distill_minutes"
+    --command "tools/train/reproduce.sh --chat --device $device --minutes $minutes${then_len:+ --then-${then_len#--}}${distill_len:+ --distill-${distill_len#--}}$( (( distill_self )) && echo " --distill-self $distill_self")"
   if [[ $out == models/nextn-tiny-chat ]]; then
     $PY tools/train/make_reference.py --chat --model "$out" --out tests/train/data_chat
   fi

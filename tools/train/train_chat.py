@@ -191,6 +191,9 @@ def main():
         f"device {device} {torch.cuda.get_device_name(0) if cuda else ''} torch {torch.__version__} "
         f"threads {torch.get_num_threads()}")
 
+    # A chat set of the model's own answers (chat_self.py) says where they came from.
+    self_path = os.path.join(args.chat, "self_stats.json")
+    self_answers = json.load(open(self_path)) if os.path.exists(self_path) else None
     tr = np.load(os.path.join(args.chat, "train_tokens.npy"))
     trm = np.load(os.path.join(args.chat, "train_mask.npy"))
     va = np.load(os.path.join(args.chat, "val_tokens.npy"))
@@ -314,6 +317,7 @@ def main():
         "threads": torch.get_num_threads(), "torch": torch.__version__, "params": n_params,
         "params_mtp": n_mtp, "params_embedding": n_emb, "warm_start": args.init or None,
         "continued_from": args.continue_from or None, "distill_mtp": args.distill_mtp,
+        "self_answers": self_answers,
         "warm_started_tensors": len(warm)}}
     with open(os.path.join(args.out, "eval.json"), "w") as f:
         json.dump(res, f, indent=2, ensure_ascii=False)
