@@ -89,7 +89,8 @@ def render(ev, earlier, chat_stats, config, nev, base, hardware, command, machin
     n_pk = len(chat_stats.get("_man_packages", {}))
     a(f"\nMan pages: {n_pk} packages, at most 120 pages each; the package and licence (first "
       "`License:` of its copyright file) of every page's package are in `training/chat_sources.json`.\n")
-    a(f"Tokens: {tr['train_tokens']/1e6:.2f} M training tokens, of which {tr['answer_tokens']/1e6:.2f} M "
+    chat_tr = ([e["training"] for e in earlier] + [tr])[0]   # the stages on the chat set itself
+    a(f"Tokens: {chat_tr['train_tokens']/1e6:.2f} M training tokens, of which {chat_tr['answer_tokens']/1e6:.2f} M "
       "carry loss.\n")
     a("## Training\n")
     stages = [e["training"] for e in earlier] + [tr]
@@ -100,7 +101,7 @@ def render(ev, earlier, chat_stats, config, nev, base, hardware, command, machin
       f"column halves swapped); {tr1['warm_started_tensors']} tensors. New: the six Gated DeltaNet "
       "mixers (out_proj at 0, i.e. identity at start), two identity MLP layers, q/k norms, gates. "
       "Everything is then trained.")
-    a(f"- Objective: masked cross-entropy of the backbone on x_(t+1) + {tr['mtp_weight']} × masked "
+    a(f"- Objective: masked cross-entropy of the backbone on x_(t+1) + {chat_tr['mtp_weight']} × masked "
       "cross-entropy of the MTP head on x_(t+2), assistant tokens only.")
     for i, t in enumerate(stages):
         own = t.get("self_answers")
@@ -135,7 +136,8 @@ def render(ev, earlier, chat_stats, config, nev, base, hardware, command, machin
     a(f"| MTP argmax = backbone argmax (teacher-forced) | {v['mtp_agreement']:.3f} |")
     a(f"| answer tokens | {v['answer_tokens']} |\n")
     if ev.get("val_history"):
-        a("Quick validation during training (first 32 held-out windows):\n")
+        a(("Quick validation during training" if not earlier else "Quick validation during the last stage")
+          + " (the first `--val-windows` held-out windows):\n")
         a("```text")
         for h in ev["val_history"]:
             a(f"step {h['step']}: main {h['loss_main']:.4f} mtp {h['loss_mtp']:.4f} "
