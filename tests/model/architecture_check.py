@@ -1,13 +1,17 @@
 """tests/model/architecture_check.py — what the per-architecture reference tests share
 (test_qwen3_5_reference.py, test_gemma4_reference.py, test_gemma4_assistant.py): the
 relative error they bound, random checkpoints from tools/make_checkpoint.py, the
-`nextn debug-logits` outputs, a test case holding a temporary folder and one checkpoint
-(with its float64 reference model) per set of generator arguments, and the bad-config
+`nextn debug-logits` outputs, the float64 reference models with their results kept on
+disk (reference()), a test case holding a temporary folder and one checkpoint (with its
+reference model) per set of generator arguments, and the bad-config
 check: a copy of a good checkpoint with config.json edited must make `nextn debug-logits`
 exit 2 with a message containing the expected text, and write no output. add_cases() and
 main() are the tests' registration and their closing table of errors."""
+import glob
+import hashlib
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -31,6 +35,55 @@ def rel_err(a, b):
     if a.shape != b.shape:
         raise AssertionError(f"shape {a.shape} != reference {b.shape}")
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
+
+
+class _KeptReference:
+    """A float64 reference model whose results are kept on disk. scripts/test.sh runs these
+    tests once per SIMD target; the reference is numpy, so its numbers are the same each
+    time, and the reruns load what the first run computed. The key is everything a result
+    depends on: the checkpoint's files, the reference sources (tests/reference/*.py), the
+    model's arguments (a broken variant) and the call's arguments."""
+
+    SOURCES = sorted(glob.glob(os.path.join(SRC, "tests", "reference", "*.py")))
+
+    def __init__(self, module, model_dir, **kwargs):
+        self._module, self._dir, self._kwargs, self._model = module, model_dir, kwargs, None
+        h = hashlib.sha256(repr(sorted(kwargs.items())).encode())
+        for path in self.SOURCES + sorted(glob.glob(os.path.join(model_dir, "*"))):
+            if os.path.isfile(path):
+                h.update(os.path.basename(path).encode())
+                with open(path, "rb") as f:
+                    h.update(f.read())
+        self._key = h.hexdigest()
+        self._store = os.path.join(TMP_ROOT, "reference-results")
+
+    def _loaded(self):
+        if self._model is None:
+            self._model = self._module.Model(self._dir, **self._kwargs)
+        return self._model
+
+    def __getattr__(self, name):
+        if not callable(getattr(self._module.Model, name, None)):
+            return getattr(self._loaded(), name)
+
+        def call(*args, **kwargs):
+            key = hashlib.sha256((self._key + name).encode() + pickle.dumps((args, kwargs))).hexdigest()
+            path = os.path.join(self._store, key[:40] + ".pkl")
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    return pickle.load(f)
+            result = getattr(self._loaded(), name)(*args, **kwargs)
+            os.makedirs(self._store, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self._store, delete=False) as f:
+                pickle.dump(result, f)
+            os.replace(f.name, path)
+            return result
+        return call
+
+
+def reference(module, model_dir, **kwargs):
+    """module.Model(model_dir, **kwargs) with its results kept on disk (_KeptReference)."""
+    return _KeptReference(module, model_dir, **kwargs)
 
 
 def make_checkpoint(out, args):
@@ -76,7 +129,7 @@ class ArchitectureTestCase(unittest.TestCase):
         key = " ".join(gen_args)
         if key not in self.models:
             d = make_checkpoint(os.path.join(self.tmp, f"ckpt{len(self.models)}"), ["--arch", self.ARCH, *gen_args])
-            self.models[key] = (d, self.REFERENCE.Model(d))
+            self.models[key] = (d, reference(self.REFERENCE, d))
         return self.models[key]
 
     def bad_config(self, name, edit, expect):
@@ -134,7 +187,7 @@ class MtpReferenceTestCase(ArchitectureTestCase):
         self.assertLessEqual(rel_err(got["prefill"], logits), self.TOL["f32"])
         self.assertTrue(self.BROKEN, "no broken references to check")
         for bug in self.BROKEN:
-            bad = self.REFERENCE.Model(d, broken=bug)
+            bad = reference(self.REFERENCE, d, broken=bug)
             b_logits, b_hidden = bad.forward(self.PROMPT)
             err = max(rel_err(got["prefill"], b_logits),
                       rel_err(got["mtp"], bad.mtp_logits(self.PROMPT, b_hidden)))

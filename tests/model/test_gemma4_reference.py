@@ -84,7 +84,7 @@ class Gemma4ReferenceTest(ArchitectureTestCase):
         logits, _ = ref.forward(LONG[:40])
         self.assertLessEqual(rel_err(got["prefill"], logits), TOL["f32"])
         for bug in M.BROKEN:
-            b_logits, _ = M.Model(d, broken=bug).forward(LONG[:40])
+            b_logits, _ = architecture_check.reference(M, d, broken=bug).forward(LONG[:40])
             err = rel_err(got["prefill"], b_logits)
             print(f"broken reference {bug}: relative error {err:.3g}")
             self.assertGreater(err, 100 * TOL["f32"], f"broken reference '{bug}' went unnoticed")
@@ -136,7 +136,7 @@ class Gemma4ReferenceTest(ArchitectureTestCase):
         got = debug_logits(d, os.path.join(self.tmp, "moe-broken"), [], PROMPT)
         self.assertLessEqual(rel_err(got["prefill"], ref.forward(PROMPT)[0]), TOL["f32"])
         for bug in M.BROKEN_MOE:
-            err = rel_err(got["prefill"], M.Model(d, broken=bug).forward(PROMPT)[0])
+            err = rel_err(got["prefill"], architecture_check.reference(M, d, broken=bug).forward(PROMPT)[0])
             print(f"broken MoE reference {bug}: relative error {err:.3g}")
             self.assertGreater(err, 100 * TOL["f32"], f"broken reference '{bug}' went unnoticed")
 
