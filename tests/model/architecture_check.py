@@ -37,6 +37,17 @@ def rel_err(a, b):
     return float(np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-30))
 
 
+def _files_digest(pattern):
+    """SHA-256 over the names and bytes of the files matching `pattern`, in name order."""
+    h = hashlib.sha256()
+    for path in sorted(glob.glob(pattern)):
+        if os.path.isfile(path):
+            h.update(os.path.basename(path).encode())
+            with open(path, "rb") as f:
+                h.update(f.read())
+    return h.hexdigest()
+
+
 class _KeptReference:
     """A float64 reference model whose results are kept on disk. scripts/test.sh runs these
     tests once per SIMD target; the reference is numpy, so its numbers are the same each
@@ -44,17 +55,12 @@ class _KeptReference:
     depends on: the checkpoint's files, the reference sources (tests/reference/*.py), the
     model's arguments (a broken variant) and the call's arguments."""
 
-    SOURCES = sorted(glob.glob(os.path.join(SRC, "tests", "reference", "*.py")))
+    SOURCES = _files_digest(os.path.join(SRC, "tests", "reference", "*.py"))  # once per process
 
     def __init__(self, module, model_dir, **kwargs):
         self._module, self._dir, self._kwargs, self._model = module, model_dir, kwargs, None
-        h = hashlib.sha256(repr(sorted(kwargs.items())).encode())
-        for path in self.SOURCES + sorted(glob.glob(os.path.join(model_dir, "*"))):
-            if os.path.isfile(path):
-                h.update(os.path.basename(path).encode())
-                with open(path, "rb") as f:
-                    h.update(f.read())
-        self._key = h.hexdigest()
+        files = _files_digest(os.path.join(model_dir, "*"))
+        self._key = hashlib.sha256((self.SOURCES + files + repr(sorted(kwargs.items()))).encode()).hexdigest()
         self._store = os.path.join(TMP_ROOT, "reference-results")
 
     def _loaded(self):

@@ -89,19 +89,18 @@ def render(ev, earlier, chat_stats, config, nev, base, hardware, command, machin
     n_pk = len(chat_stats.get("_man_packages", {}))
     a(f"\nMan pages: {n_pk} packages, at most 120 pages each; the package and licence (first "
       "`License:` of its copyright file) of every page's package are in `training/chat_sources.json`.\n")
-    chat_tr = ([e["training"] for e in earlier] + [tr])[0]   # the stages on the chat set itself
-    a(f"Tokens: {chat_tr['train_tokens']/1e6:.2f} M training tokens, of which {chat_tr['answer_tokens']/1e6:.2f} M "
+    stages = [e["training"] for e in earlier] + [tr]
+    tr1 = stages[0]   # the stage that started from the MiMo model, on the chat set itself
+    a(f"Tokens: {tr1['train_tokens']/1e6:.2f} M training tokens, of which {tr1['answer_tokens']/1e6:.2f} M "
       "carry loss.\n")
     a("## Training\n")
-    stages = [e["training"] for e in earlier] + [tr]
-    tr1 = stages[0]   # the stage that started from the MiMo model
     a(f"- Warm start (`tools/train/warm_start.py`): from models/nextn-tiny (the MiMo model) — embeddings, "
       f"the six MLPs and norms (w → w − 1 for the (1+w) form), the two attention layers' q/k/v/o from "
       f"MiMo layers 2 and 5 (biases dropped, output gate 0, o_proj × 2), and the MTP head (fc with its "
       f"column halves swapped); {tr1['warm_started_tensors']} tensors. New: the six Gated DeltaNet "
       "mixers (out_proj at 0, i.e. identity at start), two identity MLP layers, q/k norms, gates. "
       "Everything is then trained.")
-    a(f"- Objective: masked cross-entropy of the backbone on x_(t+1) + {chat_tr['mtp_weight']} × masked "
+    a(f"- Objective: masked cross-entropy of the backbone on x_(t+1) + {tr1['mtp_weight']} × masked "
       "cross-entropy of the MTP head on x_(t+2), assistant tokens only.")
     for i, t in enumerate(stages):
         own = t.get("self_answers")
