@@ -75,17 +75,66 @@ void swiglu_range(const float* gate, const float* up, int64_t begin, int64_t end
   }
 }
 
-void SwigluImpl(const float* gate, const float* up, int64_t n, float* out) {
+// out[i] = gelu_tanh(gate[i]) · up[i], gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) (g + 0.044715 g³))).
+// The tanh argument is clamped to ±10, where tanh is 1 in float32, so huge gates give g·up.
+void geglu_range(const float* gate, const float* up, int64_t begin, int64_t end, float* out) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  constexpr float kC = 0.7978845608028654f, kCubic = 0.044715f, kLimit = 10.0f;
+  const VF half = hn::Set(df, 0.5f), one = hn::Set(df, 1.0f), c = hn::Set(df, kC), cubic = hn::Set(df, kCubic);
+  const VF hi = hn::Set(df, kLimit), lo = hn::Set(df, -kLimit);
+  int64_t i = begin;
+  for (; i + lanes <= end; i += lanes) {
+    const VF g = hn::LoadU(df, gate + i);
+    const VF inner = hn::Mul(c, hn::MulAdd(hn::Mul(cubic, g), hn::Mul(g, g), g));
+    const VF t = hn::Tanh(df, hn::Min(hn::Max(inner, lo), hi));
+    const VF gelu = hn::Mul(hn::Mul(half, g), hn::Add(one, t));
+    hn::StoreU(hn::Mul(gelu, hn::LoadU(df, up + i)), df, out + i);
+  }
+  for (; i < end; ++i) {
+    const float g = gate[i];
+    const float inner = std::clamp(kC * (g + kCubic * g * g * g), -kLimit, kLimit);
+    out[i] = 0.5f * g * (1.0f + std::tanh(inner)) * up[i];
+  }
+}
+
+// Runs range(gate, up, begin, end, out) over [0, n), split over the pool when large.
+template <typename Range>
+void gated_rows(Range range, const float* gate, const float* up, int64_t n, float* out) {
   if (n < kParallelThreshold) {
-    swiglu_range(gate, up, 0, n, out);
+    range(gate, up, 0, n, out);
     return;
   }
   parallel_for(
       static_cast<size_t>(n),
       [&](size_t begin, size_t end, int) {
-        swiglu_range(gate, up, static_cast<int64_t>(begin), static_cast<int64_t>(end), out);
+        range(gate, up, static_cast<int64_t>(begin), static_cast<int64_t>(end), out);
       },
       64);
+}
+
+void SwigluImpl(const float* gate, const float* up, int64_t n, float* out) {
+  gated_rows(swiglu_range, gate, up, n, out);
+}
+
+void GegluImpl(const float* gate, const float* up, int64_t n, float* out) {
+  gated_rows(geglu_range, gate, up, n, out);
+}
+
+void softcap_range(float* x, int64_t begin, int64_t end, float cap) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const VF c = hn::Set(df, cap), inv = hn::Set(df, 1.0f / cap);
+  int64_t i = begin;
+  for (; i + lanes <= end; i += lanes) hn::StoreU(hn::Mul(c, hn::Tanh(df, hn::Mul(hn::LoadU(df, x + i), inv))), df, x + i);
+  for (; i < end; ++i) x[i] = cap * std::tanh(x[i] * (1.0f / cap));
+}
+
+void SoftcapImpl(float* x, int64_t n, float cap) {
+  if (n < kParallelThreshold) return softcap_range(x, 0, n, cap);
+  parallel_for(
+      static_cast<size_t>(n),
+      [&](size_t begin, size_t end, int) { softcap_range(x, int64_t(begin), int64_t(end), cap); }, 64);
 }
 
 void SoftmaxImpl(float* x, int64_t n) {
@@ -169,6 +218,8 @@ namespace nextn {
 
 HWY_EXPORT(RmsNormImpl);
 HWY_EXPORT(SwigluImpl);
+HWY_EXPORT(GegluImpl);
+HWY_EXPORT(SoftcapImpl);
 HWY_EXPORT(SoftmaxImpl);
 HWY_EXPORT(ConvertRowImpl);
 HWY_EXPORT(StreamSumImpl);
@@ -182,6 +233,12 @@ void swiglu(const float* gate, const float* up, int64_t n, float* out) {
   if (n <= 0) return;
   HWY_DYNAMIC_DISPATCH(SwigluImpl)(gate, up, n, out);
 }
+
+void geglu(const float* gate, const float* up, int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(GegluImpl)(gate, up, n, out);
+}
+
+void softcap(float* x, int64_t n, float cap) { HWY_DYNAMIC_DISPATCH(SoftcapImpl)(x, n, cap); }
 
 void softmax(float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxImpl)(x, n); }
 

@@ -40,6 +40,10 @@ void rope(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, const int
 
 // out[i] = silu(gate[i]) * up[i]. out may alias gate.
 void swiglu(const float* gate, const float* up, int64_t n, float* out);
+// out[i] = gelu_tanh(gate[i]) * up[i] (GeGLU with GELU's tanh form). out may alias gate.
+void geglu(const float* gate, const float* up, int64_t n, float* out);
+// x[i] = cap * tanh(x[i] / cap) (Gemma's logit soft-capping), in place.
+void softcap(float* x, int64_t n, float cap);
 
 // In-place softmax of one row; returns nothing. Stable (subtracts the max).
 void softmax(float* x, int64_t n);

@@ -185,8 +185,11 @@ void run_outputs(const Job& job, int64_t n_rows, int64_t o_begin, int64_t o_end)
     const int64_t ob_end = std::min(o_end, ob + block);
     for (int64_t r = 0; r < n_rows; r += kMaxRows) {
       const int64_t rr = std::min<int64_t>(kMaxRows, n_rows - r);
-      for (int64_t o = ob; o < ob_end; o += kMaxOuts) {
-        const int64_t oo = std::min<int64_t>(kMaxOuts, ob_end - o);
+      // A lone last row (5 = 4 + 1) takes the decode tile: a 1×kMaxOuts tile has too
+      // few independent accumulators to keep the FMA units busy.
+      const int64_t outs = rr == 1 ? kDecodeOuts : kMaxOuts;
+      for (int64_t o = ob; o < ob_end; o += outs) {
+        const int64_t oo = std::min<int64_t>(outs, ob_end - o);
         table.fns[rr - 1][oo - 1](job, r, o);
       }
     }

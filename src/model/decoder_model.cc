@@ -230,7 +230,7 @@ void DecoderModel::forward_rows(std::span<SequenceRows> sequences, ForwardResult
     rms_norm(gathered_.data(), final_norm_, n_logits, H, eps, gathered_.data());
     matmul(lm_head_, gathered_.data(), n_logits, result.logits.data());
     if (const float cap = config_.final_logit_softcap; cap > 0)
-      for (float& z : result.logits) z = cap * std::tanh(z / cap);
+      softcap(result.logits.data(), int64_t(result.logits.size()), cap);
   }
 }
 

@@ -163,8 +163,7 @@ class Gemma4AssistantImpl : public Gemma4Assistant {
     } else {
       masked_logits(logits);
     }
-    if (softcap_ > 0)
-      for (int i = 0; i < vocab_; ++i) logits[i] = softcap_ * std::tanh(logits[i] / softcap_);
+    if (softcap_ > 0) softcap(logits, vocab_, softcap_);
     matmul(post_projection_, n_.data(), 1, h_next);
   }
 

@@ -23,14 +23,6 @@
 
 namespace nextn {
 
-void gelu_tanh(float* x, size_t n) {
-  const float c = std::sqrt(2.0f / float(M_PI));
-  for (size_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    x[i] = 0.5f * v * (1.0f + std::tanh(c * (v + 0.044715f * v * v * v)));
-  }
-}
-
 namespace {
 
 class Gemma4Layer : public Block {
@@ -122,8 +114,7 @@ class Gemma4Layer : public Block {
     rms_norm(rows.x, pre_feedforward_norm_, n, H, o_.eps, xn);
     apply(gate_, xn, n, gate);
     apply(up_, xn, n, up);
-    gelu_tanh(gate, nr * intermediate_);
-    for (size_t i = 0; i < nr * intermediate_; ++i) gate[i] *= up[i];
+    geglu(gate, up, int64_t(nr) * intermediate_, gate);
     apply(down_, gate, n, proj);
     if (routed_) {
       // Dense and routed branches, each normed, summed, then the shared post-norm.
@@ -144,10 +135,9 @@ class Gemma4Layer : public Block {
       const int64_t P = o_.per_layer_input;
       float* g = BlockScratch::grow(s.aux0, nr * P);
       apply(ple_gate_, rows.x, n, g);
-      gelu_tanh(g, nr * P);
       for (size_t r = 0; r < nr; ++r) {
         const float* ple = rows.layer_inputs + r * size_t(rows.layer_input_stride) + size_t(layer) * P;
-        for (int64_t i = 0; i < P; ++i) g[r * P + i] *= ple[i];
+        geglu(g + r * P, ple, P, g + r * P);
       }
       apply(ple_projection_, g, n, proj);
       rms_norm(proj, ple_norm_, n, H, o_.eps, proj);

@@ -26,7 +26,4 @@ struct Gemma4BlockOptions {
 std::unique_ptr<Block> make_gemma4_layer(const LayerSpec& layer, const Gemma4BlockOptions& options, WeightStore& store,
                                          const std::string& prefix);
 
-// gelu_pytorch_tanh(x) = 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))), in place.
-void gelu_tanh(float* x, size_t n);
-
 }  // namespace nextn

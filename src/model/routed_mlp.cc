@@ -20,23 +20,14 @@
 
 namespace nextn {
 
-namespace {
-
-float gelu_tanh_value(float v) {
-  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
-  return 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
-}
-
-}  // namespace
-
 RoutedCounters& routed_counters() {
   static RoutedCounters counters;
   return counters;
 }
 
 void gated_activation(bool gelu, const float* gate, const float* up, int64_t n, float* out) {
-  if (!gelu) return swiglu(gate, up, n, out);
-  for (int64_t i = 0; i < n; ++i) out[i] = gelu_tanh_value(gate[i]) * up[i];
+  if (gelu) geglu(gate, up, n, out);
+  else swiglu(gate, up, n, out);
 }
 
 RoutedExperts::RoutedExperts(const MlpSpec& spec, int hidden, WeightStore& s, const std::string& p,
