@@ -37,6 +37,7 @@
 #include "cli/command.h"
 #include "cli/gguf_tokenizer_metadata.h"
 #include "io/checkpoint.h"
+#include "io/gguf_dialect.h"
 #include "io/gguf_names.h"
 #include "io/gguf_writer.h"
 #include "kernels/kernels.h"
@@ -74,6 +75,7 @@ struct Planned {
   int64_t v_head_rows = 0;
   bool v_columns = false;          // the columns are value heads of v_head_rows columns: grouped → tiled
   int v_key_heads = 0, v_value_heads = 0;
+  std::vector<float> generated;    // a tensor the dialect computes (F32), instead of a source
 };
 
 // Grouped value head g·r + j (r = Hv / Hk) → tiled position j·Hk + g; each head is
@@ -236,127 +238,14 @@ void print_progress(size_t done, size_t total, const std::string& name, DType t)
   std::fflush(stderr);
 }
 
-int run_quantize(const QuantizeFlags& f) {
-  DType base;
-  if (f.type == "q8_0") base = DType::kQ8_0;
-  else if (f.type == "q4_0") base = DType::kQ4_0;
-  else if (f.type == "q4_k_m") base = DType::kQ4_K;
-  else if (f.type == "q6_k") base = DType::kQ6_K;
-  else fail(ErrorKind::kBadInput, "--type '{}' is not one of q8_0, q4_0, q4_k_m, q6_k", f.type);
-  auto ckpt = Checkpoint::open(f.src);
-  if (ckpt->gguf_metadata()) fail(ErrorKind::kBadInput, "{}: already a GGUF file; quantize a safetensors checkpoint", f.src);
-  if (ckpt->config().contains("quantization"))
-    fail(ErrorKind::kBadInput,
-         "{}: already MLX-quantized; quantize the F32/F16/BF16 checkpoint it came from (rounding twice loses more)",
-         f.src);
-  const ModelConfig c = parse_model_config(*ckpt);
-  const std::string arch = gguf_arch(c);
+// The <arch>.* keys of the families without a dialect (llama, qwen2, qwen3, glm4moe,
+// qwen35, qwen35moe), from the parsed config and the Hugging Face one (`cfg`).
+void write_decoder_metadata(const ModelConfig& c, const nlohmann::json& cfg, const std::string& arch, int n_mtp,
+                            GgufWriter& w) {
   const bool qwen35 = is_qwen35_family(arch);
-  const int n_mtp = c.mtp_layout == MtpLayout::kNone ? 0 : c.num_mtp_layers;
-  const int n_blocks = c.num_layers + n_mtp;
-
-  // The matrix type of `gguf_name` with `cols` columns in this recipe.
-  auto matrix_type = [&](const std::string& gguf_name, int64_t cols) {
-    const bool output = gguf_name == "output.weight" || gguf_name.ends_with(".nextn.shared_head_head.weight") ||
-                        (gguf_name == "token_embd.weight" && c.tie_word_embeddings);
-    DType t_type = base;
-    int layer = -1;
-    if (gguf_name.compare(0, 4, "blk.") == 0) layer = std::stoi(gguf_name.substr(4));
-    if (output && base != DType::kQ8_0) t_type = DType::kQ6_K;
-    if (base == DType::kQ4_K && layer >= 0 && layer < c.num_layers &&
-        (gguf_name.ends_with(".attn_v.weight") || gguf_name.ends_with(".ffn_down.weight") ||
-         gguf_name.ends_with(".ffn_down_exps.weight")) &&
-        use_more_bits(layer, c.num_layers))
-      t_type = DType::kQ6_K;
-    return fallback(t_type, cols);
-  };
-
-  static const std::regex expert_name(R"((model\.layers\.\d+\.mlp\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight)");
-  std::map<std::string, std::map<int, std::string>> stacks;  // "…experts.gate_proj" → expert → source name
-  std::vector<Planned> plan;
-  for (const std::string& name : ckpt->tensor_names()) {
-    Planned p;
-    p.src_name = name;
-    const std::string hf = qwen35 ? qwen35_layer_name(name, c.num_layers)
-                                  : deepseek_mtp_name(name, c.num_layers, p.swap_halves);
-    std::smatch m;
-    if (std::regex_match(hf, m, expert_name)) {
-      stacks[m[1].str() + "." + m[3].str()][std::stoi(m[2].str())] = name;
-      continue;
-    }
-    if (hf.ends_with(".mlp.experts.gate_up_proj") || hf.ends_with(".mlp.experts.down_proj")) {
-      // Experts already stacked [E, R, C]: one expert at a time; gate_up split in two.
-      const TensorView* t = ckpt->find(name);
-      if (!t || t->shape.size() != 3) fail(ErrorKind::kBadInput, "{}: tensor '{}' is not a 3-D float tensor", f.src, name);
-      const int64_t E = t->shape[0], R = t->shape[1], C = t->shape[2];
-      const std::string stem = hf.substr(0, hf.rfind('.'));
-      const bool fused = hf.ends_with(".gate_up_proj");
-      if (fused && R % 2 != 0) fail(ErrorKind::kBadInput, "{}: tensor '{}' has an odd row count {}", f.src, name, R);
-      const int64_t rows = fused ? R / 2 : R;
-      for (int half = 0; half < (fused ? 2 : 1); ++half) {
-        Planned s = p;
-        s.gguf_name = gguf_name_from_hf(stem + (fused ? (half == 0 ? ".gate_proj" : ".up_proj") : ".down_proj"), arch);
-        for (int64_t e = 0; e < E; ++e) s.parts.push_back({name, e, half * rows, rows});
-        s.shape = {E, rows, C};
-        s.dtype = matrix_type(s.gguf_name, C);
-        plan.push_back(s);
-      }
-      continue;
-    }
-    p.gguf_name = gguf_name_from_hf(hf, arch);
-    if (p.gguf_name.empty()) {
-      std::fprintf(stderr, "nextn: warning: %s: tensor '%s' has no GGUF name; skipped\n", f.src.c_str(), name.c_str());
-      continue;
-    }
-    const TensorView* t = ckpt->find(name);
-    if (!t) fail(ErrorKind::kBadInput, "{}: tensor '{}' is not a float tensor", f.src, name);
-    p.permute_heads = 0;
-    if (arch == "llama" && t->shape.size() == 2) {
-      if (p.gguf_name.ends_with(".attn_q.weight")) p.permute_heads = c.num_heads;
-      if (p.gguf_name.ends_with(".attn_k.weight")) p.permute_heads = c.num_kv_heads;
-    }
-    p.shape = t->shape;
-    // Routers stay F32, as llama.cpp keeps ffn_gate_inp (and the converter the shared
-    // expert's gate ffn_gate_inp_shexp): rounding them moves experts' ranks and gates.
-    const bool router = p.gguf_name.ends_with(".ffn_gate_inp.weight") || p.gguf_name.ends_with(".ffn_gate_inp_shexp.weight");
-    p.dtype = t->shape.size() != 2 || router ? DType::kF32 : matrix_type(p.gguf_name, t->shape[1]);
-    if (qwen35) plan_qwen35(c, p);  // (the 3-D conv stays F32, as llama.cpp keeps it)
-    plan.push_back(p);
-  }
-  for (const auto& [stacked, experts] : stacks) {
-    Planned p;
-    p.swap_halves = false;
-    p.permute_heads = 0;
-    p.gguf_name = gguf_name_from_hf(stacked, arch);
-    int e = 0;
-    for (const auto& [index, name] : experts) {
-      if (index != e++) fail(ErrorKind::kBadInput, "{}: {} has no expert {}", f.src, stacked, e - 1);
-      p.parts.push_back({name});
-    }
-    const TensorView* first = ckpt->find(p.parts[0].name);
-    if (!first || first->shape.size() != 2)
-      fail(ErrorKind::kBadInput, "{}: tensor '{}' is not a float matrix", f.src, p.parts[0].name);
-    for (const Planned::Part& part : p.parts) {
-      const TensorView* t = ckpt->find(part.name);
-      if (!t || t->shape != first->shape)
-        fail(ErrorKind::kBadInput, "{}: expert tensor '{}' differs in shape from '{}'", f.src, part.name, p.parts[0].name);
-    }
-    p.src_name = p.parts[0].name;
-    p.shape = {int64_t(p.parts.size()), first->shape[0], first->shape[1]};
-    p.dtype = matrix_type(p.gguf_name, first->shape[1]);
-    plan.push_back(p);
-  }
-
-  GgufWriter w;
-  w.set_string("general.architecture", arch);
-  w.set_string("general.name", std::filesystem::path(f.src).filename().string());
-  const uint32_t file_type = base == DType::kQ8_0 ? 7 : base == DType::kQ4_0 ? 2 : base == DType::kQ4_K ? 15 : 18;
-  w.set_u32("general.file_type", file_type);
-  w.set_u32("general.quantization_version", 2);
-  w.set_u32(arch + ".block_count", static_cast<uint32_t>(n_blocks));
+  w.set_u32(arch + ".block_count", static_cast<uint32_t>(c.num_layers + n_mtp));
   w.set_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
   w.set_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
-  const nlohmann::json& cfg = ckpt->config().contains("text_config") ? ckpt->config()["text_config"] : ckpt->config();
   int first_routed = -1, routed_layers = 0;
   for (int i = 0; i < c.num_layers; ++i)
     if (c.layers[size_t(i)].mlp.routed()) routed_layers++, first_routed = first_routed < 0 ? i : first_routed;
@@ -432,6 +321,142 @@ int run_quantize(const QuantizeFlags& f) {
       }
     w.set_i32s(arch + ".rope.dimension_sections", sections);
   }
+}
+
+int run_quantize(const QuantizeFlags& f) {
+  DType base;
+  if (f.type == "q8_0") base = DType::kQ8_0;
+  else if (f.type == "q4_0") base = DType::kQ4_0;
+  else if (f.type == "q4_k_m") base = DType::kQ4_K;
+  else if (f.type == "q6_k") base = DType::kQ6_K;
+  else fail(ErrorKind::kBadInput, "--type '{}' is not one of q8_0, q4_0, q4_k_m, q6_k", f.type);
+  auto ckpt = Checkpoint::open(f.src);
+  if (ckpt->gguf_metadata()) fail(ErrorKind::kBadInput, "{}: already a GGUF file; quantize a safetensors checkpoint", f.src);
+  if (ckpt->config().contains("quantization"))
+    fail(ErrorKind::kBadInput,
+         "{}: already MLX-quantized; quantize the F32/F16/BF16 checkpoint it came from (rounding twice loses more)",
+         f.src);
+  const ModelConfig c = parse_model_config(*ckpt);
+  const GgufDialect* dialect = gguf_dialect_writing(c.architecture);
+  const std::string arch = dialect ? dialect->arch() : gguf_arch(c);
+  const bool qwen35 = is_qwen35_family(arch);
+  const int n_mtp = c.mtp_layout == MtpLayout::kNone ? 0 : c.num_mtp_layers;
+
+  // The matrix type of `gguf_name` with `cols` columns in this recipe.
+  auto matrix_type = [&](const std::string& gguf_name, int64_t cols) {
+    const bool output = gguf_name == "output.weight" || gguf_name.ends_with(".nextn.shared_head_head.weight") ||
+                        (gguf_name == "token_embd.weight" && c.tie_word_embeddings);
+    DType t_type = base;
+    int layer = -1;
+    if (gguf_name.compare(0, 4, "blk.") == 0) layer = std::stoi(gguf_name.substr(4));
+    if (output && base != DType::kQ8_0) t_type = DType::kQ6_K;
+    if (base == DType::kQ4_K && layer >= 0 && layer < c.num_layers &&
+        (gguf_name.ends_with(".attn_v.weight") || gguf_name.ends_with(".ffn_down.weight") ||
+         gguf_name.ends_with(".ffn_down_exps.weight")) &&
+        use_more_bits(layer, c.num_layers))
+      t_type = DType::kQ6_K;
+    return fallback(t_type, cols);
+  };
+
+  static const std::regex expert_name(R"((model\.layers\.\d+\.mlp\.experts)\.(\d+)\.(gate_proj|up_proj|down_proj)\.weight)");
+  std::map<std::string, std::map<int, std::string>> stacks;  // "…experts.gate_proj" → expert → source name
+  std::vector<Planned> plan;
+  for (const std::string& name : ckpt->tensor_names()) {
+    Planned p;
+    p.src_name = name;
+    const std::string hf = dialect  ? name
+                           : qwen35 ? qwen35_layer_name(name, c.num_layers)
+                                    : deepseek_mtp_name(name, c.num_layers, p.swap_halves);
+    std::smatch m;
+    if (std::regex_match(hf, m, expert_name)) {
+      stacks[m[1].str() + "." + m[3].str()][std::stoi(m[2].str())] = name;
+      continue;
+    }
+    if (hf.ends_with(".mlp.experts.gate_up_proj") || hf.ends_with(".mlp.experts.down_proj")) {
+      // Experts already stacked [E, R, C]: one expert at a time; gate_up split in two.
+      const TensorView* t = ckpt->find(name);
+      if (!t || t->shape.size() != 3) fail(ErrorKind::kBadInput, "{}: tensor '{}' is not a 3-D float tensor", f.src, name);
+      const int64_t E = t->shape[0], R = t->shape[1], C = t->shape[2];
+      const std::string stem = hf.substr(0, hf.rfind('.'));
+      const bool fused = hf.ends_with(".gate_up_proj");
+      if (fused && R % 2 != 0) fail(ErrorKind::kBadInput, "{}: tensor '{}' has an odd row count {}", f.src, name, R);
+      const int64_t rows = fused ? R / 2 : R;
+      for (int half = 0; half < (fused ? 2 : 1); ++half) {
+        Planned s = p;
+        s.gguf_name = gguf_name_from_hf(stem + (fused ? (half == 0 ? ".gate_proj" : ".up_proj") : ".down_proj"), arch);
+        for (int64_t e = 0; e < E; ++e) s.parts.push_back({name, e, half * rows, rows});
+        s.shape = {E, rows, C};
+        s.dtype = matrix_type(s.gguf_name, C);
+        plan.push_back(s);
+      }
+      continue;
+    }
+    p.gguf_name = dialect ? dialect->gguf_name(hf) : gguf_name_from_hf(hf, arch);
+    if (p.gguf_name.empty()) {
+      std::fprintf(stderr, "nextn: warning: %s: tensor '%s' has no GGUF name; skipped\n", f.src.c_str(), name.c_str());
+      continue;
+    }
+    const TensorView* t = ckpt->find(name);
+    if (!t) fail(ErrorKind::kBadInput, "{}: tensor '{}' is not a float tensor", f.src, name);
+    p.permute_heads = 0;
+    if (arch == "llama" && t->shape.size() == 2) {
+      if (p.gguf_name.ends_with(".attn_q.weight")) p.permute_heads = c.num_heads;
+      if (p.gguf_name.ends_with(".attn_k.weight")) p.permute_heads = c.num_kv_heads;
+    }
+    p.shape = t->shape;
+    // Routers stay F32, as llama.cpp keeps ffn_gate_inp (and the converter the shared
+    // expert's gate ffn_gate_inp_shexp): rounding them moves experts' ranks and gates.
+    const bool router = p.gguf_name.ends_with(".ffn_gate_inp.weight") || p.gguf_name.ends_with(".ffn_gate_inp_shexp.weight");
+    // Experts stacked [E, R, C] (ffn_*_exps) are quantized like matrices of C columns.
+    const bool stacked = t->shape.size() == 3 && p.gguf_name.ends_with("_exps.weight");
+    p.dtype = router || (t->shape.size() != 2 && !stacked) ? DType::kF32 : matrix_type(p.gguf_name, t->shape.back());
+    if (qwen35) plan_qwen35(c, p);  // (the 3-D conv stays F32, as llama.cpp keeps it)
+    plan.push_back(p);
+  }
+  for (const auto& [stacked, experts] : stacks) {
+    Planned p;
+    p.swap_halves = false;
+    p.permute_heads = 0;
+    p.gguf_name = gguf_name_from_hf(stacked, arch);
+    int e = 0;
+    for (const auto& [index, name] : experts) {
+      if (index != e++) fail(ErrorKind::kBadInput, "{}: {} has no expert {}", f.src, stacked, e - 1);
+      p.parts.push_back({name});
+    }
+    const TensorView* first = ckpt->find(p.parts[0].name);
+    if (!first || first->shape.size() != 2)
+      fail(ErrorKind::kBadInput, "{}: tensor '{}' is not a float matrix", f.src, p.parts[0].name);
+    for (const Planned::Part& part : p.parts) {
+      const TensorView* t = ckpt->find(part.name);
+      if (!t || t->shape != first->shape)
+        fail(ErrorKind::kBadInput, "{}: expert tensor '{}' differs in shape from '{}'", f.src, part.name, p.parts[0].name);
+    }
+    p.src_name = p.parts[0].name;
+    p.shape = {int64_t(p.parts.size()), first->shape[0], first->shape[1]};
+    p.dtype = matrix_type(p.gguf_name, first->shape[1]);
+    plan.push_back(p);
+  }
+
+  GgufWriter w;
+  w.set_string("general.architecture", arch);
+  w.set_string("general.name", std::filesystem::path(f.src).filename().string());
+  const uint32_t file_type = base == DType::kQ8_0 ? 7 : base == DType::kQ4_0 ? 2 : base == DType::kQ4_K ? 15 : 18;
+  w.set_u32("general.file_type", file_type);
+  w.set_u32("general.quantization_version", 2);
+  const nlohmann::json& cfg = ckpt->config().contains("text_config") ? ckpt->config()["text_config"] : ckpt->config();
+  if (dialect) {
+    dialect->write_metadata(cfg, w);
+    for (GgufGeneratedTensor& g : dialect->generated(cfg)) {
+      Planned p;
+      p.gguf_name = g.name;
+      p.shape = g.shape;
+      p.dtype = DType::kF32;
+      p.generated = std::move(g.values);
+      plan.push_back(std::move(p));
+    }
+  } else {
+    write_decoder_metadata(c, cfg, arch, n_mtp, w);
+  }
   write_tokenizer_metadata(f.src, c, w);
 
   for (const Planned& p : plan) w.add_tensor(p.gguf_name, p.shape, p.dtype);
@@ -439,6 +464,10 @@ int run_quantize(const QuantizeFlags& f) {
   for (size_t i = 0; i < plan.size(); ++i) {
     const Planned& p = plan[i];
     if (f.progress) print_progress(i, plan.size(), p.gguf_name, p.dtype);
+    if (!p.generated.empty()) {
+      w.write_data(i, p.generated.data(), p.generated.size() * sizeof(float));
+      continue;
+    }
     std::vector<uint8_t> bytes(w.tensor_bytes(i));
     // Stacked experts are converted one expert at a time (each a whole number of rows).
     const std::vector<Planned::Part> parts = p.parts.empty() ? std::vector<Planned::Part>{{p.src_name}} : p.parts;

@@ -6,7 +6,8 @@
 // w, ssm_a = -exp(A_log) back to A_log, the squeezed conv reshaped, the MTP block
 // blk.{n_layer}.* renamed to mtp.*); its tiled value-head order is kept and named in the
 // derived config (linear_value_head_order), since a column permutation of ssm_out
-// would cut K-quant blocks.
+// would cut K-quant blocks. Architectures with a dialect (io/gguf_dialect.h: gemma4)
+// take their names and config.json from it instead.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -16,6 +17,8 @@
 
 #include "io/checkpoint.h"
 #include "io/gguf.h"
+#include "io/gguf_dialect.h"
+#include "io/gguf_metadata.h"
 #include "io/gguf_names.h"
 #include "io/json_file.h"
 #include "io/safetensors.h"
@@ -56,39 +59,6 @@ std::vector<std::string> split_paths(const std::string& path) {
   return paths;
 }
 
-class Metadata {
- public:
-  Metadata(const nlohmann::json& kv, const std::string& path, const std::string& arch)
-      : kv_(kv), path_(path), arch_(arch) {}
-  bool has(const std::string& key) const { return kv_.contains(arch_ + "." + key); }
-  int64_t integer(const std::string& key) const {
-    const std::string full = arch_ + "." + key;
-    if (!kv_.contains(full)) fail(ErrorKind::kBadInput, "{}: missing metadata key '{}'", path_, full);
-    const nlohmann::json& v = kv_.at(full);
-    if (!v.is_number_integer())
-      fail(ErrorKind::kUnsupported, "{}: metadata key '{}' must be one integer, got {}", path_, full,
-           v.is_array() ? "an array" : json_text(v));
-    return v.get<int64_t>();
-  }
-  int64_t integer(const std::string& key, int64_t fallback) const { return has(key) ? integer(key) : fallback; }
-  double number(const std::string& key, double fallback) const {
-    if (!has(key)) return fallback;
-    const nlohmann::json& v = kv_.at(arch_ + "." + key);
-    if (!v.is_number()) fail(ErrorKind::kBadInput, "{}: metadata key '{}.{}' must be a number", path_, arch_, key);
-    return v.get<double>();
-  }
-  std::string string(const std::string& key, const std::string& fallback) const {
-    if (!has(key)) return fallback;
-    const nlohmann::json& v = kv_.at(arch_ + "." + key);
-    if (!v.is_string()) fail(ErrorKind::kBadInput, "{}: metadata key '{}.{}' must be a string", path_, arch_, key);
-    return v.get<std::string>();
-  }
-
- private:
-  const nlohmann::json& kv_;
-  const std::string& path_;
-  const std::string& arch_;
-};
 
 // llama.cpp stores llama-architecture Q and K rows of each head interleaved (row
 // 2j + s of a head is Hugging Face row s·head_dim/2 + j); this undoes it.
@@ -142,7 +112,6 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
   ckpt->dir_ = path;
   ckpt->tensor_source_ = path;
   const std::vector<std::string> paths = split_paths(path);
-  std::map<std::string, std::string> owner;  // HF tensor name → file
   for (const std::string& p : paths) {
     auto file = GgufFile::open(p);
     if (paths.size() > 1 && file->metadata().contains("split.count") &&
@@ -156,13 +125,48 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
   if (!kv.contains("general.architecture") || !kv["general.architecture"].is_string())
     fail(ErrorKind::kBadInput, "{}: missing metadata key 'general.architecture'", path);
   const std::string arch = kv["general.architecture"].get<std::string>();
+  const GgufMetadata md(kv, path, arch);
+  std::map<std::string, std::string> owner;  // HF tensor name → file
+  auto add = [&](const std::string& file_path, const std::string& gguf_name, TensorView view) {
+    auto [it, inserted] = owner.emplace(view.name, file_path);
+    if (!inserted) fail(ErrorKind::kBadInput, "{}: tensor '{}' is also stored in {}", file_path, gguf_name, it->second);
+    ckpt->tensors_.push_back(std::move(view));
+  };
+  auto finish = [&]() {
+    std::sort(ckpt->tensors_.begin(), ckpt->tensors_.end(),
+              [](const TensorView& a, const TensorView& b) { return a.name < b.name; });
+  };
+  auto token_ids = [&]() {
+    for (const char* key : {"bos_token_id", "eos_token_id"}) {
+      const std::string full = std::string("tokenizer.ggml.") + key;
+      if (kv.contains(full) && kv[full].is_number_integer()) ckpt->config_[key] = kv[full];
+    }
+    ckpt->generation_config_ = nlohmann::json::object();
+  };
+
+  if (const GgufDialect* dialect = gguf_dialect(arch)) {
+    std::map<std::string, const TensorView*> by_gguf_name;
+    for (const auto& file : ckpt->gguf_files_)
+      for (const TensorView& t : file->tensors()) {
+        by_gguf_name[t.name] = &t;
+        TensorView view = t;
+        view.name = dialect->hf_name(t.name);
+        if (!view.name.empty()) add(file->path(), t.name, view);
+      }
+    finish();
+    ckpt->config_ = dialect->config(md, by_gguf_name);
+    token_ids();
+    return ckpt;
+  }
   auto known = known_architectures().find(arch);
   if (known == known_architectures().end()) {
+    std::vector<std::string> names = gguf_dialect_archs();
+    for (const auto& [name, hf] : known_architectures()) names.push_back(name);
+    std::sort(names.begin(), names.end());
     std::string supported;
-    for (const auto& [name, hf] : known_architectures()) supported += (supported.empty() ? "" : ", ") + name;
+    for (const std::string& name : names) supported += (supported.empty() ? "" : ", ") + name;
     fail(ErrorKind::kUnsupported, "{}: GGUF architecture '{}' is not supported (supported: {})", path, arch, supported);
   }
-  const Metadata md(kv, path, arch);
   const bool qwen35 = is_qwen35_family(arch);
 
   // Heads, for llama's Q/K row order.
@@ -210,8 +214,6 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
         }
       }
       view.name = hf;
-      auto [it, inserted] = owner.emplace(hf, file->path());
-      if (!inserted) fail(ErrorKind::kBadInput, "{}: tensor '{}' is also stored in {}", file->path(), t.name, it->second);
       const bool is_q = t.name.ends_with(".attn_q.weight") || t.name.ends_with(".attn_q.bias");
       const bool is_k = t.name.ends_with(".attn_k.weight") || t.name.ends_with(".attn_k.bias");
       if (arch == "llama" && (is_q || is_k)) {
@@ -222,10 +224,9 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
         ckpt->owned_.push_back(unpermute_rows(t, heads));
         view.data = ckpt->owned_.back().get();
       }
-      ckpt->tensors_.push_back(std::move(view));
+      add(file->path(), t.name, std::move(view));
     }
-  std::sort(ckpt->tensors_.begin(), ckpt->tensors_.end(),
-            [](const TensorView& a, const TensorView& b) { return a.name < b.name; });
+  finish();
   for (const auto& file : ckpt->gguf_files_)
     for (const TensorView& t : file->tensors())
       if (t.name == "rope_freqs.weight")
@@ -262,10 +263,6 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
   c["vocab_size"] = embed->shape[0];
   // Tied embeddings are decided by the tensors present (a file may lack output.weight).
   c["tie_word_embeddings"] = ckpt->find("lm_head.weight") == nullptr;
-  for (const char* key : {"bos_token_id", "eos_token_id"}) {
-    const std::string full = std::string("tokenizer.ggml.") + key;
-    if (kv.contains(full) && kv[full].is_number_integer()) c[key] = kv[full];
-  }
   if (arch == "glm4moe") {
     // Routed layers (llama.cpp's keys); rope.dimension_count is the partial rotary width.
     c["n_routed_experts"] = md.integer("expert_count");
@@ -329,7 +326,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
   }
   if (arch == "qwen2" && ckpt->find("model.layers.0.self_attn.q_proj.bias") == nullptr)
     fail(ErrorKind::kUnsupported, "{}: qwen2 architecture without attention biases is not supported", path);
-  ckpt->generation_config_ = nlohmann::json::object();
+  token_ids();
   return ckpt;
 }
 

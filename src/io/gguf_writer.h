@@ -22,6 +22,7 @@ class GgufWriter {
   void set_strings(const std::string& key, const std::vector<std::string>& v) { kv_.push_back({key, 9, 8, v}); }
   void set_i32s(const std::string& key, const std::vector<int32_t>& v) { kv_.push_back({key, 9, 5, v}); }
   void set_f32s(const std::string& key, const std::vector<float>& v) { kv_.push_back({key, 9, 6, v}); }
+  void set_bools(const std::string& key, const std::vector<bool>& v) { kv_.push_back({key, 9, 7, v}); }
 
   // shape in PyTorch order ([out, in]); returns the tensor's index.
   size_t add_tensor(const std::string& name, const std::vector<int64_t>& shape, DType dtype);

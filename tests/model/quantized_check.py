@@ -14,14 +14,15 @@ import numpy_model as M
 PROMPT = [1, 37, 205, 12, 99, 250, 7, 64, 3, 180, 41]
 
 
-def check_logits(test, bin_path, model, ref_dir, out_prefix, mtp, label):
+def check_logits(test, bin_path, model, ref_dir, out_prefix, mtp, label, reference=M):
     """Runs `nextn debug-logits` on `model` and asserts it is within the bound of the
-    reference on `ref_dir`; returns the relative logit error."""
+    reference (the module `reference`: numpy_model or an architecture's own) on `ref_dir`;
+    returns the relative logit error."""
     cmd = [bin_path, "debug-logits", "--model", model, "--prompt-tokens", ",".join(map(str, PROMPT)), "--decode", "8",
            "--threads", "2", "--out", out_prefix] + (["--mtp"] if mtp else [])
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     test.assertEqual(p.returncode, 0, p.stderr)
-    ref = M.Model(ref_dir)
+    ref = reference.Model(ref_dir)
     logits, hidden = ref.forward(PROMPT)
     got = np.load(out_prefix + ".prefill.npy")
     err = np.max(np.abs(got - logits)) / np.max(np.abs(logits))

@@ -1,0 +1,35 @@
+// io/gguf_dialect.cc — the registry of GGUF dialects (see gguf_dialect.h).
+#include "io/gguf_dialect.h"
+
+namespace nextn {
+
+const GgufDialect& gguf_gemma4_dialect();  // io/gguf_gemma4.cc
+
+namespace {
+
+const std::vector<const GgufDialect*>& dialects() {
+  static const std::vector<const GgufDialect*> all = {&gguf_gemma4_dialect()};
+  return all;
+}
+
+}  // namespace
+
+const GgufDialect* gguf_dialect(const std::string& arch) {
+  for (const GgufDialect* d : dialects())
+    if (d->arch() == arch) return d;
+  return nullptr;
+}
+
+std::vector<std::string> gguf_dialect_archs() {
+  std::vector<std::string> names;
+  for (const GgufDialect* d : dialects()) names.push_back(d->arch());
+  return names;
+}
+
+const GgufDialect* gguf_dialect_writing(const std::string& hf_architecture) {
+  for (const GgufDialect* d : dialects())
+    if (d->writes(hf_architecture)) return d;
+  return nullptr;
+}
+
+}  // namespace nextn

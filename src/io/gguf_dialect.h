@@ -1,0 +1,59 @@
+// io/gguf_dialect.h — what one GGUF architecture (general.architecture) means in Hugging
+// Face terms, both ways, as llama.cpp's converter (convert_hf_to_gguf.py) writes it:
+// tensor names, metadata keys ↔ config.json, and the tensors it adds. One file per
+// architecture (io/gguf_<arch>.cc) plus one line in gguf_dialect.cc's registry.
+//
+// The families that came before (llama, qwen2, qwen3, glm4moe, qwen35, qwen35moe) still
+// use the shared name tables (gguf_names.cc) and their branches in gguf_checkpoint.cc
+// and cli/quantize.cc; moving each into a dialect of its own is the way to add more.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "io/gguf_metadata.h"
+#include "io/gguf_writer.h"
+#include "io/tensor.h"
+
+namespace nextn {
+
+// A tensor the converter computes rather than copies (Gemma 4's rope_freqs), kept F32.
+struct GgufGeneratedTensor {
+  std::string name;
+  std::vector<int64_t> shape;  // PyTorch order
+  std::vector<float> values;
+};
+
+class GgufDialect {
+ public:
+  virtual ~GgufDialect() = default;
+  virtual std::string arch() const = 0;
+  // Whether `nextn quantize` writes a checkpoint of this Hugging Face architecture
+  // (config.json "architectures"[0]) in this dialect.
+  virtual bool writes(const std::string& hf_architecture) const = 0;
+
+  // GGUF tensor name → the Hugging Face name the model reads ("" for tensors it does
+  // not read, such as metadata-like tensors consumed by config()).
+  virtual std::string hf_name(const std::string& gguf_name) const = 0;
+  // Hugging Face name → GGUF name; "" if the file has no place for it.
+  virtual std::string gguf_name(const std::string& hf_name) const = 0;
+
+  // Reading: config.json from the metadata and the file's tensors (by GGUF name).
+  virtual nlohmann::json config(const GgufMetadata& md, const std::map<std::string, const TensorView*>& tensors) const = 0;
+  // Writing: the <arch>.* metadata keys for a Hugging Face config (text_config when nested).
+  virtual void write_metadata(const nlohmann::json& config, GgufWriter& w) const = 0;
+  // Writing: tensors the converter adds.
+  virtual std::vector<GgufGeneratedTensor> generated(const nlohmann::json& config) const { return {}; }
+};
+
+// The dialect of general.architecture `arch`; nullptr when none is registered.
+const GgufDialect* gguf_dialect(const std::string& arch);
+// The architectures with a dialect, for messages.
+std::vector<std::string> gguf_dialect_archs();
+// The dialect `nextn quantize` writes a Hugging Face architecture in; nullptr if none.
+const GgufDialect* gguf_dialect_writing(const std::string& hf_architecture);
+
+}  // namespace nextn
