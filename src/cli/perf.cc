@@ -57,6 +57,9 @@ struct ModelPerf {
   // verify of k rows (index k-1); empty for dense models.
   double decode_experts = 0;
   std::vector<double> verify_experts;
+  // Rolling a verify of max_k rows back to its first row (one draft accepted): the
+  // state after that row becomes current; 0 when max_k is 1.
+  double restore_seconds = 0;
 };
 
 // Distinct experts per routed-layer forward since `start` (0 when nothing was routed).
@@ -167,6 +170,12 @@ ModelPerf measure_model(const PerfFlags& f) {
       const ExpertCount before = ExpertCount::now();
       perf.verify_seconds[k - 1] = std::min(perf.verify_seconds[k - 1], timed_forward(*model, *kv, rows, true, result));
       perf.verify_experts[k - 1] = ExpertCount::now().per_layer_since(before);
+      if (k == f.max_k && k > 1) {
+        Stopwatch restore;
+        kv->return_to(context + 1);
+        const double seconds = restore.seconds();
+        perf.restore_seconds = rep == 0 ? seconds : std::min(perf.restore_seconds, seconds);
+      }
     }
   return perf;
 }
@@ -218,7 +227,8 @@ int run_perf(const PerfFlags& f) {
                     {"decode_fraction_of_bandwidth", streamed / bandwidth},
                     {"prefill_tokens", f.prefill},
                     {"prefill_tokens_per_s", f.prefill / p.prefill_seconds},
-                    {"verify", verify}};
+                    {"verify", verify},
+                    {"restore_ms", p.restore_seconds * 1e3}};
     if (moe) out["model"]["decode_distinct_experts_per_layer"] = p.decode_experts;
     if (!f.json) {
       fmt::print("model              {} ({}, {:.3f} GB weights, {}; loaded in {:.2f} s)\n", p.dir, p.architecture,
@@ -241,6 +251,9 @@ int run_perf(const PerfFlags& f) {
         if (moe) fmt::print("  {:8.1f}", p.verify_experts[i]);
         fmt::print("\n");
       }
+      if (f.max_k > 1)
+        fmt::print("restore            {:.4f} ms to keep 1 of {} verify rows ({:.2f}% of a decode step)\n",
+                   p.restore_seconds * 1e3, f.max_k, 100.0 * p.restore_seconds / p.decode_seconds);
     }
   }
   if (f.json) std::printf("%s\n", out.dump(2).c_str());

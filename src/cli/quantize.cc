@@ -23,6 +23,8 @@
 // (rows of attn_qkv's v part, attn_gate, ssm_beta, ssm_alpha, ssm_dt, ssm_a, the conv's
 // v channels; columns of ssm_out), mtp.* as blk.{n_layer}.nextn.* and the MTP layer's
 // own attn_* / ffn_* tensors at block n_layer, the ssm.* / full_attention_interval keys.
+// An architecture with a GGUF dialect (io/gguf_dialect.h; Gemma 4) takes its names,
+// metadata keys and added tensors (rope_freqs) from it instead of the tables above.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -59,7 +59,6 @@ std::vector<std::string> split_paths(const std::string& path) {
   return paths;
 }
 
-
 // llama.cpp stores llama-architecture Q and K rows of each head interleaved (row
 // 2j + s of a head is Hugging Face row s·head_dim/2 + j); this undoes it.
 std::unique_ptr<uint8_t[]> unpermute_rows(const TensorView& t, int64_t n_heads) {

@@ -45,6 +45,7 @@ def main():
         assert [v["k"] for v in m["verify"]] == [1, 2, 3, 4, 5], m["verify"]
         assert m["verify"][0]["relative_to_k1"] == 1.0
         assert all(v["ms"] > 0 for v in m["verify"])
+        assert 0 <= m["restore_ms"] < m["verify"][-1]["ms"], m["restore_ms"]
 
     # The table form names every section.
     r = run(["--bandwidth-mib", "64", "--repeats", "1", "--model", model, "--prefill", "8",
