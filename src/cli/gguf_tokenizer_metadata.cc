@@ -10,27 +10,32 @@
 
 namespace nextn {
 
-void write_tokenizer_metadata(const std::string& src_dir, const ModelConfig& c, GgufWriter& w) {
+void write_tokenizer_metadata(const std::string& src_dir, const ModelConfig& c, const std::string& spm_form,
+                              GgufWriter& w) {
   namespace fs = std::filesystem;
   const std::string tj_path = (fs::path(src_dir) / "tokenizer.json").string();
   const std::string cfg_path = (fs::path(src_dir) / "tokenizer_config.json").string();
   const nlohmann::json tj = read_json_file(tj_path);
   const nlohmann::json cfg = fs::exists(cfg_path) ? read_json_file(cfg_path) : nlohmann::json::object();
-  const GgufVocab v = gguf_vocab_from_tokenizer_json(tj, cfg, c.vocab_size, tj_path);
+  GgufVocab v = gguf_vocab_from_tokenizer_json(tj, cfg, c.vocab_size, tj_path);
+  // "gemma4" keeps the merges themselves and has no ▁-prefix switch: a tokenizer that
+  // prepends ▁ stays "llama".
+  if (v.model == "llama" && spm_form == "gemma4" && !v.add_space_prefix) v.model = "gemma4";
   w.set_string("tokenizer.ggml.model", v.model);
   w.set_string("tokenizer.ggml.pre", v.pre);
   w.set_strings("tokenizer.ggml.tokens", v.tokens);
   w.set_i32s("tokenizer.ggml.token_type", v.token_types);
-  if (v.model == "llama") {
-    w.set_f32s("tokenizer.ggml.scores", v.scores);
+  if (v.model == "gpt2") {
+    w.set_strings("tokenizer.ggml.merges", v.merges);
+  } else {  // SentencePiece-style: "llama" (scores) or "gemma4" (merges)
+    if (v.model == "llama") w.set_f32s("tokenizer.ggml.scores", v.scores);
+    else w.set_strings("tokenizer.ggml.merges", v.merges);
     w.set_bool("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
     for (size_t i = 0; i < v.token_types.size(); ++i)
       if (v.token_types[i] == kTokenUnknown) {
         w.set_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(i));
         break;
       }
-  } else {
-    w.set_strings("tokenizer.ggml.merges", v.merges);
   }
   // generation_config's eos wins over tokenizer_config's, as in the model config.
   const int32_t eos = c.eos_token_ids.empty() ? v.eos : c.eos_token_ids.front();

@@ -7,7 +7,10 @@ namespace nextn {
 struct ModelConfig;
 class GgufWriter;
 
-// Reads src_dir/tokenizer.json (+ tokenizer_config.json) and sets the tokenizer keys.
-void write_tokenizer_metadata(const std::string& src_dir, const ModelConfig& config, GgufWriter& writer);
+// Reads src_dir/tokenizer.json (+ tokenizer_config.json) and sets the tokenizer keys. A
+// SentencePiece-style vocabulary is written in `spm_form`: "llama" (scores), or "gemma4"
+// (the merges; llama.cpp's Gemma 4 form) when the tokenizer does not prepend ▁.
+void write_tokenizer_metadata(const std::string& src_dir, const ModelConfig& config, const std::string& spm_form,
+                              GgufWriter& writer);
 
 }  // namespace nextn

@@ -459,7 +459,7 @@ int run_quantize(const QuantizeFlags& f) {
   } else {
     write_decoder_metadata(c, cfg, arch, n_mtp, w);
   }
-  write_tokenizer_metadata(f.src, c, w);
+  write_tokenizer_metadata(f.src, c, dialect ? dialect->spm_vocabulary() : "llama", w);
 
   for (const Planned& p : plan) w.add_tensor(p.gguf_name, p.shape, p.dtype);
   w.begin(f.out);

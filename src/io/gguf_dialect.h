@@ -45,6 +45,8 @@ class GgufDialect {
   virtual nlohmann::json config(const GgufMetadata& md, const std::map<std::string, const TensorView*>& tensors) const = 0;
   // Writing: the <arch>.* metadata keys for a Hugging Face config (text_config when nested).
   virtual void write_metadata(const nlohmann::json& config, GgufWriter& w) const = 0;
+  // Writing: the tokenizer.ggml.model the converter gives a SentencePiece-style vocabulary.
+  virtual std::string spm_vocabulary() const { return "llama"; }
   // Writing: tensors the converter adds.
   virtual std::vector<GgufGeneratedTensor> generated(const nlohmann::json& config) const { return {}; }
 };

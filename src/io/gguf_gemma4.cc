@@ -14,12 +14,15 @@
 //     final_logit_softcapping, rope.freq_base (full) / rope.freq_base_swa (sliding);
 //   - rope_freqs [global_head_dim / 2]: the "proportional" RoPE of the full layers as
 //     frequency divisors, 1 for the rotated pairs and 1e30 for the rest (ggml's NeoX
-//     rotation over the whole head, rope.dimension_count = global_head_dim).
+//     rotation over the whole head, rope.dimension_count = global_head_dim);
+//   - tokenizer: a SentencePiece-style vocabulary as tokenizer.ggml.model "gemma4" (its
+//     merges stored, no ▁ prepended; read in tokenizer/gguf_spm.cc).
 // Vision and audio towers are not part of the text GGUF.
 #include <algorithm>
 #include <cmath>
 
 #include "io/gguf_dialect.h"
+#include "io/gguf_names.h"
 #include "io/json_file.h"
 #include "util/error.h"
 
@@ -67,17 +70,6 @@ constexpr NamePair kBlock[] = {
     {"ffn_down_exps.weight", "experts.down_proj"},
 };
 
-// "<prefix>N.<rest>" → (N, rest).
-bool split_layer(const std::string& name, const std::string& prefix, std::string& layer, std::string& rest) {
-  if (name.compare(0, prefix.size(), prefix) != 0) return false;
-  const size_t dot = name.find('.', prefix.size());
-  if (dot == std::string::npos || dot == prefix.size()) return false;
-  layer = name.substr(prefix.size(), dot - prefix.size());
-  if (!std::all_of(layer.begin(), layer.end(), [](char c) { return c >= '0' && c <= '9'; })) return false;
-  rest = name.substr(dot + 1);
-  return true;
-}
-
 // rope_parameters.<type> of a Hugging Face text config ({} when absent).
 nlohmann::json rope_of(const nlohmann::json& c, const char* type) {
   if (c.contains("rope_parameters") && c["rope_parameters"].is_object() && c["rope_parameters"].contains(type) &&
@@ -112,7 +104,7 @@ class Gemma4Dialect : public GgufDialect {
       if (g == p.gguf) return std::string("model.") + p.hf;
     if (g == "output.weight") return "lm_head.weight";
     std::string layer, rest;
-    if (!split_layer(g, "blk.", layer, rest)) return "";
+    if (!split_layer_name(g, "blk.", layer, rest)) return "";
     for (const NamePair& p : kBlock)
       if (rest == p.gguf) return "model.layers." + layer + "." + p.hf;
     return "";
@@ -129,7 +121,7 @@ class Gemma4Dialect : public GgufDialect {
     for (const NamePair& p : kGlobal)
       if (name == p.hf) return p.gguf;
     std::string layer, rest;
-    if (!split_layer(name, "layers.", layer, rest)) return "";
+    if (!split_layer_name(name, "layers.", layer, rest)) return "";
     for (const NamePair& p : kBlock)
       if (rest == p.hf) return "blk." + layer + "." + p.gguf;
     return "";
@@ -312,6 +304,8 @@ class Gemma4Dialect : public GgufDialect {
       w.set_u32(a + "expert_feed_forward_length", uint32_t(require_int(c, "moe_intermediate_size")));
     }
   }
+
+  std::string spm_vocabulary() const override { return "gemma4"; }
 
   std::vector<GgufGeneratedTensor> generated(const nlohmann::json& c) const override {
     if (rope_of(c, "full_attention").value("rope_type", "default") != "proportional") return {};

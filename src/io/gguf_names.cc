@@ -79,8 +79,14 @@ constexpr NamePair kBlock[] = {
     {"nextn.embed_tokens.weight", "embed_tokens.weight"},
 };
 
-// Splits "<prefix><N>.<rest>" into N and rest.
-bool split_layer(const std::string& name, const std::string& prefix, std::string& layer, std::string& rest) {
+bool holds(const NamePair& p, const std::string& arch) {
+  if (p.only == Only::kAny) return true;
+  return (p.only == Only::kQwen35) == is_qwen35_family(arch);
+}
+
+}  // namespace
+
+bool split_layer_name(const std::string& name, const std::string& prefix, std::string& layer, std::string& rest) {
   if (name.compare(0, prefix.size(), prefix) != 0) return false;
   const size_t dot = name.find('.', prefix.size());
   if (dot == std::string::npos || dot == prefix.size()) return false;
@@ -91,12 +97,6 @@ bool split_layer(const std::string& name, const std::string& prefix, std::string
   return true;
 }
 
-bool holds(const NamePair& p, const std::string& arch) {
-  if (p.only == Only::kAny) return true;
-  return (p.only == Only::kQwen35) == is_qwen35_family(arch);
-}
-
-}  // namespace
 
 bool is_qwen35_family(const std::string& arch) { return arch == "qwen35" || arch == "qwen35moe"; }
 
@@ -104,7 +104,7 @@ std::string hf_name_from_gguf(const std::string& gguf_name, const std::string& a
   for (const NamePair& p : kGlobal)
     if (gguf_name == p.gguf) return p.hf;
   std::string layer, rest;
-  if (!split_layer(gguf_name, "blk.", layer, rest)) return "";
+  if (!split_layer_name(gguf_name, "blk.", layer, rest)) return "";
   for (const NamePair& p : kBlock)
     if (rest == p.gguf && holds(p, arch)) return "model.layers." + layer + "." + p.hf;
   return "";
@@ -114,7 +114,7 @@ std::string gguf_name_from_hf(const std::string& hf_name, const std::string& arc
   for (const NamePair& p : kGlobal)
     if (hf_name == p.hf) return p.gguf;
   std::string layer, rest;
-  if (!split_layer(hf_name, "model.layers.", layer, rest)) return "";
+  if (!split_layer_name(hf_name, "model.layers.", layer, rest)) return "";
   for (const NamePair& p : kBlock)
     if (rest == p.hf && holds(p, arch)) return "blk." + layer + "." + p.gguf;
   return "";

@@ -18,5 +18,7 @@ std::string gguf_name_from_hf(const std::string& hf_name, const std::string& arc
 // routed, which llama.cpp's converter writes with the same rewrites (1 + w norms,
 // ssm_a = -exp(A_log), tiled value heads, the MTP block at blk.{n_layer}).
 bool is_qwen35_family(const std::string& arch);
+// Splits "<prefix><N>.<rest>" (N decimal digits) into N and rest; false if it is not one.
+bool split_layer_name(const std::string& name, const std::string& prefix, std::string& layer, std::string& rest);
 
 }  // namespace nextn

@@ -121,12 +121,16 @@ void GegluImpl(const float* gate, const float* up, int64_t n, float* out) {
   gated_rows(geglu_range, gate, up, n, out);
 }
 
+// x[i] = cap · tanh(x[i] / cap) on [begin, end) (Highway's Tanh holds over all finite x).
 void softcap_range(float* x, int64_t begin, int64_t end, float cap) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   const VF c = hn::Set(df, cap), inv = hn::Set(df, 1.0f / cap);
   int64_t i = begin;
-  for (; i + lanes <= end; i += lanes) hn::StoreU(hn::Mul(c, hn::Tanh(df, hn::Mul(hn::LoadU(df, x + i), inv))), df, x + i);
+  for (; i + lanes <= end; i += lanes) {
+    const VF t = hn::Tanh(df, hn::Mul(hn::LoadU(df, x + i), inv));
+    hn::StoreU(hn::Mul(c, t), df, x + i);
+  }
   for (; i < end; ++i) x[i] = cap * std::tanh(x[i] * (1.0f / cap));
 }
 

@@ -183,7 +183,7 @@ void run_outputs(const Job& job, int64_t n_rows, int64_t o_begin, int64_t o_end)
   static const TileTable<kType> table;
   // Output blocks whose weights stay in L2 while every group of rows passes over
   // them; within a block a row group's activations stay in L1.
-  constexpr int64_t kUnit = 24;  // a multiple of every tile width
+  constexpr int64_t kUnit = 24;  // outputs; the 8-, 6- and 3-wide tiles divide it
   int64_t block = n_rows <= kMaxRows ? o_end - o_begin
                                      : static_cast<int64_t>((256 * 1024) / std::max<size_t>(1, job.w_row_bytes));
   block = std::max<int64_t>(kUnit, block / kUnit * kUnit);
@@ -242,7 +242,7 @@ void MatmulOutputs(const WeightMatrix& w, const float* x, int64_t n_rows, float*
       w.dtype == DType::kF32   ? &run_outputs<DType::kF32>
       : w.dtype == DType::kF16 ? &run_outputs<DType::kF16>
                                : &run_outputs<DType::kBF16>;
-  const size_t grain = 24;  // a multiple of every tile width
+  const size_t grain = 24;  // outputs per work item, as kUnit in run_outputs
   // Small problems are not worth waking the pool.
   const double work = static_cast<double>(w.rows) * w.cols * n_rows;
   if (!threads || work < 64 * 1024) {

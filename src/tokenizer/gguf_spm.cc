@@ -91,6 +91,7 @@ GgufVocab spm_vocab_from_tokenizer_json(const nlohmann::json& tj, int vocab_size
     } else {
       piece = m.at(0).get<std::string>() + m.at(1).get<std::string>();
     }
+    v.merges.push_back(m.is_string() ? m.get<std::string>() : m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());
     auto it = id_of.find(piece);
     if (it == id_of.end()) fail(ErrorKind::kBadInput, "{}: merge {} makes '{}', which is not in the vocabulary", what, rank, piece);
     if (!scored[it->second]) {
@@ -106,9 +107,15 @@ GgufVocab spm_vocab_from_tokenizer_json(const nlohmann::json& tj, int vocab_size
 
 std::string spm_tokenizer_json_from_gguf(const nlohmann::json& md, const std::string& path) {
   const nlohmann::json& tokens = md.at("tokenizer.ggml.tokens");
-  if (!md.contains("tokenizer.ggml.scores") || !md["tokenizer.ggml.scores"].is_array())
+  // "gemma4" (llama.cpp's Gemma 4 vocabulary) stores the merges themselves; "llama" only
+  // the pieces' scores, from which the merges are rebuilt below.
+  const bool stored_merges = md.value("tokenizer.ggml.model", "") == "gemma4";
+  if (stored_merges && (!md.contains("tokenizer.ggml.merges") || !md["tokenizer.ggml.merges"].is_array()))
+    fail(ErrorKind::kBadInput, "{}: gemma4 vocabulary without tokenizer.ggml.merges", path);
+  if (!stored_merges && (!md.contains("tokenizer.ggml.scores") || !md["tokenizer.ggml.scores"].is_array()))
     fail(ErrorKind::kBadInput, "{}: SentencePiece vocabulary without tokenizer.ggml.scores", path);
-  const nlohmann::json& scores = md["tokenizer.ggml.scores"];
+  const nlohmann::json scores = stored_merges ? nlohmann::json(std::vector<float>(tokens.size(), 0.0f))
+                                              : md["tokenizer.ggml.scores"];
   const nlohmann::json types =
       md.contains("tokenizer.ggml.token_type") ? md["tokenizer.ggml.token_type"] : nlohmann::json::array();
   if (scores.size() != tokens.size() || (!types.empty() && types.size() != tokens.size()))
@@ -148,7 +155,7 @@ std::string spm_tokenizer_json_from_gguf(const nlohmann::json& md, const std::st
     size_t cut;
   };
   std::vector<Merge> merges;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n && !stored_merges; ++i) {
     const std::string& t = tokens[i].get_ref<const std::string&>();
     for (size_t cut : split_points(t)) {
       auto l = id_of.find(t.substr(0, cut));
@@ -169,10 +176,23 @@ std::string spm_tokenizer_json_from_gguf(const nlohmann::json& md, const std::st
     const std::string& t = tokens[m.piece].get_ref<const std::string&>();
     merge_list.push_back(nlohmann::json::array({t.substr(0, m.cut), t.substr(m.cut)}));
   }
+  if (stored_merges) {
+    // "left right": the pieces hold ▁ for spaces, so the first space splits the pair.
+    const nlohmann::json& stored = md["tokenizer.ggml.merges"];
+    for (size_t i = 0; i < stored.size(); ++i) {
+      const size_t sp = stored[i].is_string() ? stored[i].get_ref<const std::string&>().find(' ', 1) : std::string::npos;
+      if (sp == std::string::npos)
+        fail(ErrorKind::kBadInput, "{}: tokenizer.ggml.merges[{}] is not a string 'left right'", path, i);
+      const std::string& m = stored[i].get_ref<const std::string&>();
+      merge_list.push_back(nlohmann::json::array({m.substr(0, sp), m.substr(sp + 1)}));
+    }
+  }
 
-  const bool prefix = !md.contains("tokenizer.ggml.add_space_prefix") ||
-                      (md["tokenizer.ggml.add_space_prefix"].is_boolean() &&
-                       md["tokenizer.ggml.add_space_prefix"].get<bool>());  // llama.cpp's default: true
+  // llama.cpp's default: true for "llama", false for "gemma4" (its converter writes false)
+  const bool prefix = md.contains("tokenizer.ggml.add_space_prefix")
+                          ? md["tokenizer.ggml.add_space_prefix"].is_boolean() &&
+                                md["tokenizer.ggml.add_space_prefix"].get<bool>()
+                          : !stored_merges;
   nlohmann::json steps = nlohmann::json::array();
   if (prefix) steps.push_back({{"type", "Prepend"}, {"prepend", kSpace}});
   steps.push_back({{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpace}});

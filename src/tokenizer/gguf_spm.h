@@ -1,4 +1,4 @@
-// tokenizer/gguf_spm.h — the SentencePiece-style ("llama") form of GGUF vocabularies
+// tokenizer/gguf_spm.h — the SentencePiece-style ("llama", "gemma4") forms of GGUF vocabularies
 // (tokenizer/gguf_spm.cc); tokenizer/gguf_vocab.cc dispatches to it.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -16,7 +16,8 @@ bool is_spm_tokenizer_json(const nlohmann::json& tokenizer_json);
 // rest are the caller's.
 GgufVocab spm_vocab_from_tokenizer_json(const nlohmann::json& tokenizer_json, int vocab_size, const std::string& what);
 
-// The tokenizer.json text equivalent to a "llama" vocabulary in GGUF metadata.
+// The tokenizer.json text equivalent to a "llama" vocabulary in GGUF metadata, or to a
+// "gemma4" one (the same SentencePiece-style BPE with its merges stored, no ▁ prepended).
 std::string spm_tokenizer_json_from_gguf(const nlohmann::json& metadata, const std::string& path);
 
 }  // namespace nextn

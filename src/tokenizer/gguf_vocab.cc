@@ -138,7 +138,7 @@ void tokenizer_json_from_gguf(const nlohmann::json& md, const std::string& path,
                               nlohmann::json& config) {
   const nlohmann::json& model = require(md, "tokenizer.ggml.model", path);
   if (!model.is_string()) fail(ErrorKind::kBadInput, "{}: metadata key 'tokenizer.ggml.model' must be a string", path);
-  if (model == "llama") {
+  if (model == "llama" || model == "gemma4") {
     require(md, "tokenizer.ggml.tokens", path);
     if (!md["tokenizer.ggml.tokens"].is_array())
       fail(ErrorKind::kBadInput, "{}: tokenizer.ggml.tokens must be an array", path);
@@ -147,7 +147,7 @@ void tokenizer_json_from_gguf(const nlohmann::json& md, const std::string& path,
     return;
   }
   if (model != "gpt2")
-    fail(ErrorKind::kUnsupported, "{}: tokenizer.ggml.model '{}' is not supported (supported: gpt2, llama)", path,
+    fail(ErrorKind::kUnsupported, "{}: tokenizer.ggml.model '{}' is not supported (supported: gpt2, llama, gemma4)", path,
          model.get<std::string>());
   const std::string pre = md.contains("tokenizer.ggml.pre") && md["tokenizer.ggml.pre"].is_string()
                               ? md["tokenizer.ggml.pre"].get<std::string>() : "default";

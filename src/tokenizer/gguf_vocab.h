@@ -20,7 +20,7 @@ struct GgufVocab {
   std::string pre;                         // tokenizer.ggml.pre
   std::vector<std::string> tokens;         // [n_vocab] token text by id
   std::vector<int32_t> token_types;        // [n_vocab] GgufTokenType
-  std::vector<std::string> merges;         // "a b" in rank order (gpt2 only)
+  std::vector<std::string> merges;         // "a b" in rank order (gpt2; the "llama" form's source merges too)
   std::vector<float> scores;               // [n_vocab] piece scores (llama only)
   bool add_space_prefix = false;           // llama: ▁ prepended to the text
   int32_t bos = -1, eos = -1, pad = -1;    // token ids, -1 when none

@@ -44,7 +44,7 @@ import quantized_check  # noqa: E402
 import safetensors_reader  # noqa: E402
 import safetensors_writer  # noqa: E402
 from quantized_check import PROMPT  # noqa: E402
-from test_gguf_models import BIN, quantize, run, tensors_of  # noqa: E402
+from test_gguf_models import BIN, metadata_items, quantize, run, tensors_of  # noqa: E402
 
 TMP = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
 F32_BOUND = 1e-4  # test_gemma4_reference.py: float32 against float64, ~1e-5 measured
@@ -203,20 +203,7 @@ class Gemma4Gguf(unittest.TestCase):
         for name, m in self.models.items():
             with self.subTest(model=name):
                 md, tensors, _, _, got = tensors_of(m["files"]["q8_0"])
-                meta = []
-                for key, v in md.items():
-                    if isinstance(v, bool):
-                        meta.append((key, 7, v))
-                    elif isinstance(v, int):
-                        meta.append((key, 4, v))
-                    elif isinstance(v, float):
-                        meta.append((key, 6, v))
-                    elif isinstance(v, str):
-                        meta.append((key, 8, v))
-                    elif isinstance(v, list) and v:
-                        et = 8 if isinstance(v[0], str) else 7 if isinstance(v[0], bool) else \
-                            6 if isinstance(v[0], float) else 5
-                        meta.append((key, 9, v, et))
+                meta = metadata_items(md)
                 path = m["base"] + "-f32.gguf"
                 Q.write_gguf(path, meta, [(t["name"], t["dims"], "F32", got[t["name"]][0].astype("<f4").tobytes())
                                           for t in tensors])

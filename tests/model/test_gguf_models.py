@@ -94,6 +94,25 @@ def tensors_of(path):
     return md, tensors, start, len(data), out
 
 
+def metadata_items(md):
+    """A file's metadata (as the reference reader returns it) as ggml_quants.write_gguf's
+    items: booleans, integers as u32 (i32 in arrays), floats f32, strings."""
+    items = []
+    for key, v in md.items():
+        if isinstance(v, bool):
+            items.append((key, 7, v))
+        elif isinstance(v, int):
+            items.append((key, 4, v))
+        elif isinstance(v, float):
+            items.append((key, 6, v))
+        elif isinstance(v, str):
+            items.append((key, 8, v))
+        elif isinstance(v, list) and v:
+            et = 8 if isinstance(v[0], str) else 7 if isinstance(v[0], bool) else 6 if isinstance(v[0], float) else 5
+            items.append((key, 9, v, et))
+    return items
+
+
 def step_bound(qtype, w):
     """Largest error nextn's quantizer may leave per element, from each block's range."""
     rows = w.reshape(-1, 256 if qtype in ("Q4_K", "Q5_K", "Q6_K") else 32)

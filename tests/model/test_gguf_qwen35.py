@@ -35,7 +35,8 @@ import numpy_qwen3_5  # noqa: E402
 import safetensors_reader  # noqa: E402
 import safetensors_writer  # noqa: E402
 from quantized_check import PROMPT  # noqa: E402
-from test_gguf_models import BIN, check_greedy_mtp_equals_plain, run, quantize, step_bound, tensors_of  # noqa: E402
+from test_gguf_models import (BIN, check_greedy_mtp_equals_plain, metadata_items, quantize, run, step_bound,  # noqa: E402
+                              tensors_of)
 
 TMP = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
 TYPES = ["q8_0", "q4_k_m"]
@@ -362,19 +363,7 @@ class Qwen35Gguf(unittest.TestCase):
         # independent writer (ggml_quants.write_gguf) with the same metadata: nextn then
         # computes in float32, so every name, order and rewrite must be read back exactly.
         md, tensors, _, _, got = tensors_of(self.files["q8_0"])
-        meta = []
-        for key, v in md.items():
-            if isinstance(v, bool):
-                meta.append((key, 7, v))
-            elif isinstance(v, int):
-                meta.append((key, 4, v))
-            elif isinstance(v, float):
-                meta.append((key, 6, v))
-            elif isinstance(v, str):
-                meta.append((key, 8, v))
-            elif isinstance(v, list) and v:
-                et = 8 if isinstance(v[0], str) else 6 if isinstance(v[0], float) else 5
-                meta.append((key, 9, v, et))
+        meta = metadata_items(md)
         path = self.base + "-f32.gguf"
         Q.write_gguf(path, meta, [(name, dims, "F32", w.astype("<f4").tobytes())
                                   for name, dims, w in self.f32_file_tensors(tensors, got)])

