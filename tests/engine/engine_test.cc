@@ -84,13 +84,13 @@ TEST(Engine, CallbackCancellationStopsWithinTheStep) {
 }
 
 TEST(Engine, CancelById) {
-  Engine engine(base_options(mimo_model()));
   std::atomic<uint64_t> id{0};
   std::atomic<int> count{0};
   std::mutex mu;
   std::condition_variable cv;
   bool done = false;
   FinishReason reason = FinishReason::kNone;
+  Engine engine(base_options(mimo_model()));  // after what its callbacks use: destroyed first
   auto req = greedy_request(kPrompt, 400);
   req.on_token = [&](const TokenEvent&) {
     count++;
@@ -114,8 +114,10 @@ TEST(Engine, CancelById) {
 TEST(Engine, FullQueueIsAResourceError) {
   EngineOptions o = base_options(mimo_model());
   o.queue_size = 0;
-  Engine engine(o);
+  // Declared before the engine, so it outlives the engine thread that still runs the
+  // slow request's callback after the test body ends (ASan: stack-use-after-scope).
   std::atomic<bool> release{false};
+  Engine engine(o);
   auto slow = greedy_request(kPrompt, 50);
   slow.on_token = [&](const TokenEvent&) {
     while (!release.load()) std::this_thread::yield();
