@@ -177,7 +177,8 @@ std::string spm_tokenizer_json_from_gguf(const nlohmann::json& md, const std::st
     merge_list.push_back(nlohmann::json::array({t.substr(0, m.cut), t.substr(m.cut)}));
   }
   if (stored_merges) {
-    // "left right": the pieces hold ▁ for spaces, so the first space splits the pair.
+    // "left right": the pieces hold ▁ for spaces, so the first space after the first
+    // character splits the pair.
     const nlohmann::json& stored = md["tokenizer.ggml.merges"];
     for (size_t i = 0; i < stored.size(); ++i) {
       const size_t sp = stored[i].is_string() ? stored[i].get_ref<const std::string&>().find(' ', 1) : std::string::npos;
