@@ -179,6 +179,13 @@ class GgufTokenizers(unittest.TestCase):
                 for i, (a, b) in enumerate(zip(want, got)):
                     self.assertEqual(a, b, f"{name}: corpus line {i}")
 
+    def quantized_metadata(self, ckpt, gguf):
+        """`nextn quantize --type q8_0` of ckpt to gguf; the file's metadata."""
+        p = subprocess.run([BIN, "quantize", ckpt, "--type", "q8_0", "--out", gguf, "--no-progress"],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return Q.read_gguf(gguf)[1]
+
     def test_quantize_writes_sentencepiece_vocabularies(self):
         """`nextn quantize` of a checkpoint with the Llama-2-style Gemma 3 tokenizer writes a
         llama vocabulary that tokenizes the corpus as the tokenizer.json does."""
@@ -191,10 +198,7 @@ class GgufTokenizers(unittest.TestCase):
                        check=True)
         llama2_style(src, ckpt)
         gguf = os.path.join(TMP, "spm-checkpoint.gguf")
-        p = subprocess.run([BIN, "quantize", ckpt, "--type", "q8_0", "--out", gguf, "--no-progress"],
-                           capture_output=True, text=True, timeout=600)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        _, md, _, _, _ = Q.read_gguf(gguf)
+        md = self.quantized_metadata(ckpt, gguf)
         self.assertEqual(md["tokenizer.ggml.model"], "llama")
         self.assertTrue(md["tokenizer.ggml.add_space_prefix"])
         self.assertNotIn("tokenizer.ggml.merges", md)
@@ -213,10 +217,7 @@ class GgufTokenizers(unittest.TestCase):
         for name in ("tokenizer.json", "tokenizer_config.json"):
             shutil.copy(os.path.join(src, name), os.path.join(ckpt, name))
         gguf = ckpt + ".gguf"
-        p = subprocess.run([BIN, "quantize", ckpt, "--type", "q8_0", "--out", gguf, "--no-progress"],
-                           capture_output=True, text=True, timeout=600)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        _, md, _, _, _ = Q.read_gguf(gguf)
+        md = self.quantized_metadata(ckpt, gguf)
         self.assertEqual(md["tokenizer.ggml.model"], "gemma4")
         self.assertFalse(md["tokenizer.ggml.add_space_prefix"])
         self.assertNotIn("tokenizer.ggml.scores", md)
