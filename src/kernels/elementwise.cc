@@ -98,27 +98,21 @@ void geglu_range(const float* gate, const float* up, int64_t begin, int64_t end,
   }
 }
 
-// Runs range(gate, up, begin, end, out) over [0, n), split over the pool when large.
-template <typename Range>
-void gated_rows(Range range, const float* gate, const float* up, int64_t n, float* out) {
-  if (n < kParallelThreshold) {
-    range(gate, up, 0, n, out);
-    return;
-  }
+// Runs piece(begin, end) over [0, n): on this thread when n is small, else split over
+// the pool in pieces of at least 64 elements.
+template <typename Piece>
+void in_pieces(int64_t n, Piece piece) {
+  if (n < kParallelThreshold) return piece(int64_t(0), n);
   parallel_for(
-      static_cast<size_t>(n),
-      [&](size_t begin, size_t end, int) {
-        range(gate, up, static_cast<int64_t>(begin), static_cast<int64_t>(end), out);
-      },
-      64);
+      static_cast<size_t>(n), [&](size_t begin, size_t end, int) { piece(int64_t(begin), int64_t(end)); }, 64);
 }
 
 void SwigluImpl(const float* gate, const float* up, int64_t n, float* out) {
-  gated_rows(swiglu_range, gate, up, n, out);
+  in_pieces(n, [&](int64_t begin, int64_t end) { swiglu_range(gate, up, begin, end, out); });
 }
 
 void GegluImpl(const float* gate, const float* up, int64_t n, float* out) {
-  gated_rows(geglu_range, gate, up, n, out);
+  in_pieces(n, [&](int64_t begin, int64_t end) { geglu_range(gate, up, begin, end, out); });
 }
 
 // x[i] = cap · tanh(x[i] / cap) on [begin, end) (Highway's Tanh holds over all finite x).
@@ -135,10 +129,7 @@ void softcap_range(float* x, int64_t begin, int64_t end, float cap) {
 }
 
 void SoftcapImpl(float* x, int64_t n, float cap) {
-  if (n < kParallelThreshold) return softcap_range(x, 0, n, cap);
-  parallel_for(
-      static_cast<size_t>(n),
-      [&](size_t begin, size_t end, int) { softcap_range(x, int64_t(begin), int64_t(end), cap); }, 64);
+  in_pieces(n, [&](int64_t begin, int64_t end) { softcap_range(x, begin, end, cap); });
 }
 
 void SoftmaxImpl(float* x, int64_t n) {

@@ -114,13 +114,14 @@ std::string spm_tokenizer_json_from_gguf(const nlohmann::json& md, const std::st
     fail(ErrorKind::kBadInput, "{}: gemma4 vocabulary without tokenizer.ggml.merges", path);
   if (!stored_merges && (!md.contains("tokenizer.ggml.scores") || !md["tokenizer.ggml.scores"].is_array()))
     fail(ErrorKind::kBadInput, "{}: SentencePiece vocabulary without tokenizer.ggml.scores", path);
-  const nlohmann::json scores = stored_merges ? nlohmann::json(std::vector<float>(tokens.size(), 0.0f))
-                                              : md["tokenizer.ggml.scores"];
+  const nlohmann::json* scores = stored_merges ? nullptr : &md.at("tokenizer.ggml.scores");
   const nlohmann::json types =
       md.contains("tokenizer.ggml.token_type") ? md["tokenizer.ggml.token_type"] : nlohmann::json::array();
-  if (scores.size() != tokens.size() || (!types.empty() && types.size() != tokens.size()))
-    fail(ErrorKind::kBadInput, "{}: {} tokens but {} scores and {} token types", path, tokens.size(), scores.size(),
+  const bool types_fit = types.empty() || types.size() == tokens.size();
+  if (scores && (scores->size() != tokens.size() || !types_fit))
+    fail(ErrorKind::kBadInput, "{}: {} tokens but {} scores and {} token types", path, tokens.size(), scores->size(),
          types.size());
+  if (!types_fit) fail(ErrorKind::kBadInput, "{}: {} tokens but {} token types", path, tokens.size(), types.size());
   const size_t n = tokens.size();
   std::unordered_map<std::string, size_t> id_of;
   id_of.reserve(n);
@@ -130,12 +131,13 @@ std::string spm_tokenizer_json_from_gguf(const nlohmann::json& md, const std::st
   std::vector<float> score(n);
   for (size_t i = 0; i < n; ++i) {
     if (!tokens[i].is_string()) fail(ErrorKind::kBadInput, "{}: tokenizer.ggml.tokens[{}] is not a string", path, i);
-    if (!scores[i].is_number()) fail(ErrorKind::kBadInput, "{}: tokenizer.ggml.scores[{}] is not a number", path, i);
+    if (scores && !(*scores)[i].is_number())
+      fail(ErrorKind::kBadInput, "{}: tokenizer.ggml.scores[{}] is not a number", path, i);
     if (!types.empty() && !types[i].is_number_integer())
       fail(ErrorKind::kBadInput, "{}: tokenizer.ggml.token_type[{}] is not an integer", path, i);
     const std::string& text = tokens[i].get_ref<const std::string&>();
     const int type = types.empty() ? kTokenNormal : types[i].get<int>();
-    score[i] = scores[i].get<float>();
+    if (scores) score[i] = (*scores)[i].get<float>();
     if (id_of.emplace(text, i).second) vocab[text] = i;  // a repeated text keeps its first id
     if (type == kTokenUnknown && unk.empty()) unk = text;
     // The unknown piece is matched in text like a control token, as Hugging Face's

@@ -1,4 +1,4 @@
-// tests/kernels/elementwise_test.cc — RMSNorm, RoPE, SwiGLU, softmax, convert_row
+// tests/kernels/elementwise_test.cc — RMSNorm, RoPE, SwiGLU, GeGLU, soft-cap, softmax, convert_row
 // and stream_sum against float64 scalar references, odd lengths, every SIMD target.
 #include <gtest/gtest.h>
 
@@ -54,61 +54,54 @@ TEST_F(EveryTarget, RmsNormMatchesReference) {
   }
 }
 
-TEST_F(EveryTarget, SwigluMatchesReferenceIncludingExtremes) {
-  std::mt19937 rng(2);
-  for (int64_t target : targets()) {
+// A gated activation out = act(gate) · up on every target against its float64 form
+// `ref(g, u)` within `bound(g, u, ref)`: random gates of spread `scale` and, from 5
+// elements on, the gates -200, 200, 0 and `fourth`; then in place (out aliasing gate).
+template <typename Kernel, typename Ref, typename Bound>
+void check_gated(const std::vector<int64_t>& targets, Kernel kernel, std::mt19937& rng, float scale, float fourth,
+                 Ref ref, Bound bound) {
+  for (int64_t target : targets) {
     hwy::SetSupportedTargetsForTest(target);
     for (int64_t n : {1, 15, 16, 33, 100000}) {
-      auto g = random_vector(n, rng, 4.0f);
+      auto g = random_vector(n, rng, scale);
       auto u = random_vector(n, rng);
       if (n > 4) {
         g[0] = -200.0f;
         g[1] = 200.0f;
         g[2] = 0.0f;
-        g[3] = -90.0f;
+        g[3] = fourth;
       }
       std::vector<float> out(n);
-      swiglu(g.data(), u.data(), n, out.data());
+      kernel(g.data(), u.data(), n, out.data());
       for (int64_t i = 0; i < n; ++i) {
-        double silu = g[i] / (1.0 + std::exp(-double(g[i])));
-        double ref = silu * u[i];
+        const double want = ref(double(g[i]), double(u[i]));
         ASSERT_TRUE(std::isfinite(out[i])) << i;
-        ASSERT_NEAR(out[i], ref, 2e-6 * std::fabs(ref) + 1e-30) << hwy::TargetName(target) << " i=" << i;
+        ASSERT_NEAR(out[i], want, bound(double(g[i]), double(u[i]), want))
+            << hwy::TargetName(target) << " i=" << i << " g=" << g[i];
       }
-      swiglu(g.data(), u.data(), n, g.data());  // aliasing out == gate
+      kernel(g.data(), u.data(), n, g.data());  // aliasing out == gate
       ASSERT_EQ(0, std::memcmp(g.data(), out.data(), n * sizeof(float)));
     }
   }
 }
 
+TEST_F(EveryTarget, SwigluMatchesReferenceIncludingExtremes) {
+  std::mt19937 rng(2);
+  check_gated(
+      targets(), swiglu, rng, 4.0f, -90.0f, [](double g, double u) { return g / (1.0 + std::exp(-g)) * u; },
+      [](double, double, double ref) { return 2e-6 * std::fabs(ref) + 1e-30; });
+}
+
 TEST_F(EveryTarget, GegluMatchesReferenceIncludingExtremes) {
   std::mt19937 rng(7);
-  for (int64_t target : targets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    for (int64_t n : {1, 15, 16, 33, 100000}) {
-      auto g = random_vector(n, rng, 6.0f);
-      auto u = random_vector(n, rng);
-      if (n > 4) {
-        g[0] = -200.0f;
-        g[1] = 200.0f;
-        g[2] = 0.0f;
-        g[3] = -3e6f;  // g³ beyond float32's range
-      }
-      std::vector<float> out(n);
-      geglu(g.data(), u.data(), n, out.data());
-      for (int64_t i = 0; i < n; ++i) {
-        const double x = g[i];
-        const double ref = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * u[i];
-        // float32's tanh is a few ulp of 1 off where it saturates: 1 + tanh then loses
-        // those ulp against |x/2 · u|, whatever the SIMD target (std::tanh alike).
-        const double bound = 2e-6 * std::fabs(ref) + 1e-6 * std::fabs(0.5 * x * u[i]) + 1e-30;
-        ASSERT_TRUE(std::isfinite(out[i])) << i;
-        ASSERT_NEAR(out[i], ref, bound) << hwy::TargetName(target) << " i=" << i << " g=" << g[i];
-      }
-      geglu(g.data(), u.data(), n, g.data());  // aliasing out == gate
-      ASSERT_EQ(0, std::memcmp(g.data(), out.data(), n * sizeof(float)));
-    }
-  }
+  check_gated(
+      targets(), geglu, rng, 6.0f, -3e6f,  // g³ beyond float32's range
+      [](double x, double u) {
+        return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))) * u;
+      },
+      // float32's tanh is a few ulp of 1 off where it saturates: 1 + tanh then loses
+      // those ulp against |x/2 · u|, whatever the SIMD target (std::tanh alike).
+      [](double x, double u, double ref) { return 2e-6 * std::fabs(ref) + 1e-6 * std::fabs(0.5 * x * u) + 1e-30; });
 }
 
 TEST_F(EveryTarget, SoftcapMatchesReference) {
