@@ -14,6 +14,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/weight_format.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -239,8 +240,22 @@ void softmax(float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxImpl)(x, n); }
 
 void convert_row(DType dtype, const void* src, int64_t n, float* dst) {
   if (n <= 0) return;
-  if (is_quantized(dtype)) return weight_format(dtype)->dequantize(static_cast<const uint8_t*>(src), n, dst);
+  if (is_quantized(dtype)) {
+    const WeightFormat* format = weight_format(dtype);
+    if (!format->dequantize)
+      fail(ErrorKind::kInternal, "convert_row: {} rows are interleaved (use matrix_row)", dtype_name(dtype));
+    return format->dequantize(static_cast<const uint8_t*>(src), n, dst);
+  }
   HWY_DYNAMIC_DISPATCH(ConvertRowImpl)(dtype, src, n, dst);
+}
+
+void matrix_row(const WeightMatrix& m, int64_t row, float* out) {
+  if (row < 0 || row >= m.rows) fail(ErrorKind::kInternal, "matrix_row: row {} of a {}-row matrix", row, m.rows);
+  if (is_quantized(m.dtype))
+    if (const WeightFormat* format = weight_format(m.dtype); format->dequantize_row)
+      return format->dequantize_row(static_cast<const uint8_t*>(m.data), m.cols, row, out);
+  convert_row(m.dtype, static_cast<const uint8_t*>(m.data) + dtype_row_bytes(m.dtype, m.cols) * size_t(row), m.cols,
+              out);
 }
 
 float stream_sum(const float* data, int64_t n) { return HWY_DYNAMIC_DISPATCH(StreamSumImpl)(data, n); }

@@ -48,8 +48,12 @@ void softcap(float* x, int64_t n, float cap);
 // In-place softmax of one row; returns nothing. Stable (subtracts the max).
 void softmax(float* x, int64_t n);
 
-// Row of n values: dst = src (converting from dtype); used for embeddings.
+// Row of n values: dst = src (converting from dtype), for a dtype whose rows are
+// contiguous (not an interleaved layout: see matrix_row).
 void convert_row(DType dtype, const void* src, int64_t n, float* dst);
+
+// Row `row` of m as float32 (m.cols values), whatever its layout; used for embeddings.
+void matrix_row(const WeightMatrix& m, int64_t row, float* out);
 
 // Sum of n floats read sequentially (vectorized, single-threaded). Used by
 // `nextn perf` to measure memory read bandwidth; the sum defeats dead-code removal.

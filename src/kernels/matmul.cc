@@ -284,12 +284,14 @@ static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_ro
   const WeightFormat* format = weight_format(w.dtype);
   thread_local std::vector<int8_t> q;
   thread_local std::vector<float> scale, sum;
+  thread_local std::vector<int32_t> qsum;
   const int64_t stride = quantized_rows_stride(w.cols);
   q.resize(static_cast<size_t>(n_rows * w.cols));
   scale.resize(static_cast<size_t>(n_rows * stride));
   sum.resize(static_cast<size_t>(n_rows * stride));
+  qsum.resize(static_cast<size_t>(2 * n_rows * stride));
   QuantMatmulJob job;
-  quantize_rows(x, n_rows, w.cols, q.data(), scale.data(), sum.data(), job.x);
+  quantize_rows(x, n_rows, w.cols, q.data(), scale.data(), sum.data(), qsum.data(), job.x);
   job.w = static_cast<const uint8_t*>(w.data);
   job.w_row_bytes = dtype_row_bytes(w.dtype, w.cols);
   job.cols = w.cols;
@@ -302,14 +304,21 @@ static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_ro
     return;
   }
   parallel_for(
-      static_cast<size_t>(w.rows), [&](size_t begin, size_t end, int) { format->matmul(job, begin, end); }, 8);
+      static_cast<size_t>(w.rows), [&](size_t begin, size_t end, int) { format->matmul(job, begin, end); },
+      static_cast<size_t>(std::max(8, format->group_rows)));
 }
 
 void matmul_outputs(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t o_begin, int64_t o_end) {
   if (n_rows <= 0 || o_end <= o_begin) return;
   if (o_begin < 0 || o_end > w.rows)
     fail(ErrorKind::kInternal, "matmul_outputs: rows [{}, {}) of a {}-row matrix", o_begin, o_end, w.rows);
-  if (is_quantized(w.dtype)) return quantized_matmul(w, x, n_rows, y, nullptr, o_begin, o_end, false);
+  if (is_quantized(w.dtype)) {
+    const int64_t group = weight_format(w.dtype)->group_rows;
+    if (o_begin % group != 0 || (o_end % group != 0 && o_end != w.rows))
+      fail(ErrorKind::kInternal, "matmul_outputs: rows [{}, {}) cut {}'s groups of {} rows", o_begin, o_end,
+           dtype_name(w.dtype), group);
+    return quantized_matmul(w, x, n_rows, y, nullptr, o_begin, o_end, false);
+  }
   HWY_DYNAMIC_DISPATCH(MatmulOutputsImpl)(w, x, n_rows, y, o_begin, o_end);
 }
 

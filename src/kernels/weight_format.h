@@ -12,6 +12,11 @@
 // every activation row of the batch (1-8 rows per pass), the format's integer
 // sub-scales applied in the same integer sums. The integer dot of a group is exact, so
 // a row's result depends only on that row, never on the rows batched with it.
+//
+// Interleaved layouts (an Interleaving: Q8_0 → Q8_0x16) regroup a file format's rows at
+// load so that one vector holds the same few columns of many rows: the integer dot then
+// fills a lane per output row, with no per-row reduction, and small batches cost little
+// more than one row. Their rows are not contiguous: read one with dequantize_row.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -31,12 +36,13 @@ struct QuantizedRows {
   const int8_t* q = nullptr;        // [n_rows, blocks * 32] values in -127..127
   const float* scale = nullptr;     // [n_rows, stride] block scales (0 for an all-zero block)
   const float* sum = nullptr;       // [n_rows, stride] scale * Σq per block; 0 past `blocks`
+  const int32_t* qsum = nullptr;    // [n_rows, 2 · stride] Σq per 16-element half block; 0 past `blocks`
 };
 
 // Quantizes x: [n_rows, cols] (cols a multiple of 32) into the caller's buffers:
-// q [n_rows * cols], scale and sum [n_rows * quantized_rows_stride(cols)].
+// q [n_rows * cols], scale and sum [n_rows * quantized_rows_stride(cols)], qsum twice that.
 void quantize_rows(const float* x, int64_t n_rows, int64_t cols, int8_t* q, float* scale, float* sum,
-                   QuantizedRows& out);
+                   int32_t* qsum, QuantizedRows& out);
 inline int64_t quantized_rows_stride(int64_t cols) { return (cols / kQuantGroup + 15) / 16 * 16; }
 
 // One matmul's inputs for a quantized weight: y[r, o] = Σ_i x[r, i] · W[o, i] (+ bias[o]).
@@ -52,13 +58,29 @@ struct QuantMatmulJob {
 
 struct WeightFormat {
   DType dtype;
-  // Converts n elements (a multiple of the block) of consecutive blocks to float32.
+  // Converts n elements (a multiple of the block) of consecutive blocks to float32;
+  // null for interleaved layouts (their rows are not consecutive blocks).
   void (*dequantize)(const uint8_t* blocks, int64_t n, float* out);
-  // Quantizes n elements (a multiple of the block) into blocks.
+  // Quantizes n elements (a multiple of the block) into blocks; null for interleaved layouts.
   void (*quantize)(const float* x, int64_t n, uint8_t* blocks);
-  // Computes the outputs [o_begin, o_end) of every row of the job (single-threaded).
+  // Computes the outputs [o_begin, o_end) of every row of the job (single-threaded);
+  // o_begin and o_end are multiples of group_rows, or o_end is the last row.
   void (*matmul)(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end);
+  int group_rows = 1;  // rows stored together (interleaved layouts), 1 for file formats
+  // Row `row` (cols elements) of the matrix at `data`, for interleaved layouts.
+  void (*dequantize_row)(const uint8_t* data, int64_t cols, int64_t row, float* out) = nullptr;
 };
+
+// A file format's interleaved in-memory layout: `repack` rewrites rows × cols of
+// `file` blocks (rows a multiple of the layout's group_rows) as `layout` (rows ×
+// dtype_row_bytes(layout, cols) bytes).
+struct Interleaving {
+  DType file;
+  DType layout;
+  void (*repack)(const uint8_t* src, int64_t rows, int64_t cols, uint8_t* dst);
+};
+// The interleaving of `file` matrices, or null when it has none.
+const Interleaving* interleaving(DType file);
 
 // Helpers for the format files: fp16 fields, and rounding for quantizers.
 inline float load_f16(const uint8_t* p) {

@@ -107,7 +107,7 @@ class Gemma4AssistantImpl : public Gemma4Assistant {
       donors_.push_back(donor);
     }
 
-    embedding_ = store_.matrix("model.embed_tokens.weight", vocab_, hidden_);
+    embedding_ = store_.matrix("model.embed_tokens.weight", vocab_, hidden_, WeightStore::Access::kRows);
     norm_ = store_.floats("model.norm.weight", {hidden_});
     pre_projection_ = store_.matrix("pre_projection.weight", hidden_, 2 * int64_t(target_hidden_));
     post_projection_ = store_.matrix("post_projection.weight", target_hidden_, hidden_);

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "io/checkpoint.h"
+#include "kernels/weight_format.h"
 #include "util/error.h"
 
 namespace nextn {
@@ -39,7 +40,7 @@ std::string WeightStore::mlx_module(const std::string& name) const {
   return is_mlx_quantized(ckpt_, module) ? module : "";
 }
 
-WeightMatrix WeightStore::matrix(const std::string& name, int64_t rows, int64_t cols) {
+WeightMatrix WeightStore::matrix(const std::string& name, int64_t rows, int64_t cols, Access access) {
   if (const std::string module = mlx_module(name); !module.empty()) {
     WeightMatrix m;
     m.dtype = mlx_matrix_dtype(ckpt_, mlx_, module, rows, cols);
@@ -53,29 +54,31 @@ WeightMatrix WeightStore::matrix(const std::string& name, int64_t rows, int64_t 
     return m;
   }
   const TensorView& t = ckpt_.require(name, {rows, cols});
-  WeightMatrix m;
-  m.dtype = t.dtype;
-  m.rows = rows;
-  m.cols = cols;
-  if (copy_) {
-    void* p = allocate(t.nbytes);
-    std::memcpy(p, t.data, t.nbytes);
-    m.data = p;
-  } else {
-    m.data = t.data;
-  }
-  matrix_bytes_ += t.nbytes;
-  return m;
+  return bind(t, rows, cols, rows, access);
 }
 
 WeightMatrix WeightStore::stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols) {
   if (!mlx_module(name).empty() || !mlx_module(name + ".weight").empty())
     fail(ErrorKind::kUnsupported, "{}: MLX-quantized stacked experts are not supported", name);
   const TensorView& t = ckpt_.require(name, {n, rows, cols});
+  return bind(t, n * rows, cols, rows, Access::kMatmul);  // groups must not straddle two experts
+}
+
+WeightMatrix WeightStore::bind(const TensorView& t, int64_t rows, int64_t cols, int64_t group, Access access) {
   WeightMatrix m;
   m.dtype = t.dtype;
-  m.rows = n * rows;
+  m.rows = rows;
   m.cols = cols;
+  const Interleaving* layout = copy_ && access == Access::kMatmul ? interleaving(t.dtype) : nullptr;
+  if (layout && group % weight_format(layout->layout)->group_rows == 0) {
+    m.dtype = layout->layout;
+    const size_t bytes = static_cast<size_t>(rows) * dtype_row_bytes(m.dtype, cols);
+    void* p = allocate(bytes);
+    layout->repack(static_cast<const uint8_t*>(t.data), rows, cols, static_cast<uint8_t*>(p));
+    m.data = p;
+    matrix_bytes_ += bytes;
+    return m;
+  }
   if (copy_) {
     void* p = allocate(t.nbytes);
     std::memcpy(p, t.data, t.nbytes);
@@ -90,6 +93,10 @@ WeightMatrix WeightStore::stacked(const std::string& name, int64_t n, int64_t ro
 WeightMatrix slice_rows(const WeightMatrix& m, int64_t row0, int64_t n) {
   if (row0 < 0 || n < 0 || row0 + n > m.rows)
     fail(ErrorKind::kInternal, "slice_rows: rows [{}, {}) of a {}-row matrix", row0, row0 + n, m.rows);
+  if (is_quantized(m.dtype))
+    if (const int64_t group = weight_format(m.dtype)->group_rows; row0 % group != 0 || n % group != 0)
+      fail(ErrorKind::kInternal, "slice_rows: rows [{}, {}) cut {}'s groups of {} rows", row0, row0 + n,
+           dtype_name(m.dtype), group);
   WeightMatrix s = m;
   s.rows = n;
   s.data = static_cast<const char*>(m.data) + dtype_row_bytes(m.dtype, m.cols) * size_t(row0);
@@ -97,7 +104,7 @@ WeightMatrix slice_rows(const WeightMatrix& m, int64_t row0, int64_t n) {
 }
 
 WeightMatrix WeightStore::row_table(const std::string& name, int64_t rows, int64_t cols) {
-  if (!copy_ || !mlx_module(name).empty()) return matrix(name, rows, cols);  // MLX: repacked in memory
+  if (!copy_ || !mlx_module(name).empty()) return matrix(name, rows, cols, Access::kRows);  // MLX: repacked in memory
   const TensorView& t = ckpt_.require(name, {rows, cols});
   WeightMatrix m;
   m.dtype = t.dtype;
@@ -134,13 +141,11 @@ const float* WeightStore::floats(const std::string& name, std::vector<int64_t> s
 }
 
 void embed_rows(const WeightMatrix& embedding, const int32_t* tokens, int64_t n, float* out) {
-  const size_t row_bytes = dtype_row_bytes(embedding.dtype, embedding.cols);
   for (int64_t r = 0; r < n; ++r) {
     int32_t tok = tokens[r];
     if (tok < 0 || tok >= embedding.rows)
       fail(ErrorKind::kBadInput, "token id {} is out of range (vocabulary size {})", tok, embedding.rows);
-    convert_row(embedding.dtype, static_cast<const char*>(embedding.data) + row_bytes * tok, embedding.cols,
-                out + r * embedding.cols);
+    matrix_row(embedding, tok, out + r * embedding.cols);
   }
 }
 

@@ -27,8 +27,13 @@ class WeightStore {
  public:
   WeightStore(const Checkpoint& ckpt, bool copy);
 
+  // How a matrix is read: only by matmul, so that a copied one may be regrouped into an
+  // interleaved layout the kernels multiply faster (kernels/weight_format.h), or also a
+  // row at a time through its data pointer (kept in the file's row layout).
+  enum class Access { kMatmul, kRows };
+
   // Requires `name` with shape [rows, cols].
-  WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols);
+  WeightMatrix matrix(const std::string& name, int64_t rows, int64_t cols, Access access = Access::kMatmul);
   // Requires `name` with shape [n, rows, cols] (experts stacked in one tensor); returns
   // it as one [n * rows, cols] matrix whose block i is matrix i (slice_rows).
   WeightMatrix stacked(const std::string& name, int64_t n, int64_t rows, int64_t cols);
@@ -59,6 +64,9 @@ class WeightStore {
   void* allocate(size_t bytes);
   // The module of `name` ("P" of "P.weight") when it is MLX-quantized, else "".
   std::string mlx_module(const std::string& name) const;
+  // t as a [rows, cols] matrix: copied (and interleaved, for kMatmul when its format has a
+  // layout whose row groups divide `group`) or served from the mapping.
+  WeightMatrix bind(const TensorView& t, int64_t rows, int64_t cols, int64_t group, Access access);
 
   const Checkpoint& ckpt_;
   bool copy_;
@@ -69,7 +77,8 @@ class WeightStore {
   std::vector<std::unique_ptr<void, FreeDeleter>> buffers_;
 };
 
-// Rows [row0, row0 + n) of `m` as a matrix of its own (no copy).
+// Rows [row0, row0 + n) of `m` as a matrix of its own (no copy; whole row groups of an
+// interleaved layout).
 WeightMatrix slice_rows(const WeightMatrix& m, int64_t row0, int64_t n);
 
 // Embedding row lookup into float32 (checks the token id against the vocabulary).

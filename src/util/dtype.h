@@ -10,12 +10,16 @@ namespace nextn {
 // Float types first; then the block-quantized weight types of GGUF files (ggml's
 // layouts, see kernels/weight_format.h); then MLX's affine 4- and 8-bit groups of
 // 32/64/128, repacked at load into blocks of {f32 scale, f32 bias, values}
-// (kernels/format_mlx.cc). A quantized row of n elements is n/block blocks of
-// block_bytes each; dtype_size() is only meaningful for the float types.
+// (kernels/format_mlx.cc); last, interleaved layouts that the weight store regroups
+// file matrices into at load (Q8_0x16: 16 rows of Q8_0 per group, kernels/format_q8_0x16.cc;
+// Q4_Kx16 also unpacks the 6-bit sub-block scales to bytes, so its rows are larger).
+// A quantized row of n elements is n/block blocks of block_bytes each (an interleaved
+// group of g rows holds g rows' bytes); dtype_size() is only meaningful for the float types.
 enum class DType {
   kF32, kF16, kBF16,
   kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K,
   kMlx4G32, kMlx4G64, kMlx4G128, kMlx8G32, kMlx8G64, kMlx8G128,
+  kQ8_0x16, kQ4_Kx16, kQ6_Kx16,
 };
 
 inline bool is_quantized(DType dtype) { return dtype > DType::kBF16; }
@@ -33,7 +37,8 @@ inline const DTypeInfo& dtype_info(DType dtype) {
       {"Q4_0", 32, 18, 2},   {"Q4_1", 32, 20, 3},   {"Q5_0", 32, 22, 6},   {"Q5_1", 32, 24, 7},
       {"Q4_K", 256, 144, 12}, {"Q5_K", 256, 176, 13}, {"Q6_K", 256, 210, 14},
       {"MLX4_G32", 32, 24, -1}, {"MLX4_G64", 64, 40, -1}, {"MLX4_G128", 128, 72, -1},
-      {"MLX8_G32", 32, 40, -1}, {"MLX8_G64", 64, 72, -1}, {"MLX8_G128", 128, 136, -1}};
+      {"MLX8_G32", 32, 40, -1}, {"MLX8_G64", 64, 72, -1}, {"MLX8_G128", 128, 136, -1},
+      {"Q8_0x16", 32, 34, -1}, {"Q4_Kx16", 256, 148, -1}, {"Q6_Kx16", 256, 210, -1}};
   return table[static_cast<int>(dtype)];
 }
 inline const char* dtype_name(DType dtype) { return dtype_info(dtype).name; }

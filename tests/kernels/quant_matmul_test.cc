@@ -7,6 +7,7 @@
 // tests/reference/mlx_affine.py by tests/model/test_mlx_models.py.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -17,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "kernels/weight_format.h"
 #include "util/dtype.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace nextn {
@@ -185,6 +187,99 @@ TEST_F(QuantMatmulTargets, RowsAreBitwiseIndependentOfBatchAndThreads) {
     }
   }
   ThreadPool::set_global_threads(0);
+}
+
+// The interleaved layouts (kernels/weight_format.h, Interleaving): `w` regrouped.
+QuantWeights interleaved(const QuantWeights& w) {
+  const Interleaving* layout = interleaving(w.dtype);
+  QuantWeights out{layout->layout, w.rows, w.cols, std::vector<uint8_t>(dtype_row_bytes(layout->layout, w.cols) * w.rows),
+                   w.values};
+  layout->repack(w.bytes.data(), w.rows, w.cols, out.bytes.data());
+  return out;
+}
+
+const DType kInterleavedFiles[] = {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K};
+
+TEST(Interleaving, EveryRowReadsBackAsTheFileRow) {
+  std::mt19937 rng(12);
+  for (DType file : kInterleavedFiles) {
+    const QuantWeights w = interleaved(random_blocks(file, 48, 3 * dtype_info(file).block_elems, rng));
+    ASSERT_EQ(weight_format(w.dtype)->group_rows, 16) << dtype_name(w.dtype);
+    std::vector<float> row(w.cols);
+    for (int64_t r = 0; r < w.rows; ++r) {
+      matrix_row(w.matrix(), r, row.data());
+      for (int64_t i = 0; i < w.cols; ++i)
+        ASSERT_EQ(row[i], static_cast<float>(w.values[r * w.cols + i])) << dtype_name(w.dtype) << " row " << r;
+    }
+  }
+}
+
+TEST_F(QuantMatmulTargets, InterleavedLayoutsMatchReferenceOnEveryTarget) {
+  std::mt19937 rng(77);
+  for (DType file : kInterleavedFiles)
+    for (int64_t blocks : {1, 2, 19})
+      for (int64_t outs : {16, 48, 112}) {
+        const int64_t cols = blocks * dtype_info(file).block_elems;
+        const QuantWeights w = interleaved(random_blocks(file, outs, cols, rng));
+        std::vector<float> bias = random_vector(outs, rng);
+        for (int64_t n_rows : {1, 2, 3, 4, 5, 8, 9, 17}) {
+          std::vector<float> x = random_vector(n_rows * cols, rng);
+          std::vector<float> first;
+          for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+            hwy::SetSupportedTargetsForTest(target);
+            const std::string what = std::string(hwy::TargetName(target)) + " " + dtype_name(w.dtype) + " cols=" +
+                                     std::to_string(cols) + " outs=" + std::to_string(outs) +
+                                     " rows=" + std::to_string(n_rows);
+            std::vector<float> y(n_rows * outs, -1.0f);
+            matmul(w.matrix(), x.data(), n_rows, y.data(), bias.data());
+            expect_close(w, x, n_rows, y, bias.data(), what);
+            // Integer dots and the same float steps per output on every target: the same bits.
+            if (first.empty()) first = y;
+            ASSERT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(float))) << what;
+          }
+        }
+      }
+}
+
+TEST_F(QuantMatmulTargets, InterleavedRowsAreBitwiseIndependentOfBatchAndThreads) {
+  std::mt19937 rng(9);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (DType file : kInterleavedFiles) {
+      const QuantWeights w = interleaved(random_blocks(file, 208, 1024, rng));
+      const int64_t n_rows = 40;
+      std::vector<float> x = random_vector(n_rows * w.cols, rng);
+      std::vector<float> bias = random_vector(w.rows, rng);
+      for (int threads : {1, 2, 3}) {
+        ThreadPool::set_global_threads(threads);
+        std::vector<float> batched(n_rows * w.rows);
+        matmul(w.matrix(), x.data(), n_rows, batched.data(), bias.data());
+        for (int64_t k = 1; k <= 9; ++k) {
+          std::vector<float> part(k * w.rows);
+          matmul(w.matrix(), x.data() + 11 * w.cols, k, part.data(), bias.data());
+          ASSERT_EQ(0, std::memcmp(part.data(), batched.data() + 11 * w.rows, part.size() * sizeof(float)))
+              << hwy::TargetName(target) << " " << dtype_name(w.dtype) << " k=" << k << " threads=" << threads;
+        }
+        // Single-threaded ranges of whole groups (as model/routed_mlp.cc calls them) = the
+        // pool's split of the same rows.
+        std::vector<float> whole(3 * w.rows), ranged(3 * w.rows);
+        matmul(w.matrix(), x.data() + 5 * w.cols, 3, whole.data());
+        for (int64_t o = 0; o < w.rows; o += 32)
+          matmul_outputs(w.matrix(), x.data() + 5 * w.cols, 3, ranged.data(), o, std::min(w.rows, o + 32));
+        ASSERT_EQ(0, std::memcmp(whole.data(), ranged.data(), whole.size() * sizeof(float)))
+            << hwy::TargetName(target) << " " << dtype_name(w.dtype) << " threads=" << threads;
+      }
+    }
+  }
+  ThreadPool::set_global_threads(0);
+}
+
+TEST(Interleaving, RangesThatCutAGroupAreRefused) {
+  std::mt19937 rng(10);
+  const QuantWeights w = interleaved(random_blocks(DType::kQ8_0, 32, 64, rng));
+  std::vector<float> x = random_vector(64, rng), y(32);
+  EXPECT_THROW(matmul_outputs(w.matrix(), x.data(), 1, y.data(), 8, 32), Error);
+  EXPECT_THROW(matmul_outputs(w.matrix(), x.data(), 1, y.data(), 0, 24), Error);
 }
 
 // quantize → dequantize error per element, bounded from each quantizer's rule

@@ -1,0 +1,125 @@
+// kernels/format_q6_kx16.cc — Q6_K matrices regrouped 16 rows at a time
+// (kernels/interleaved-inl.h), an in-memory layout the weight store repacks copied Q6_K
+// matrices into.
+//
+// A block of a group is 256 columns of 16 rows in 3360 bytes (16 × 210, as in the file):
+// the rows' fp16 d, their int8 sub-block scales sc[16 sub-blocks][16 rows], then per 32
+// columns (two units of 16) 384 bytes: 4 vectors of 64 bytes whose byte 4o + k holds the
+// low 4 bits of column 4p + k of row o (low nibble) and of column 4(p + 4) + k (high
+// nibble), then 2 vectors whose byte 4o + k holds in bits 2s, 2s + 1 the top 2 bits of
+// column 4(4h + s) + k. Values q are 0..63; x = d·sc·(q − 32).
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/format_q6_kx16.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "kernels/interleaved-inl.h"
+
+#ifndef NEXTN_KERNELS_FORMAT_Q6_KX16_LAYOUT  // this file is compiled once per target
+#define NEXTN_KERNELS_FORMAT_Q6_KX16_LAYOUT
+namespace nextn {
+// The layout's bytes, read one value at a time (the scalar code, rows, repacking).
+struct Q6_Kx16Bytes {
+  static constexpr int kElems = 256, kBlockBytes = 3360, kUnits = 16, kUnitElems = 16, kOffset = 32;
+  static constexpr bool kHasMin = false;
+  static constexpr int kSc = 32, kQ = 288, kPairBytes = 384;  // byte offsets / sizes in a block
+  // Chunk cc (0..7) of the 32 columns of units 2P, 2P+1: its nibble byte and its top-bits byte.
+  static int low_at(int u, int cc, int o, int k) { return kQ + kPairBytes * (u / 2) + 64 * (cc % 4) + 4 * o + k; }
+  static int top_at(int u, int cc, int o, int k) { return kQ + kPairBytes * (u / 2) + 256 + 64 * (cc / 4) + 4 * o + k; }
+  static int value(const uint8_t* block, int u, int i, int o) {
+    const int cc = 4 * (u % 2) + i / 4, k = i % 4;
+    const int low = cc < 4 ? block[low_at(u, cc, o, k)] & 0xF : block[low_at(u, cc, o, k)] >> 4;
+    return low | ((block[top_at(u, cc, o, k)] >> (2 * (cc % 4))) & 3) << 4;
+  }
+  static float scale_at(const uint8_t* block, int u, int o) {
+    return static_cast<float>(static_cast<int8_t>(block[kSc + 16 * u + o])) * load_f16(block + 2 * o);
+  }
+  static float min_at(const uint8_t*, int, int) { return 0.0f; }
+};
+}  // namespace nextn
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace nextn {
+namespace HWY_NAMESPACE {
+
+struct Q6_Kx16Layout : Q6_Kx16Bytes {
+#if NEXTN_INTERLEAVED_SIMD
+  static VI chunk(const uint8_t* block, int u, int c, int lane0) {
+    const int cc = 4 * (u % 2) + c;
+    const VI packed = load_i(block + low_at(u, cc, lane0, 0));
+    const VI low = and_i(cc < 4 ? packed : shift_right16(packed, 4), bytes_i(0xF));
+    const VI top = and_i(shift_right16(load_i(block + top_at(u, cc, lane0, 0)), 2 * (cc % 4)), bytes_i(3));
+    return or_i(low, shift_left16(top, 4));
+  }
+  static VF unit_scale(const uint8_t* block, int u, int lane0) {
+    return mul_f(i8s(block + kSc + 16 * u + lane0), f16s(block + 2 * lane0));
+  }
+  static VF unit_min(const uint8_t*, int, int) { return zero_f(); }
+#endif
+};
+
+void MatmulQ6_Kx16(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
+  interleaved_matmul<Q6_Kx16Layout>(job, o_begin, o_end);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace nextn
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nextn {
+namespace {
+using L = Q6_Kx16Bytes;
+
+HWY_EXPORT(MatmulQ6_Kx16);
+void matmul_q6_kx16(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
+  HWY_DYNAMIC_DISPATCH(MatmulQ6_Kx16)(job, o_begin, o_end);
+}
+
+// As format_q6_k.cc's dequantizer: d·sc·(q − 32), in that order.
+void dequantize_row_q6_kx16(const uint8_t* data, int64_t cols, int64_t row, float* out) {
+  const uint8_t* group = data + row / 16 * 16 * dtype_row_bytes(DType::kQ6_Kx16, cols);
+  const int o = static_cast<int>(row % 16);
+  for (int64_t b = 0; b < cols / L::kElems; ++b) {
+    const uint8_t* block = group + b * L::kBlockBytes;
+    const float d = load_f16(block + 2 * o);
+    for (int u = 0; u < L::kUnits; ++u)
+      for (int i = 0; i < L::kUnitElems; ++i)
+        out[L::kElems * b + L::kUnitElems * u + i] = d *
+                                                      static_cast<float>(static_cast<int8_t>(block[L::kSc + 16 * u + o])) *
+                                                      static_cast<float>(L::value(block, u, i, o) - 32);
+  }
+}
+
+void repack_q6_kx16(const uint8_t* src, int64_t rows, int64_t cols, uint8_t* dst) {
+  const size_t row_bytes = dtype_row_bytes(DType::kQ6_K, cols);
+  for (int64_t g = 0; g < rows / 16; ++g)
+    for (int64_t b = 0; b < cols / L::kElems; ++b) {
+      uint8_t* block = dst + g * 16 * dtype_row_bytes(DType::kQ6_Kx16, cols) + b * L::kBlockBytes;
+      std::memset(block + L::kQ, 0, L::kBlockBytes - L::kQ);
+      for (int o = 0; o < 16; ++o) {
+        const uint8_t* in = src + (g * 16 + o) * row_bytes + b * 210;  // {ql[128], qh[64], sc[16], d}
+        std::memcpy(block + 2 * o, in + 208, 2);
+        for (int u = 0; u < L::kUnits; ++u) block[L::kSc + 16 * u + o] = in[192 + u];
+        for (int half = 0; half < 2; ++half)  // element e = 128·half + 32·j + l, as the file's dequantizer
+          for (int j = 0; j < 4; ++j)
+            for (int l = 0; l < 32; ++l) {
+              const uint8_t* ql = in + 64 * half;
+              const uint8_t* qh = in + 128 + 32 * half;
+              const int nib = j < 2 ? ql[l + 32 * (j % 2)] & 0xF : ql[l + 32 * (j % 2)] >> 4;
+              const int top = (qh[l] >> (2 * j)) & 3;
+              const int e = 128 * half + 32 * j + l, u = e / 16, i = e % 16;
+              const int cc = 4 * (u % 2) + i / 4, k = i % 4;
+              block[L::low_at(u, cc, o, k)] |= static_cast<uint8_t>(cc < 4 ? nib : nib << 4);
+              block[L::top_at(u, cc, o, k)] |= static_cast<uint8_t>(top << (2 * (cc % 4)));
+            }
+      }
+    }
+}
+}  // namespace
+
+extern const WeightFormat kQ6_Kx16Format = {DType::kQ6_Kx16, nullptr, nullptr, matmul_q6_kx16, 16,
+                                            dequantize_row_q6_kx16};
+extern const Interleaving kQ6_Kx16Interleaving = {DType::kQ6_K, DType::kQ6_Kx16, repack_q6_kx16};
+}  // namespace nextn
+#endif  // HWY_ONCE

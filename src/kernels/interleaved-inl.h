@@ -1,0 +1,319 @@
+// kernels/interleaved-inl.h — the matmul shared by the interleaved layouts (Q8_0x16,
+// Q4_Kx16, Q6_Kx16), compiled once per SIMD target (include it after hwy/highway.h from a
+// layout file).
+//
+// A layout stores 16 weight rows together (a group): in each block of kElems columns, the
+// same 4 columns of the 16 rows are 64 consecutive bytes (a chunk, row o at bytes 4o..4o+3),
+// so one 512-bit vector holds them. A 4-byte broadcast of the activations multiplies a
+// chunk into one int32 lane per output row (VNNI vpdpbusd: unsigned weight bytes × signed
+// activations, summed over the 4). A unit of kUnitElems columns (a format's sub-block)
+// sums its chunks in integers, then takes one float step per activation row for 16
+// outputs: acc += (float(dot) · activation scale) · unit_scale, plus, for formats with
+// minimums, acc += unit_min · (activation scale · Σq). A lane never mixes two outputs, so
+// nothing is reduced across lanes, and every row of a batch reuses the weight vectors in
+// registers; the file layouts pay a float step per 32 weights, activation row and output.
+//
+// A layout L supplies:
+//   kElems, kBlockBytes: columns and bytes of a block of a group (16 rows);
+//   kUnits, kUnitElems: units per block and their columns (16 or 32: one activation block
+//     of 32 holds one or two units);
+//   kOffset: the unit's chunk bytes are value + kOffset (Q8_0 stores q + 128, Q6_K its q of
+//     0..63 for q − 32), taken back off through the integer sum's start, −kOffset·Σq;
+//   kHasMin;
+//   chunk(block, u, c, lane0): chunk c of unit u, the lanes of rows lane0.. (unpacked bytes);
+//   unit_scale(block, u, lane0) and, with kHasMin, unit_min(block, u, lane0): per-row
+//     floats of the unit;
+//   and for the scalar code: value(block, u, i, o) (byte of column i of the unit, row o,
+//     kOffset included), scale_at(block, u, o), min_at(block, u, o).
+//
+// The integer sums are exact, and every target runs the same float operations per output
+// (the scalar code through std::fma), so a row's result is the same bits whatever its
+// batch, its thread split or the SIMD target. Without VNNI (AVX3, AVX2) the integers come
+// from vpmaddubsw + vpmaddwd: unsigned values below 128 go in as they are; Q8_0's bytes,
+// which would overflow vpmaddubsw's pairs, go in as |q| with q's sign moved onto the
+// activation.
+#if defined(NEXTN_KERNELS_INTERLEAVED_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef NEXTN_KERNELS_INTERLEAVED_INL_H_
+#undef NEXTN_KERNELS_INTERLEAVED_INL_H_
+#else
+#define NEXTN_KERNELS_INTERLEAVED_INL_H_
+#endif
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "kernels/weight_format.h"
+
+HWY_BEFORE_NAMESPACE();
+// As in quant_matmul-inl.h: Highway 1.0.3's AVX3_DL target string lacks the EVEX VNNI.
+#undef NEXTN_INTERLEAVED_ATTR
+#if HWY_TARGET == HWY_AVX3_DL
+#define NEXTN_INTERLEAVED_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#else
+#define NEXTN_INTERLEAVED_ATTR
+#endif
+namespace nextn {
+namespace HWY_NAMESPACE {
+
+constexpr int kGroupRows = 16;   // rows per group
+constexpr int kChunkBytes = 64;  // 4 columns of 16 rows
+
+#undef NEXTN_INTERLEAVED_SIMD
+#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+#define NEXTN_INTERLEAVED_SIMD 1
+#if HWY_TARGET == HWY_AVX2
+using VI = __m256i;
+using VF = __m256;
+constexpr int kLanes = 8;
+constexpr int kMaxRows = 3;  // 16 registers: R int sums, R × 2 float accumulators, the chunk
+constexpr int tile_vecs(int rows) { return rows == 1 ? 4 : 2; }  // whole groups: 2 vectors each
+HWY_INLINE VI load_i(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+HWY_INLINE VI set_i(int32_t v) { return _mm256_set1_epi32(v); }
+HWY_INLINE VI bytes_i(uint8_t v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+HWY_INLINE VI and_i(VI a, VI b) { return _mm256_and_si256(a, b); }
+HWY_INLINE VI or_i(VI a, VI b) { return _mm256_or_si256(a, b); }
+HWY_INLINE VI shift_right16(VI a, int n) { return _mm256_srli_epi16(a, n); }
+HWY_INLINE VI shift_left16(VI a, int n) { return _mm256_slli_epi16(a, n); }
+HWY_INLINE VF zero_f() { return _mm256_setzero_ps(); }
+HWY_INLINE VF mul_f(VF a, VF b) { return _mm256_mul_ps(a, b); }
+HWY_INLINE VF neg_f(VF a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
+HWY_INLINE VF fma_f(VF a, VF b, VF c) { return _mm256_fmadd_ps(a, b, c); }
+HWY_INLINE VF set_f(float v) { return _mm256_set1_ps(v); }
+HWY_INLINE VF int_to_f(VI a) { return _mm256_cvtepi32_ps(a); }
+HWY_INLINE VF f16s(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+HWY_INLINE VF u8s(const uint8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+HWY_INLINE VF i8s(const uint8_t* p) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+}
+HWY_INLINE void store_f(float* p, VF v) { _mm256_storeu_ps(p, v); }
+#else
+using VI = __m512i;
+using VF = __m512;
+constexpr int kLanes = 16;
+constexpr int kMaxRows = 8;
+constexpr int tile_vecs(int rows) { return rows <= 2 ? 2 : 1; }
+HWY_INLINE VI load_i(const uint8_t* p) { return _mm512_loadu_si512(p); }
+HWY_INLINE VI set_i(int32_t v) { return _mm512_set1_epi32(v); }
+HWY_INLINE VI bytes_i(uint8_t v) { return _mm512_set1_epi8(static_cast<char>(v)); }
+HWY_INLINE VI and_i(VI a, VI b) { return _mm512_and_si512(a, b); }
+HWY_INLINE VI or_i(VI a, VI b) { return _mm512_or_si512(a, b); }
+HWY_INLINE VI shift_right16(VI a, int n) { return _mm512_srli_epi16(a, static_cast<unsigned>(n)); }
+HWY_INLINE VI shift_left16(VI a, int n) { return _mm512_slli_epi16(a, static_cast<unsigned>(n)); }
+HWY_INLINE VF zero_f() { return _mm512_setzero_ps(); }
+HWY_INLINE VF mul_f(VF a, VF b) { return _mm512_mul_ps(a, b); }
+HWY_INLINE VF neg_f(VF a) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN))); }
+HWY_INLINE VF fma_f(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
+HWY_INLINE VF set_f(float v) { return _mm512_set1_ps(v); }
+HWY_INLINE VF int_to_f(VI a) { return _mm512_cvtepi32_ps(a); }
+HWY_INLINE VF f16s(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+HWY_INLINE VF u8s(const uint8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+HWY_INLINE VF i8s(const uint8_t* p) {
+  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+HWY_INLINE void store_f(float* p, VF v) { _mm512_storeu_ps(p, v); }
+#endif
+constexpr int kVecsPerGroup = kGroupRows / kLanes;
+
+// The 4 activation bytes at p in every lane.
+HWY_INLINE VI broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return set_i(v);
+}
+
+// Q8_0's bytes (q + 128) on targets without VNNI: q itself, and the form of the dot below.
+template <class L>
+constexpr bool kSignedDot = L::kOffset == 128 && HWY_TARGET != HWY_AVX3_DL;
+
+// A chunk prepared once for every activation row.
+struct Chunk {
+  VI w;    // the bytes as the dot takes them: value + kOffset, or q (kSignedDot)
+  VI mag;  // kSignedDot: |q| (−128 → 128 as an unsigned byte)
+#if HWY_TARGET == HWY_AVX3
+  __mmask64 negative;
+#endif
+};
+
+template <class L>
+HWY_INLINE NEXTN_INTERLEAVED_ATTR Chunk prepare(VI bytes) {
+  Chunk c;
+  if constexpr (kSignedDot<L>) {
+#if HWY_TARGET == HWY_AVX3
+    c.w = _mm512_xor_si512(bytes, bytes_i(0x80));
+    c.mag = _mm512_abs_epi8(c.w);
+    c.negative = _mm512_movepi8_mask(c.w);
+#elif HWY_TARGET == HWY_AVX2
+    c.w = _mm256_xor_si256(bytes, bytes_i(0x80));
+    c.mag = _mm256_abs_epi8(c.w);
+#endif
+  } else {
+    c.w = bytes;
+  }
+  return c;
+}
+
+// The unit's integer sum before its chunks: −kOffset·Σq (none where kSignedDot takes q).
+template <class L>
+HWY_INLINE VI start(const QuantizedRows& x, int64_t row, int64_t first_col) {
+  if constexpr (kSignedDot<L> || L::kOffset == 0) return set_i(0);
+  const int32_t* halves = x.qsum + row * 2 * x.stride + first_col / 16;
+  const int32_t sum = L::kUnitElems == 16 ? halves[0] : halves[0] + halves[1];
+  return set_i(-L::kOffset * sum);
+}
+
+// sum + Σ over each lane's 4 columns of w·x (x: the same 4 activations in every lane).
+template <class L>
+HWY_INLINE NEXTN_INTERLEAVED_ATTR VI dot(VI sum, const Chunk& c, VI x) {
+#if HWY_TARGET == HWY_AVX3_DL
+  return _mm512_dpbusd_epi32(sum, c.w, x);
+#elif HWY_TARGET == HWY_AVX3
+  if constexpr (kSignedDot<L>) x = _mm512_mask_sub_epi8(x, c.negative, _mm512_setzero_si512(), x);
+  const VI w = kSignedDot<L> ? c.mag : c.w;
+  return _mm512_add_epi32(sum, _mm512_madd_epi16(_mm512_maddubs_epi16(w, x), _mm512_set1_epi16(1)));
+#else
+  if constexpr (kSignedDot<L>) x = _mm256_sign_epi8(x, c.w);
+  const VI w = kSignedDot<L> ? c.mag : c.w;
+  return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+#endif
+}
+
+// R activation rows × NV vectors of outputs (NV / kVecsPerGroup whole groups) from (r0, o0).
+template <class L, int R, int NV>
+HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0) {
+  const QuantizedRows& x = job.x;
+  const int64_t blocks = job.cols / L::kElems;
+  const size_t group_bytes = kGroupRows * job.w_row_bytes;
+  const uint8_t* base[NV];
+#pragma GCC unroll 8
+  for (int v = 0; v < NV; ++v) base[v] = job.w + (o0 / kGroupRows + v / kVecsPerGroup) * group_bytes;
+  VF acc[R][NV];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[r][v] = zero_f();
+
+  for (int64_t b = 0; b < blocks; ++b) {
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      const uint8_t* block = base[v] + b * L::kBlockBytes;
+      const int lane0 = (v % kVecsPerGroup) * kLanes;
+#pragma GCC unroll 16
+      for (int u = 0; u < L::kUnits; ++u) {
+        const int64_t col = b * L::kElems + u * L::kUnitElems;
+        VI sum[R];
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) sum[r] = start<L>(x, r0 + r, col);
+#pragma GCC unroll 8
+        for (int c = 0; c < L::kUnitElems / 4; ++c) {
+          const Chunk w = prepare<L>(L::chunk(block, u, c, lane0));
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) sum[r] = dot<L>(sum[r], w, broadcast4(x.q + (r0 + r) * job.cols + col + 4 * c));
+        }
+        const VF scale = L::unit_scale(block, u, lane0);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+          acc[r][v] = fma_f(mul_f(int_to_f(sum[r]), set_f(x.scale[(r0 + r) * x.stride + col / 32])), scale, acc[r][v]);
+        if constexpr (L::kHasMin) {
+          const VF min = L::unit_min(block, u, lane0);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) acc[r][v] = fma_f(min, set_f(x.sum[(r0 + r) * x.stride + col / 32]), acc[r][v]);
+        }
+      }
+    }
+  }
+
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    float* y = job.y + (r0 + r) * job.y_stride + o0;
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      alignas(64) float out[kLanes];
+      store_f(out, acc[r][v]);
+      for (int l = 0; l < kLanes; ++l) y[v * kLanes + l] = job.bias ? out[l] + job.bias[o0 + v * kLanes + l] : out[l];
+    }
+  }
+}
+
+// fns[R − 1][groups − 1]: a tile of R rows and that many groups (≤ tile_vecs(R) vectors).
+template <class L>
+struct InterleavedTiles {
+  using Fn = void (*)(const QuantMatmulJob&, int64_t, int64_t);
+  static constexpr int kMaxGroups = 4 / kVecsPerGroup;
+  std::array<std::array<Fn, kMaxGroups>, kMaxRows> fns{};
+  template <int R, size_t... Gs>
+  void fill(std::index_sequence<Gs...>) {
+    ((fns[R - 1][Gs] = &interleaved_tile<L, R, (static_cast<int>(Gs) + 1) * kVecsPerGroup>), ...);
+  }
+  template <size_t... Rs>
+  void fill_rows(std::index_sequence<Rs...>) {
+    (fill<static_cast<int>(Rs) + 1>(std::make_index_sequence<tile_vecs(static_cast<int>(Rs) + 1) / kVecsPerGroup>()),
+     ...);
+  }
+  InterleavedTiles() { fill_rows(std::make_index_sequence<kMaxRows>()); }
+};
+
+// Outputs [o_begin, o_end) (whole groups) for every row of the job.
+template <class L>
+void interleaved_matmul(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
+  static const InterleavedTiles<L> tiles;
+  const int64_t n_rows = job.x.n_rows;
+  // Output blocks whose weights stay in L2 while every group of rows passes over them.
+  int64_t block = n_rows <= kMaxRows ? o_end - o_begin
+                                     : static_cast<int64_t>((256 * 1024) / std::max<size_t>(1, job.w_row_bytes));
+  block = std::max<int64_t>(4 * kGroupRows, block / (4 * kGroupRows) * (4 * kGroupRows));
+  for (int64_t ob = o_begin; ob < o_end; ob += block) {
+    const int64_t ob_end = std::min(o_end, ob + block);
+    for (int64_t r = 0; r < n_rows; r += kMaxRows) {
+      const int rr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r));
+      const int64_t outs = tile_vecs(rr) * kLanes;
+      for (int64_t o = ob; o < ob_end; o += outs)
+        tiles.fns[rr - 1][std::min(outs, ob_end - o) / kGroupRows - 1](job, r, o);
+    }
+  }
+}
+
+#else  // targets without byte dot products: the same integers and float steps in scalar code
+
+#define NEXTN_INTERLEAVED_SIMD 0
+template <class L>
+void interleaved_matmul(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
+  const QuantizedRows& x = job.x;
+  const int64_t blocks = job.cols / L::kElems;
+  const size_t group_bytes = kGroupRows * job.w_row_bytes;
+  for (int64_t r = 0; r < x.n_rows; ++r)
+    for (int64_t o0 = o_begin; o0 < o_end; o0 += kGroupRows) {
+      const uint8_t* group = job.w + (o0 / kGroupRows) * group_bytes;
+      float acc[kGroupRows] = {};
+      for (int64_t b = 0; b < blocks; ++b) {
+        const uint8_t* block = group + b * L::kBlockBytes;
+        for (int u = 0; u < L::kUnits; ++u) {
+          const int64_t col = b * L::kElems + u * L::kUnitElems;
+          const int8_t* xq = x.q + r * job.cols + col;
+          const float xscale = x.scale[r * x.stride + col / 32], xsum = x.sum[r * x.stride + col / 32];
+          for (int o = 0; o < kGroupRows; ++o) {
+            int32_t sum = 0;
+            for (int i = 0; i < L::kUnitElems; ++i) sum += (L::value(block, u, i, o) - L::kOffset) * xq[i];
+            acc[o] = std::fma(static_cast<float>(sum) * xscale, L::scale_at(block, u, o), acc[o]);
+            if constexpr (L::kHasMin) acc[o] = std::fma(L::min_at(block, u, o), xsum, acc[o]);
+          }
+        }
+      }
+      float* y = job.y + r * job.y_stride + o0;
+      for (int o = 0; o < kGroupRows; ++o) y[o] = job.bias ? acc[o] + job.bias[o0 + o] : acc[o];
+    }
+}
+
+#endif
+
+}  // namespace HWY_NAMESPACE
+}  // namespace nextn
+HWY_AFTER_NAMESPACE();
+
+#endif  // NEXTN_KERNELS_INTERLEAVED_INL_H_
