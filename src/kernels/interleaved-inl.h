@@ -45,6 +45,7 @@
 #include <cstring>
 #include <utility>
 
+#include "hwy/cache_control.h"
 #include "kernels/weight_format.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -184,6 +185,13 @@ HWY_INLINE NEXTN_INTERLEAVED_ATTR VI dot(VI sum, const Chunk& c, VI x) {
 #endif
 }
 
+// How far ahead of a tile's block its rows are prefetched: whole blocks, about 4 KiB.
+template <class L>
+constexpr int kPrefetchBytes = std::max(1, 4096 / L::kBlockBytes) * L::kBlockBytes;
+
+// Where vector v's lanes start within its group's rows.
+constexpr int lane0(int v) { return (v % kVecsPerGroup) * kLanes; }
+
 // R activation rows × NV vectors of outputs (NV / kVecsPerGroup whole groups) from (r0, o0).
 template <class L, int R, int NV>
 HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0) {
@@ -199,29 +207,46 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[r][v] = zero_f();
 
+  // Each activation chunk is broadcast once for all NV vectors (a decode tile streams two
+  // groups), and each weight chunk is prepared once for all R rows.
   for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) {
-      const uint8_t* block = base[v] + b * L::kBlockBytes;
-      const int lane0 = (v % kVecsPerGroup) * kLanes;
+    for (int v = 0; v < NV; ++v) block[v] = base[v] + b * L::kBlockBytes;
+    // The hardware prefetcher alone left decode waiting at each block's first load.
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; v += kVecsPerGroup)
+      for (int line = 0; line < L::kBlockBytes; line += 64) hwy::Prefetch(block[v] + kPrefetchBytes<L> + line);
 #pragma GCC unroll 16
-      for (int u = 0; u < L::kUnits; ++u) {
-        const int64_t col = b * L::kElems + u * L::kUnitElems;
-        VI sum[R];
+    for (int u = 0; u < L::kUnits; ++u) {
+      const int64_t col = b * L::kElems + u * L::kUnitElems;
+      VI sum[R][NV];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) sum[r] = start<L>(x, r0 + r, col);
+      for (int r = 0; r < R; ++r) {
+        const VI first = start<L>(x, r0 + r, col);
 #pragma GCC unroll 8
-        for (int c = 0; c < L::kUnitElems / 4; ++c) {
-          const Chunk w = prepare<L>(L::chunk(block, u, c, lane0));
+        for (int v = 0; v < NV; ++v) sum[r][v] = first;
+      }
 #pragma GCC unroll 8
-          for (int r = 0; r < R; ++r) sum[r] = dot<L>(sum[r], w, broadcast4(x.q + (r0 + r) * job.cols + col + 4 * c));
+      for (int c = 0; c < L::kUnitElems / 4; ++c) {
+        Chunk w[NV];
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) w[v] = prepare<L>(L::chunk(block[v], u, c, lane0(v)));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const VI xc = broadcast4(x.q + (r0 + r) * job.cols + col + 4 * c);
+#pragma GCC unroll 8
+          for (int v = 0; v < NV; ++v) sum[r][v] = dot<L>(sum[r][v], w[v], xc);
         }
-        const VF scale = L::unit_scale(block, u, lane0);
+      }
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) {
+        const VF scale = L::unit_scale(block[v], u, lane0(v));
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
-          acc[r][v] = fma_f(mul_f(int_to_f(sum[r]), set_f(x.scale[(r0 + r) * x.stride + col / 32])), scale, acc[r][v]);
+          acc[r][v] = fma_f(mul_f(int_to_f(sum[r][v]), set_f(x.scale[(r0 + r) * x.stride + col / 32])), scale, acc[r][v]);
         if constexpr (L::kHasMin) {
-          const VF min = L::unit_min(block, u, lane0);
+          const VF min = L::unit_min(block[v], u, lane0(v));
 #pragma GCC unroll 8
           for (int r = 0; r < R; ++r) acc[r][v] = fma_f(min, set_f(x.sum[(r0 + r) * x.stride + col / 32]), acc[r][v]);
         }

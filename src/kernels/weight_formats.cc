@@ -1,7 +1,5 @@
-// kernels/weight_formats.cc — the table of quantized weight formats (one line each)
-// and the quantization of activation rows that every format's matmul consumes.
-#include <cmath>
-#include <cstdlib>
+// kernels/weight_formats.cc — the tables of quantized weight formats and interleaved
+// layouts (one line each).
 
 #include "kernels/weight_format.h"
 
@@ -39,56 +37,6 @@ const Interleaving* interleaving(DType file) {
   for (const Interleaving* i : table)
     if (i->file == file) return i;
   return nullptr;
-}
-
-void quantize_rows(const float* x, int64_t n_rows, int64_t cols, int8_t* q, float* scale, float* sum,
-                   int32_t* qsum, QuantizedRows& out) {
-  const int64_t blocks = cols / kQuantGroup;
-  const int64_t stride = quantized_rows_stride(cols);
-  // Scalar on purpose: every row is quantized the same way on every target, it is a
-  // small part of a matmul, and the weight kernels only need the integer values.
-  for (int64_t r = 0; r < n_rows; ++r) {
-    for (int64_t b = 0; b < stride; ++b) {
-      float* s = scale + r * stride + b;
-      float* t = sum + r * stride + b;
-      int32_t* u = qsum + r * 2 * stride + 2 * b;
-      u[0] = u[1] = 0;
-      if (b >= blocks) {
-        *s = 0.0f;
-        *t = 0.0f;
-        continue;
-      }
-      const float* xb = x + r * cols + b * kQuantGroup;
-      int8_t* qb = q + r * cols + b * kQuantGroup;
-      float amax = 0.0f;
-      for (int i = 0; i < kQuantGroup; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
-      if (!(amax > 0.0f) || !std::isfinite(amax)) {
-        // Zero block (or non-finite input, which then shows up as a NaN output row).
-        for (int i = 0; i < kQuantGroup; ++i) qb[i] = 0;
-        *s = amax > 0.0f ? NAN : 0.0f;
-        *t = *s;
-        continue;
-      }
-      const float inv = 127.0f / amax;
-      int isum = 0;
-      for (int i = 0; i < kQuantGroup; ++i) {
-        long v = std::lrint(xb[i] * inv);
-        v = v > 127 ? 127 : v < -127 ? -127 : v;
-        qb[i] = static_cast<int8_t>(v);
-        isum += static_cast<int>(v);
-        u[i / 16] += static_cast<int32_t>(v);
-      }
-      *s = amax / 127.0f;
-      *t = *s * static_cast<float>(isum);
-    }
-  }
-  out.n_rows = n_rows;
-  out.blocks = blocks;
-  out.stride = stride;
-  out.q = q;
-  out.scale = scale;
-  out.sum = sum;
-  out.qsum = qsum;
 }
 
 }  // namespace nextn

@@ -189,6 +189,52 @@ TEST_F(QuantMatmulTargets, RowsAreBitwiseIndependentOfBatchAndThreads) {
   ThreadPool::set_global_threads(0);
 }
 
+// The int8 activation blocks every quantized matmul reads, against the rule written out
+// here: q = round-half-even(x · (127 / amax)), scale = amax / 127, Σq per 16 values; a
+// block with a NaN or an infinity gets a NaN scale, an all-zero block a zero one.
+TEST_F(QuantMatmulTargets, ActivationRowsFollowTheRoundingRuleOnEveryTarget) {
+  std::mt19937 rng(21);
+  const int64_t rows = 3, cols = 8 * 32, stride = quantized_rows_stride(cols);
+  std::vector<float> x = random_vector(rows * cols, rng);
+  for (int i = 0; i < 32; ++i) x[32 + i] = 0.0f;                              // block 1: zeros
+  x[64 + 5] = NAN;                                                            // block 2: a NaN
+  x[96 + 7] = -INFINITY;                                                      // block 3: an infinity
+  for (int i = 0; i < 32; ++i) x[128 + i] = static_cast<float>(i - 16) / 2;  // block 4: ties at ±x.5
+  x[128 + 31] = 127.0f;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    std::vector<int8_t> q(rows * cols);
+    std::vector<float> scale(rows * stride), sum(rows * stride);
+    std::vector<int32_t> qsum(2 * rows * stride);
+    QuantizedRows out;
+    quantize_rows(x.data(), rows, cols, q.data(), scale.data(), sum.data(), qsum.data(), out);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t b = 0; b < cols / 32; ++b) {
+        const float* xb = x.data() + r * cols + b * 32;
+        float amax = 0.0f;
+        bool finite = true;
+        for (int i = 0; i < 32; ++i) amax = std::fmax(amax, std::fabs(xb[i])), finite = finite && std::isfinite(xb[i]);
+        const std::string what = std::string(hwy::TargetName(target)) + " row " + std::to_string(r) + " block " +
+                                 std::to_string(b);
+        if (!finite) {
+          EXPECT_TRUE(std::isnan(scale[r * stride + b])) << what;
+          continue;
+        }
+        const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+        int halves[2] = {0, 0};
+        for (int i = 0; i < 32; ++i) {
+          const int expected = static_cast<int>(std::nearbyint(xb[i] * inv));  // the default mode: half to even
+          ASSERT_EQ(q[r * cols + b * 32 + i], expected) << what << " element " << i;
+          halves[i / 16] += expected;
+        }
+        EXPECT_EQ(scale[r * stride + b], amax / 127.0f) << what;
+        EXPECT_EQ(sum[r * stride + b], amax / 127.0f * static_cast<float>(halves[0] + halves[1])) << what;
+        EXPECT_EQ(qsum[r * 2 * stride + 2 * b], halves[0]) << what;
+        EXPECT_EQ(qsum[r * 2 * stride + 2 * b + 1], halves[1]) << what;
+      }
+  }
+}
+
 // The interleaved layouts (kernels/weight_format.h, Interleaving): `w` regrouped.
 QuantWeights interleaved(const QuantWeights& w) {
   const Interleaving* layout = interleaving(w.dtype);

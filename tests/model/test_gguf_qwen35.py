@@ -41,7 +41,7 @@ from test_gguf_models import (BIN, check_greedy_mtp_equals_plain, metadata_items
 TMP = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
 TYPES = ["q8_0", "q4_k_m"]
 # nextn rounds a quantized matmul's activations to int8 per 32 values (scale amax/127,
-# round to nearest: kernels/weight_formats.cc quantize_rows). Against the float64
+# round to nearest: kernels/quantize_rows.cc). Against the float64
 # reference that is a few percent through these layers (measured 0.13 q8_0, 0.07 q4_k_m),
 # so the reference applies the same rounding (Int8Activations): what is left is float32
 # against float64. An activation within float32's reach of a rounding boundary may go
