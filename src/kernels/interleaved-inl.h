@@ -70,7 +70,7 @@ using VI = __m256i;
 using VF = __m256;
 constexpr int kLanes = 8;
 constexpr int kMaxRows = 3;  // 16 registers: R int sums, R × 2 float accumulators, the chunk
-constexpr int tile_vecs(int rows) { return rows == 1 ? 4 : 2; }  // whole groups: 2 vectors each
+constexpr int tile_vecs(int) { return 2; }  // one group: 2 vectors
 HWY_INLINE VI load_i(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 HWY_INLINE VI set_i(int32_t v) { return _mm256_set1_epi32(v); }
 HWY_INLINE VI bytes_i(uint8_t v) { return _mm256_set1_epi8(static_cast<char>(v)); }
@@ -97,7 +97,7 @@ using VI = __m512i;
 using VF = __m512;
 constexpr int kLanes = 16;
 constexpr int kMaxRows = 8;
-constexpr int tile_vecs(int rows) { return rows <= 2 ? 2 : 1; }
+constexpr int tile_vecs(int) { return 1; }
 HWY_INLINE VI load_i(const uint8_t* p) { return _mm512_loadu_si512(p); }
 HWY_INLINE VI set_i(int32_t v) { return _mm512_set1_epi32(v); }
 HWY_INLINE VI bytes_i(uint8_t v) { return _mm512_set1_epi8(static_cast<char>(v)); }
@@ -217,7 +217,9 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
 #pragma GCC unroll 8
     for (int v = 0; v < NV; v += kVecsPerGroup)
       for (int line = 0; line < L::kBlockBytes; line += 64) hwy::Prefetch(block[v] + kPrefetchBytes<L> + line);
-#pragma GCC unroll 16
+    // One unit at a time: unrolled over units, the compiler hoisted the activation
+    // broadcasts of every unit and spilled them (hundreds of stack accesses per block).
+#pragma GCC unroll 1
     for (int u = 0; u < L::kUnits; ++u) {
       const int64_t col = b * L::kElems + u * L::kUnitElems;
       VI sum[R][NV];

@@ -19,7 +19,7 @@ enum class DType {
   kF32, kF16, kBF16,
   kQ8_0, kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ4_K, kQ5_K, kQ6_K,
   kMlx4G32, kMlx4G64, kMlx4G128, kMlx8G32, kMlx8G64, kMlx8G128,
-  kQ8_0x16, kQ4_Kx16, kQ6_Kx16,
+  kQ8_0x16, kQ4_0x16, kQ4_Kx16, kQ6_Kx16,
 };
 
 inline bool is_quantized(DType dtype) { return dtype > DType::kBF16; }
@@ -38,7 +38,7 @@ inline const DTypeInfo& dtype_info(DType dtype) {
       {"Q4_K", 256, 144, 12}, {"Q5_K", 256, 176, 13}, {"Q6_K", 256, 210, 14},
       {"MLX4_G32", 32, 24, -1}, {"MLX4_G64", 64, 40, -1}, {"MLX4_G128", 128, 72, -1},
       {"MLX8_G32", 32, 40, -1}, {"MLX8_G64", 64, 72, -1}, {"MLX8_G128", 128, 136, -1},
-      {"Q8_0x16", 32, 34, -1}, {"Q4_Kx16", 256, 148, -1}, {"Q6_Kx16", 256, 210, -1}};
+      {"Q8_0x16", 32, 34, -1}, {"Q4_0x16", 32, 18, -1}, {"Q4_Kx16", 256, 148, -1}, {"Q6_Kx16", 256, 210, -1}};
   return table[static_cast<int>(dtype)];
 }
 inline const char* dtype_name(DType dtype) { return dtype_info(dtype).name; }

@@ -244,7 +244,7 @@ QuantWeights interleaved(const QuantWeights& w) {
   return out;
 }
 
-const DType kInterleavedFiles[] = {DType::kQ8_0, DType::kQ4_K, DType::kQ6_K};
+const DType kInterleavedFiles[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
 
 TEST(Interleaving, EveryRowReadsBackAsTheFileRow) {
   std::mt19937 rng(12);
