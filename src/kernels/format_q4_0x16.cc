@@ -16,7 +16,7 @@
 namespace nextn {
 // The layout's bytes, read one value at a time (the scalar code, rows, repacking).
 struct Q4_0x16Bytes {
-  static constexpr int kElems = 32, kBlockBytes = 288, kUnits = 1, kUnitElems = 32, kOffset = 8;
+  static constexpr int kElems = 32, kBlockBytes = 288, kUnits = 1, kUnitElems = 32, kOffset = 8, kMaxValue = 15;
   static constexpr bool kHasMin = false;
   static constexpr int kQs = 32;  // bytes before the first vector: the scales
   static int at(int i, int o) { return kQs + 64 * (i / 4 % 4) + 4 * o + i % 4; }
@@ -27,6 +27,15 @@ struct Q4_0x16Bytes {
   }
   static float scale_at(const uint8_t* block, int, int o) { return load_f16(block + 2 * o); }
   static float min_at(const uint8_t*, int, int) { return 0.0f; }
+  // Row o from the file's block {fp16 d; qs[16]}: element j in the low nibble of byte j,
+  // element j + 16 in its high nibble.
+  static void put(uint8_t* block, int o, const uint8_t* in) {
+    std::memcpy(block + 2 * o, in, 2);
+    for (int i = 0; i < kElems; ++i) {
+      const int q = i < 16 ? in[2 + i] & 0xF : in[2 + i - 16] >> 4;
+      block[at(i, o)] |= static_cast<uint8_t>(high(i) ? q << 4 : q);
+    }
+  }
 };
 }  // namespace nextn
 #endif
@@ -57,44 +66,15 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace nextn {
 namespace {
-using L = Q4_0x16Bytes;
-
 HWY_EXPORT(MatmulQ4_0x16);
 void matmul_q4_0x16(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulQ4_0x16)(job, o_begin, o_end);
 }
-
-// As format_q4_0.cc's dequantizer: d·(q − 8).
-void dequantize_row_q4_0x16(const uint8_t* data, int64_t cols, int64_t row, float* out) {
-  const uint8_t* group = data + row / 16 * 16 * dtype_row_bytes(DType::kQ4_0x16, cols);
-  const int o = static_cast<int>(row % 16);
-  for (int64_t b = 0; b < cols / L::kElems; ++b) {
-    const uint8_t* block = group + b * L::kBlockBytes;
-    for (int i = 0; i < L::kElems; ++i)
-      out[L::kElems * b + i] = L::scale_at(block, 0, o) * static_cast<float>(L::value(block, 0, i, o) - L::kOffset);
-  }
-}
-
-void repack_q4_0x16(const uint8_t* src, int64_t rows, int64_t cols, uint8_t* dst) {
-  const size_t row_bytes = dtype_row_bytes(DType::kQ4_0, cols);
-  for (int64_t g = 0; g < rows / 16; ++g)
-    for (int64_t b = 0; b < cols / L::kElems; ++b) {
-      uint8_t* block = dst + g * 16 * dtype_row_bytes(DType::kQ4_0x16, cols) + b * L::kBlockBytes;
-      std::memset(block + L::kQs, 0, L::kBlockBytes - L::kQs);
-      for (int o = 0; o < 16; ++o) {
-        const uint8_t* in = src + (g * 16 + o) * row_bytes + b * 18;  // {fp16 d; qs[16]}: element j low, j + 16 high
-        std::memcpy(block + 2 * o, in, 2);
-        for (int i = 0; i < L::kElems; ++i) {
-          const int q = i < 16 ? in[2 + i] & 0xF : in[2 + i - 16] >> 4;
-          block[L::at(i, o)] |= static_cast<uint8_t>(L::high(i) ? q << 4 : q);
-        }
-      }
-    }
-}
 }  // namespace
 
 extern const WeightFormat kQ4_0x16Format = {DType::kQ4_0x16, nullptr, nullptr, matmul_q4_0x16, 16,
-                                            dequantize_row_q4_0x16};
-extern const Interleaving kQ4_0x16Interleaving = {DType::kQ4_0, DType::kQ4_0x16, repack_q4_0x16};
+                                            dequantize_interleaved_row<Q4_0x16Bytes, DType::kQ4_0x16>};
+extern const Interleaving kQ4_0x16Interleaving = {DType::kQ4_0, DType::kQ4_0x16,
+                                                 repack_interleaved<Q4_0x16Bytes, DType::kQ4_0, DType::kQ4_0x16>};
 }  // namespace nextn
 #endif  // HWY_ONCE

@@ -19,7 +19,7 @@
 namespace nextn {
 // The layout's bytes, read one value at a time (the scalar code, rows, repacking).
 struct Q4_Kx16Bytes {
-  static constexpr int kElems = 256, kBlockBytes = 2368, kUnits = 8, kUnitElems = 32, kOffset = 0;
+  static constexpr int kElems = 256, kBlockBytes = 2368, kUnits = 8, kUnitElems = 32, kOffset = 0, kMaxValue = 15;
   static constexpr bool kHasMin = true;
   static constexpr int kMin = 32, kSc = 64, kM = 192, kQs = 320;  // byte offsets in a block
   static int at(int u, int i, int o) { return kQs + 256 * u + 64 * (i / 4 % 4) + 4 * o + i % 4; }
@@ -33,6 +33,23 @@ struct Q4_Kx16Bytes {
   }
   static float min_at(const uint8_t* block, int u, int o) {
     return static_cast<float>(block[kM + 16 * u + o]) * -load_f16(block + kMin + 2 * o);
+  }
+  // Row o from the file's block {fp16 d, dmin; scales[12]; qs[128]}: sub-block u in the
+  // low (even u) or high nibbles of qs[32(u/2) ..].
+  static void put(uint8_t* block, int o, const uint8_t* in) {
+    std::memcpy(block + 2 * o, in, 2);
+    std::memcpy(block + kMin + 2 * o, in + 2, 2);
+    int sc[8], m[8];
+    unpack_scale_min_k4(in + 4, sc, m);
+    for (int u = 0; u < kUnits; ++u) {
+      block[kSc + 16 * u + o] = static_cast<uint8_t>(sc[u]);
+      block[kM + 16 * u + o] = static_cast<uint8_t>(m[u]);
+      for (int i = 0; i < kUnitElems; ++i) {
+        const uint8_t byte = in[16 + 32 * (u / 2) + i];
+        const int q = u % 2 ? byte >> 4 : byte & 0xF;
+        block[at(u, i, o)] |= static_cast<uint8_t>(high(i) ? q << 4 : q);
+      }
+    }
   }
 };
 }  // namespace nextn
@@ -68,56 +85,15 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace nextn {
 namespace {
-using L = Q4_Kx16Bytes;
-
 HWY_EXPORT(MatmulQ4_Kx16);
 void matmul_q4_kx16(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulQ4_Kx16)(job, o_begin, o_end);
 }
-
-// As format_q4_k.cc's dequantizer: d·sc·q − dmin·m, in that order.
-void dequantize_row_q4_kx16(const uint8_t* data, int64_t cols, int64_t row, float* out) {
-  const uint8_t* group = data + row / 16 * 16 * dtype_row_bytes(DType::kQ4_Kx16, cols);
-  const int o = static_cast<int>(row % 16);
-  for (int64_t b = 0; b < cols / L::kElems; ++b) {
-    const uint8_t* block = group + b * L::kBlockBytes;
-    const float d = load_f16(block + 2 * o), dmin = load_f16(block + L::kMin + 2 * o);
-    for (int u = 0; u < L::kUnits; ++u)
-      for (int i = 0; i < L::kUnitElems; ++i)
-        out[L::kElems * b + L::kUnitElems * u + i] =
-            d * static_cast<float>(block[L::kSc + 16 * u + o]) * static_cast<float>(L::value(block, u, i, o)) -
-            dmin * static_cast<float>(block[L::kM + 16 * u + o]);
-  }
-}
-
-void repack_q4_kx16(const uint8_t* src, int64_t rows, int64_t cols, uint8_t* dst) {
-  const size_t row_bytes = dtype_row_bytes(DType::kQ4_K, cols);
-  for (int64_t g = 0; g < rows / 16; ++g)
-    for (int64_t b = 0; b < cols / L::kElems; ++b) {
-      uint8_t* block = dst + g * 16 * dtype_row_bytes(DType::kQ4_Kx16, cols) + b * L::kBlockBytes;
-      std::memset(block + L::kQs, 0, L::kBlockBytes - L::kQs);
-      for (int o = 0; o < 16; ++o) {
-        const uint8_t* in = src + (g * 16 + o) * row_bytes + b * 144;  // {d, dmin, scales[12], qs[128]}
-        std::memcpy(block + 2 * o, in, 2);
-        std::memcpy(block + L::kMin + 2 * o, in + 2, 2);
-        int sc[8], m[8];
-        unpack_scale_min_k4(in + 4, sc, m);
-        for (int u = 0; u < L::kUnits; ++u) {
-          block[L::kSc + 16 * u + o] = static_cast<uint8_t>(sc[u]);
-          block[L::kM + 16 * u + o] = static_cast<uint8_t>(m[u]);
-          for (int i = 0; i < L::kUnitElems; ++i) {  // byte qs[32(u/2) + i]: low nibble for even u
-            const uint8_t byte = in[16 + 32 * (u / 2) + i];
-            const int q = u % 2 ? byte >> 4 : byte & 0xF;
-            block[L::at(u, i, o)] |= static_cast<uint8_t>(L::high(i) ? q << 4 : q);
-          }
-        }
-      }
-    }
-}
 }  // namespace
 
 extern const WeightFormat kQ4_Kx16Format = {DType::kQ4_Kx16, nullptr, nullptr, matmul_q4_kx16, 16,
-                                            dequantize_row_q4_kx16};
-extern const Interleaving kQ4_Kx16Interleaving = {DType::kQ4_K, DType::kQ4_Kx16, repack_q4_kx16};
+                                            dequantize_interleaved_row<Q4_Kx16Bytes, DType::kQ4_Kx16>};
+extern const Interleaving kQ4_Kx16Interleaving = {DType::kQ4_K, DType::kQ4_Kx16,
+                                                 repack_interleaved<Q4_Kx16Bytes, DType::kQ4_K, DType::kQ4_Kx16>};
 }  // namespace nextn
 #endif  // HWY_ONCE

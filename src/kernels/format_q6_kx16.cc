@@ -19,7 +19,7 @@
 namespace nextn {
 // The layout's bytes, read one value at a time (the scalar code, rows, repacking).
 struct Q6_Kx16Bytes {
-  static constexpr int kElems = 256, kBlockBytes = 3360, kUnits = 16, kUnitElems = 16, kOffset = 32;
+  static constexpr int kElems = 256, kBlockBytes = 3360, kUnits = 16, kUnitElems = 16, kOffset = 32, kMaxValue = 63;
   static constexpr bool kHasMin = false;
   static constexpr int kSc = 32, kQ = 288, kPairBytes = 384;  // byte offsets / sizes in a block
   // Chunk cc (0..7) of the 32 columns of units 2P, 2P+1: its nibble byte and its top-bits byte.
@@ -34,6 +34,24 @@ struct Q6_Kx16Bytes {
     return static_cast<float>(static_cast<int8_t>(block[kSc + 16 * u + o])) * load_f16(block + 2 * o);
   }
   static float min_at(const uint8_t*, int, int) { return 0.0f; }
+  // Row o from the file's block {ql[128]; qh[64]; int8 sc[16]; fp16 d}, element e =
+  // 128·half + 32·j + l read as the file's dequantizer reads it.
+  static void put(uint8_t* block, int o, const uint8_t* in) {
+    std::memcpy(block + 2 * o, in + 208, 2);
+    for (int u = 0; u < kUnits; ++u) block[kSc + 16 * u + o] = in[192 + u];
+    for (int half = 0; half < 2; ++half)
+      for (int j = 0; j < 4; ++j)
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t* ql = in + 64 * half;
+          const uint8_t* qh = in + 128 + 32 * half;
+          const int nib = j < 2 ? ql[l + 32 * (j % 2)] & 0xF : ql[l + 32 * (j % 2)] >> 4;
+          const int top = (qh[l] >> (2 * j)) & 3;
+          const int e = 128 * half + 32 * j + l, u = e / 16, i = e % 16;
+          const int cc = 4 * (u % 2) + i / 4, k = i % 4;
+          block[low_at(u, cc, o, k)] |= static_cast<uint8_t>(cc < 4 ? nib : nib << 4);
+          block[top_at(u, cc, o, k)] |= static_cast<uint8_t>(top << (2 * (cc % 4)));
+        }
+  }
 };
 }  // namespace nextn
 #endif
@@ -69,57 +87,15 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace nextn {
 namespace {
-using L = Q6_Kx16Bytes;
-
 HWY_EXPORT(MatmulQ6_Kx16);
 void matmul_q6_kx16(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
   HWY_DYNAMIC_DISPATCH(MatmulQ6_Kx16)(job, o_begin, o_end);
 }
-
-// As format_q6_k.cc's dequantizer: d·sc·(q − 32), in that order.
-void dequantize_row_q6_kx16(const uint8_t* data, int64_t cols, int64_t row, float* out) {
-  const uint8_t* group = data + row / 16 * 16 * dtype_row_bytes(DType::kQ6_Kx16, cols);
-  const int o = static_cast<int>(row % 16);
-  for (int64_t b = 0; b < cols / L::kElems; ++b) {
-    const uint8_t* block = group + b * L::kBlockBytes;
-    const float d = load_f16(block + 2 * o);
-    for (int u = 0; u < L::kUnits; ++u)
-      for (int i = 0; i < L::kUnitElems; ++i)
-        out[L::kElems * b + L::kUnitElems * u + i] = d *
-                                                      static_cast<float>(static_cast<int8_t>(block[L::kSc + 16 * u + o])) *
-                                                      static_cast<float>(L::value(block, u, i, o) - 32);
-  }
-}
-
-void repack_q6_kx16(const uint8_t* src, int64_t rows, int64_t cols, uint8_t* dst) {
-  const size_t row_bytes = dtype_row_bytes(DType::kQ6_K, cols);
-  for (int64_t g = 0; g < rows / 16; ++g)
-    for (int64_t b = 0; b < cols / L::kElems; ++b) {
-      uint8_t* block = dst + g * 16 * dtype_row_bytes(DType::kQ6_Kx16, cols) + b * L::kBlockBytes;
-      std::memset(block + L::kQ, 0, L::kBlockBytes - L::kQ);
-      for (int o = 0; o < 16; ++o) {
-        const uint8_t* in = src + (g * 16 + o) * row_bytes + b * 210;  // {ql[128], qh[64], sc[16], d}
-        std::memcpy(block + 2 * o, in + 208, 2);
-        for (int u = 0; u < L::kUnits; ++u) block[L::kSc + 16 * u + o] = in[192 + u];
-        for (int half = 0; half < 2; ++half)  // element e = 128·half + 32·j + l, as the file's dequantizer
-          for (int j = 0; j < 4; ++j)
-            for (int l = 0; l < 32; ++l) {
-              const uint8_t* ql = in + 64 * half;
-              const uint8_t* qh = in + 128 + 32 * half;
-              const int nib = j < 2 ? ql[l + 32 * (j % 2)] & 0xF : ql[l + 32 * (j % 2)] >> 4;
-              const int top = (qh[l] >> (2 * j)) & 3;
-              const int e = 128 * half + 32 * j + l, u = e / 16, i = e % 16;
-              const int cc = 4 * (u % 2) + i / 4, k = i % 4;
-              block[L::low_at(u, cc, o, k)] |= static_cast<uint8_t>(cc < 4 ? nib : nib << 4);
-              block[L::top_at(u, cc, o, k)] |= static_cast<uint8_t>(top << (2 * (cc % 4)));
-            }
-      }
-    }
-}
 }  // namespace
 
 extern const WeightFormat kQ6_Kx16Format = {DType::kQ6_Kx16, nullptr, nullptr, matmul_q6_kx16, 16,
-                                            dequantize_row_q6_kx16};
-extern const Interleaving kQ6_Kx16Interleaving = {DType::kQ6_K, DType::kQ6_Kx16, repack_q6_kx16};
+                                            dequantize_interleaved_row<Q6_Kx16Bytes, DType::kQ6_Kx16>};
+extern const Interleaving kQ6_Kx16Interleaving = {DType::kQ6_K, DType::kQ6_Kx16,
+                                                 repack_interleaved<Q6_Kx16Bytes, DType::kQ6_K, DType::kQ6_Kx16>};
 }  // namespace nextn
 #endif  // HWY_ONCE

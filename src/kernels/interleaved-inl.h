@@ -1,5 +1,5 @@
 // kernels/interleaved-inl.h — the matmul shared by the interleaved layouts (Q8_0x16,
-// Q4_Kx16, Q6_Kx16), compiled once per SIMD target (include it after hwy/highway.h from a
+// Q4_0x16, Q4_Kx16, Q6_Kx16), compiled once per SIMD target (include it after hwy/highway.h from a
 // layout file).
 //
 // A layout stores 16 weight rows together (a group): in each block of kElems columns, the
@@ -19,6 +19,7 @@
 //     of 32 holds one or two units);
 //   kOffset: the unit's chunk bytes are value + kOffset (Q8_0 stores q + 128, Q6_K its q of
 //     0..63 for q − 32), taken back off through the integer sum's start, −kOffset·Σq;
+//   kMaxValue: the largest stored byte (how many chunks int16 sums can hold, without VNNI);
 //   kHasMin;
 //   chunk(block, u, c, lane0): chunk c of unit u, the lanes of rows lane0.. (unpacked bytes);
 //   unit_scale(block, u, lane0) and, with kHasMin, unit_min(block, u, lane0): per-row
@@ -32,6 +33,48 @@
 // from vpmaddubsw + vpmaddwd: unsigned values below 128 go in as they are; Q8_0's bytes,
 // which would overflow vpmaddubsw's pairs, go in as |q| with q's sign moved onto the
 // activation.
+#ifndef NEXTN_KERNELS_INTERLEAVED_ROWS_H_  // once, not per target: rows and repacking
+#define NEXTN_KERNELS_INTERLEAVED_ROWS_H_
+#include <cstring>
+
+#include "kernels/weight_format.h"
+
+namespace nextn {
+
+// Row `row` of an interleaved matrix through its layout's bytes B: scale·(value − offset)
+// (+ min), which is each file format's own dequantizer, rounding for rounding.
+template <class B, DType kLayout>
+void dequantize_interleaved_row(const uint8_t* data, int64_t cols, int64_t row, float* out) {
+  const uint8_t* group = data + row / 16 * 16 * dtype_row_bytes(kLayout, cols);
+  const int o = static_cast<int>(row % 16);
+  for (int64_t b = 0; b < cols / B::kElems; ++b) {
+    const uint8_t* block = group + b * B::kBlockBytes;
+    for (int u = 0; u < B::kUnits; ++u)
+      for (int i = 0; i < B::kUnitElems; ++i) {
+        float x = B::scale_at(block, u, o) * static_cast<float>(B::value(block, u, i, o) - B::kOffset);
+        if constexpr (B::kHasMin) x += B::min_at(block, u, o);
+        out[B::kElems * b + B::kUnitElems * u + i] = x;
+      }
+  }
+}
+
+// rows × cols of kFile blocks (rows a multiple of 16) rewritten as kLayout: B::put writes
+// row o of a group's block from the file's block.
+template <class B, DType kFile, DType kLayout>
+void repack_interleaved(const uint8_t* src, int64_t rows, int64_t cols, uint8_t* dst) {
+  const size_t file_row = dtype_row_bytes(kFile, cols), layout_row = dtype_row_bytes(kLayout, cols);
+  const int file_block = dtype_info(kFile).block_bytes;
+  for (int64_t g = 0; g < rows / 16; ++g)
+    for (int64_t b = 0; b < cols / B::kElems; ++b) {
+      uint8_t* block = dst + g * 16 * layout_row + b * B::kBlockBytes;
+      std::memset(block, 0, B::kBlockBytes);
+      for (int o = 0; o < 16; ++o) B::put(block, o, src + (g * 16 + o) * file_row + b * file_block);
+    }
+}
+
+}  // namespace nextn
+#endif  // NEXTN_KERNELS_INTERLEAVED_ROWS_H_
+
 #if defined(NEXTN_KERNELS_INTERLEAVED_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef NEXTN_KERNELS_INTERLEAVED_INL_H_
 #undef NEXTN_KERNELS_INTERLEAVED_INL_H_
@@ -169,21 +212,37 @@ HWY_INLINE VI start(const QuantizedRows& x, int64_t row, int64_t first_col) {
   return set_i(-L::kOffset * sum);
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
 // sum + Σ over each lane's 4 columns of w·x (x: the same 4 activations in every lane).
 template <class L>
 HWY_INLINE NEXTN_INTERLEAVED_ATTR VI dot(VI sum, const Chunk& c, VI x) {
-#if HWY_TARGET == HWY_AVX3_DL
   return _mm512_dpbusd_epi32(sum, c.w, x);
-#elif HWY_TARGET == HWY_AVX3
+}
+#else
+// Without VNNI: the int16 pair sums of a chunk (vpmaddubsw), several chunks added in int16
+// before one vpmaddwd widens them, as many as cannot overflow: 2·127·max value per pair
+// and chunk (Q4: 8 chunks, Q6_K: 2; Q8_0's |q| up to 128: 1).
+template <class L>
+constexpr int kInt16Chunks = kSignedDot<L> ? 1 : 32767 / (2 * 127 * L::kMaxValue);
+
+template <class L>
+HWY_INLINE VI pair_sums(const Chunk& c, VI x) {
+#if HWY_TARGET == HWY_AVX3
   if constexpr (kSignedDot<L>) x = _mm512_mask_sub_epi8(x, c.negative, _mm512_setzero_si512(), x);
-  const VI w = kSignedDot<L> ? c.mag : c.w;
-  return _mm512_add_epi32(sum, _mm512_madd_epi16(_mm512_maddubs_epi16(w, x), _mm512_set1_epi16(1)));
+  return _mm512_maddubs_epi16(kSignedDot<L> ? c.mag : c.w, x);
 #else
   if constexpr (kSignedDot<L>) x = _mm256_sign_epi8(x, c.w);
-  const VI w = kSignedDot<L> ? c.mag : c.w;
-  return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+  return _mm256_maddubs_epi16(kSignedDot<L> ? c.mag : c.w, x);
 #endif
 }
+#if HWY_TARGET == HWY_AVX3
+HWY_INLINE VI add16(VI a, VI b) { return _mm512_add_epi16(a, b); }
+HWY_INLINE VI widen_add(VI sum, VI pairs) { return _mm512_add_epi32(sum, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1))); }
+#else
+HWY_INLINE VI add16(VI a, VI b) { return _mm256_add_epi16(a, b); }
+HWY_INLINE VI widen_add(VI sum, VI pairs) { return _mm256_add_epi32(sum, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))); }
+#endif
+#endif
 
 // How far ahead of a tile's block its rows are prefetched: whole blocks, about 4 KiB.
 template <class L>
@@ -229,8 +288,12 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
 #pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) sum[r][v] = first;
       }
+#if HWY_TARGET != HWY_AVX3_DL
+      VI pairs[R][NV];  // int16 sums of up to kInt16Chunks chunks
+#endif
+      constexpr int kChunks = L::kUnitElems / 4;
 #pragma GCC unroll 8
-      for (int c = 0; c < L::kUnitElems / 4; ++c) {
+      for (int c = 0; c < kChunks; ++c) {
         Chunk w[NV];
 #pragma GCC unroll 8
         for (int v = 0; v < NV; ++v) w[v] = prepare<L>(L::chunk(block[v], u, c, lane0(v)));
@@ -238,7 +301,15 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
         for (int r = 0; r < R; ++r) {
           const VI xc = broadcast4(x.q + (r0 + r) * job.cols + col + 4 * c);
 #pragma GCC unroll 8
-          for (int v = 0; v < NV; ++v) sum[r][v] = dot<L>(sum[r][v], w[v], xc);
+          for (int v = 0; v < NV; ++v) {
+#if HWY_TARGET == HWY_AVX3_DL
+            sum[r][v] = dot<L>(sum[r][v], w[v], xc);
+#else
+            const VI p = pair_sums<L>(w[v], xc);
+            pairs[r][v] = c % kInt16Chunks<L> == 0 ? p : add16(pairs[r][v], p);
+            if (c % kInt16Chunks<L> == kInt16Chunks<L> - 1 || c == kChunks - 1) sum[r][v] = widen_add(sum[r][v], pairs[r][v]);
+#endif
+          }
         }
       }
 #pragma GCC unroll 8

@@ -155,36 +155,56 @@ TEST(QuantMatmul, QuantizedWeightsOfRealValuesMatchReference) {
   ThreadPool::set_global_threads(0);
 }
 
+// The interleaved layouts (kernels/weight_format.h, Interleaving): `w` regrouped.
+QuantWeights interleaved(const QuantWeights& w) {
+  const Interleaving* layout = interleaving(w.dtype);
+  QuantWeights out{layout->layout, w.rows, w.cols, std::vector<uint8_t>(dtype_row_bytes(layout->layout, w.cols) * w.rows),
+                   w.values};
+  layout->repack(w.bytes.data(), w.rows, w.cols, out.bytes.data());
+  return out;
+}
+
+const DType kInterleavedFiles[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
+
 // Greedy speculative decoding equals plain decoding only if a verify row computes
 // exactly what the same row computes alone: check every batch size, offset, thread
-// count and target.
+// count and target, and single-threaded output ranges (as model/routed_mlp.cc calls them).
+void expect_rows_independent(const QuantWeights& w, std::mt19937& rng, const std::string& where) {
+  const int64_t n_rows = 40;
+  std::vector<float> x = random_vector(n_rows * w.cols, rng);
+  std::vector<float> bias = random_vector(w.rows, rng);
+  const std::string what = where + " " + dtype_name(w.dtype);
+  for (int threads : {1, 2, 3}) {
+    ThreadPool::set_global_threads(threads);
+    std::vector<float> batched(n_rows * w.rows);
+    matmul(w.matrix(), x.data(), n_rows, batched.data(), bias.data());
+    for (int64_t k = 1; k <= 9; ++k) {
+      std::vector<float> part(k * w.rows);
+      matmul(w.matrix(), x.data() + 11 * w.cols, k, part.data(), bias.data());
+      ASSERT_EQ(0, std::memcmp(part.data(), batched.data() + 11 * w.rows, part.size() * sizeof(float)))
+          << what << " k=" << k << " threads=" << threads;
+    }
+    std::vector<float> single(w.rows);
+    for (int64_t r : {0, 1, 20, 39}) {
+      matmul(w.matrix(), x.data() + r * w.cols, 1, single.data(), bias.data());
+      ASSERT_EQ(0, std::memcmp(single.data(), batched.data() + r * w.rows, single.size() * sizeof(float)))
+          << what << " row " << r << " threads=" << threads;
+    }
+    std::vector<float> whole(3 * w.rows), ranged(3 * w.rows);
+    matmul(w.matrix(), x.data() + 5 * w.cols, 3, whole.data());
+    for (int64_t o = 0; o < w.rows; o += 32)
+      matmul_outputs(w.matrix(), x.data() + 5 * w.cols, 3, ranged.data(), o, std::min(w.rows, o + 32));
+    ASSERT_EQ(0, std::memcmp(whole.data(), ranged.data(), whole.size() * sizeof(float))) << what << " ranges";
+  }
+}
+
 TEST_F(QuantMatmulTargets, RowsAreBitwiseIndependentOfBatchAndThreads) {
   std::mt19937 rng(8);
   for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
     hwy::SetSupportedTargetsForTest(target);
-    for (DType dtype : kQuantTypes) {
-      QuantWeights w = random_blocks(dtype, 203, 1024, rng);
-      const int64_t n_rows = 40;
-      std::vector<float> x = random_vector(n_rows * w.cols, rng);
-      std::vector<float> bias = random_vector(w.rows, rng);
-      for (int threads : {1, 2, 3}) {
-        ThreadPool::set_global_threads(threads);
-        std::vector<float> batched(n_rows * w.rows);
-        matmul(w.matrix(), x.data(), n_rows, batched.data(), bias.data());
-        for (int64_t k = 1; k <= 9; ++k) {
-          std::vector<float> part(k * w.rows);
-          matmul(w.matrix(), x.data() + 11 * w.cols, k, part.data(), bias.data());
-          ASSERT_EQ(0, std::memcmp(part.data(), batched.data() + 11 * w.rows, part.size() * sizeof(float)))
-              << hwy::TargetName(target) << " " << dtype_name(dtype) << " k=" << k << " threads=" << threads;
-        }
-        std::vector<float> single(w.rows);
-        for (int64_t r : {0, 1, 20, 39}) {
-          matmul(w.matrix(), x.data() + r * w.cols, 1, single.data(), bias.data());
-          ASSERT_EQ(0, std::memcmp(single.data(), batched.data() + r * w.rows, single.size() * sizeof(float)))
-              << hwy::TargetName(target) << " " << dtype_name(dtype) << " row " << r << " threads=" << threads;
-        }
-      }
-    }
+    for (DType dtype : kQuantTypes) expect_rows_independent(random_blocks(dtype, 203, 1024, rng), rng, hwy::TargetName(target));
+    for (DType file : kInterleavedFiles)
+      expect_rows_independent(interleaved(random_blocks(file, 208, 1024, rng)), rng, hwy::TargetName(target));
   }
   ThreadPool::set_global_threads(0);
 }
@@ -235,17 +255,6 @@ TEST_F(QuantMatmulTargets, ActivationRowsFollowTheRoundingRuleOnEveryTarget) {
   }
 }
 
-// The interleaved layouts (kernels/weight_format.h, Interleaving): `w` regrouped.
-QuantWeights interleaved(const QuantWeights& w) {
-  const Interleaving* layout = interleaving(w.dtype);
-  QuantWeights out{layout->layout, w.rows, w.cols, std::vector<uint8_t>(dtype_row_bytes(layout->layout, w.cols) * w.rows),
-                   w.values};
-  layout->repack(w.bytes.data(), w.rows, w.cols, out.bytes.data());
-  return out;
-}
-
-const DType kInterleavedFiles[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K};
-
 TEST(Interleaving, EveryRowReadsBackAsTheFileRow) {
   std::mt19937 rng(12);
   for (DType file : kInterleavedFiles) {
@@ -285,39 +294,6 @@ TEST_F(QuantMatmulTargets, InterleavedLayoutsMatchReferenceOnEveryTarget) {
           }
         }
       }
-}
-
-TEST_F(QuantMatmulTargets, InterleavedRowsAreBitwiseIndependentOfBatchAndThreads) {
-  std::mt19937 rng(9);
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    for (DType file : kInterleavedFiles) {
-      const QuantWeights w = interleaved(random_blocks(file, 208, 1024, rng));
-      const int64_t n_rows = 40;
-      std::vector<float> x = random_vector(n_rows * w.cols, rng);
-      std::vector<float> bias = random_vector(w.rows, rng);
-      for (int threads : {1, 2, 3}) {
-        ThreadPool::set_global_threads(threads);
-        std::vector<float> batched(n_rows * w.rows);
-        matmul(w.matrix(), x.data(), n_rows, batched.data(), bias.data());
-        for (int64_t k = 1; k <= 9; ++k) {
-          std::vector<float> part(k * w.rows);
-          matmul(w.matrix(), x.data() + 11 * w.cols, k, part.data(), bias.data());
-          ASSERT_EQ(0, std::memcmp(part.data(), batched.data() + 11 * w.rows, part.size() * sizeof(float)))
-              << hwy::TargetName(target) << " " << dtype_name(w.dtype) << " k=" << k << " threads=" << threads;
-        }
-        // Single-threaded ranges of whole groups (as model/routed_mlp.cc calls them) = the
-        // pool's split of the same rows.
-        std::vector<float> whole(3 * w.rows), ranged(3 * w.rows);
-        matmul(w.matrix(), x.data() + 5 * w.cols, 3, whole.data());
-        for (int64_t o = 0; o < w.rows; o += 32)
-          matmul_outputs(w.matrix(), x.data() + 5 * w.cols, 3, ranged.data(), o, std::min(w.rows, o + 32));
-        ASSERT_EQ(0, std::memcmp(whole.data(), ranged.data(), whole.size() * sizeof(float)))
-            << hwy::TargetName(target) << " " << dtype_name(w.dtype) << " threads=" << threads;
-      }
-    }
-  }
-  ThreadPool::set_global_threads(0);
 }
 
 TEST(Interleaving, RangesThatCutAGroupAreRefused) {
