@@ -16,7 +16,7 @@
 // Interleaved layouts (an Interleaving: Q8_0 → Q8_0x16) regroup a file format's rows at
 // load so that one vector holds the same few columns of many rows: the integer dot then
 // fills a lane per output row, with no per-row reduction, and small batches cost little
-// more than one row. Their rows are not contiguous: read one with dequantize_row.
+// more than one row. Their rows are not contiguous: read one with matrix_row (kernels.h).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include "io/checkpoint.h"
 #include "kernels/weight_format.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace nextn {
 
@@ -74,7 +75,16 @@ WeightMatrix WeightStore::bind(const TensorView& t, int64_t rows, int64_t cols, 
     m.dtype = layout->layout;
     const size_t bytes = static_cast<size_t>(rows) * dtype_row_bytes(m.dtype, cols);
     void* p = allocate(bytes);
-    layout->repack(static_cast<const uint8_t*>(t.data), rows, cols, static_cast<uint8_t*>(p));
+    // Groups of 16 rows are independent: repack them over the pool (a few seconds a
+    // gigabyte on one core).
+    const size_t file_row = dtype_row_bytes(t.dtype, cols), layout_row = dtype_row_bytes(m.dtype, cols);
+    parallel_for(
+        static_cast<size_t>(rows / 16),
+        [&](size_t begin, size_t end, int) {
+          layout->repack(static_cast<const uint8_t*>(t.data) + begin * 16 * file_row, int64_t(end - begin) * 16, cols,
+                         static_cast<uint8_t*>(p) + begin * 16 * layout_row);
+        },
+        64);
     m.data = p;
     matrix_bytes_ += bytes;
     return m;
