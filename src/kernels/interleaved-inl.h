@@ -103,7 +103,6 @@ namespace nextn {
 namespace HWY_NAMESPACE {
 
 constexpr int kGroupRows = 16;   // rows per group
-constexpr int kChunkBytes = 64;  // 4 columns of 16 rows
 
 #undef NEXTN_INTERLEAVED_SIMD
 #if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
