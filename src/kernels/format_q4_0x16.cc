@@ -16,7 +16,7 @@
 namespace nextn {
 // The layout's bytes, read one value at a time (the scalar code, rows, repacking).
 struct Q4_0x16Bytes {
-  static constexpr int kElems = 32, kBlockBytes = 288, kUnits = 1, kUnitElems = 32, kOffset = 8, kMaxValue = 15;
+  static constexpr int kElems = 32, kBlockBytes = 288, kUnits = 1, kUnitElems = 32, kOffset = 8, kMaxValue = 15, kStep = 1;
   static constexpr bool kHasMin = false;
   static constexpr int kQs = 32;  // bytes before the first vector: the scales
   static int at(int i, int o) { return kQs + 64 * (i / 4 % 4) + 4 * o + i % 4; }

@@ -19,7 +19,7 @@
 namespace nextn {
 // The layout's bytes, read one value at a time (the scalar code, rows, repacking).
 struct Q4_Kx16Bytes {
-  static constexpr int kElems = 256, kBlockBytes = 2368, kUnits = 8, kUnitElems = 32, kOffset = 0, kMaxValue = 15;
+  static constexpr int kElems = 256, kBlockBytes = 2368, kUnits = 8, kUnitElems = 32, kOffset = 0, kMaxValue = 15, kStep = 1;
   static constexpr bool kHasMin = true;
   static constexpr int kMin = 32, kSc = 64, kM = 192, kQs = 320;  // byte offsets in a block
   static int at(int u, int i, int o) { return kQs + 256 * u + 64 * (i / 4 % 4) + 4 * o + i % 4; }

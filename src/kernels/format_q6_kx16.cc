@@ -19,7 +19,7 @@
 namespace nextn {
 // The layout's bytes, read one value at a time (the scalar code, rows, repacking).
 struct Q6_Kx16Bytes {
-  static constexpr int kElems = 256, kBlockBytes = 3360, kUnits = 16, kUnitElems = 16, kOffset = 32, kMaxValue = 63;
+  static constexpr int kElems = 256, kBlockBytes = 3360, kUnits = 16, kUnitElems = 16, kOffset = 32, kMaxValue = 63, kStep = 2;
   static constexpr bool kHasMin = false;
   static constexpr int kSc = 32, kQ = 288, kPairBytes = 384;  // byte offsets / sizes in a block
   // Chunk cc (0..7) of the 32 columns of units 2P, 2P+1: its nibble byte and its top-bits byte.

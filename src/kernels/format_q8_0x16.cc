@@ -16,7 +16,7 @@
 namespace nextn {
 // The layout's bytes, read one value at a time (the scalar code, rows, repacking).
 struct Q8_0x16Bytes {
-  static constexpr int kElems = 32, kBlockBytes = 544, kUnits = 1, kUnitElems = 32, kOffset = 128, kMaxValue = 255;
+  static constexpr int kElems = 32, kBlockBytes = 544, kUnits = 1, kUnitElems = 32, kOffset = 128, kMaxValue = 255, kStep = 1;
   static constexpr bool kHasMin = false;
   static constexpr int kChunks = 32;  // bytes before the first chunk: the scales
   static int at(int i, int o) { return kChunks + 64 * (i / 4) + 4 * o + i % 4; }

@@ -21,6 +21,8 @@
 //     0..63 for q − 32), taken back off through the integer sum's start, −kOffset·Σq;
 //   kMaxValue: the largest stored byte (how many chunks int16 sums can hold, without VNNI);
 //   kHasMin;
+//   kStep: units whose bytes are addressed together (Q6_K: 2, the nibbles of a pair), run in
+//     one pass of the unit loop so that their offsets are constants;
 //   chunk(block, u, c, lane0): chunk c of unit u, the lanes of rows lane0.. (unpacked bytes);
 //   unit_scale(block, u, lane0) and, with kHasMin, unit_min(block, u, lane0): per-row
 //     floats of the unit;
@@ -202,11 +204,11 @@ HWY_INLINE NEXTN_INTERLEAVED_ATTR Chunk prepare(VI bytes) {
   return c;
 }
 
-// The unit's integer sum before its chunks: −kOffset·Σq (none where kSignedDot takes q).
+// The unit's integer sum before its chunks, from the row's Σq per 16 columns at `halves`
+// (the unit's first): −kOffset·Σq (none where kSignedDot takes q).
 template <class L>
-HWY_INLINE VI start(const QuantizedRows& x, int64_t row, int64_t first_col) {
+HWY_INLINE VI start(const int32_t* halves) {
   if constexpr (kSignedDot<L> || L::kOffset == 0) return set_i(0);
-  const int32_t* halves = x.qsum + row * 2 * x.stride + first_col / 16;
   const int32_t sum = L::kUnitElems == 16 ? halves[0] : halves[0] + halves[1];
   return set_i(-L::kOffset * sum);
 }
@@ -251,78 +253,109 @@ constexpr int kPrefetchBytes = std::max(1, 4096 / L::kBlockBytes) * L::kBlockByt
 constexpr int lane0(int v) { return (v % kVecsPerGroup) * kLanes; }
 
 // R activation rows × NV vectors of outputs (NV / kVecsPerGroup whole groups) from (r0, o0).
+// Every address inside a block is a constant offset from a pointer advanced once per
+// block (the unit loop runs kStep units a pass with their offsets known at compile time):
+// with offsets computed per unit, the scalar arithmetic outnumbered the vector work.
 template <class L, int R, int NV>
 HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0) {
   const QuantizedRows& x = job.x;
   const int64_t blocks = job.cols / L::kElems;
   const size_t group_bytes = kGroupRows * job.w_row_bytes;
-  const uint8_t* base[NV];
+  const uint8_t* block[NV];
 #pragma GCC unroll 8
-  for (int v = 0; v < NV; ++v) base[v] = job.w + (o0 / kGroupRows + v / kVecsPerGroup) * group_bytes;
+  for (int v = 0; v < NV; ++v) block[v] = job.w + (o0 / kGroupRows + v / kVecsPerGroup) * group_bytes;
+  // Each row's int8 values, scales and sums (per 32 columns) and Σq (per 16), at the block.
+  const int8_t* xq[R];
+  const float* xs[R];
+  const float* xm[R];
+  const int32_t* xh[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    xq[r] = x.q + (r0 + r) * job.cols;
+    xs[r] = x.scale + (r0 + r) * x.stride;
+    xm[r] = x.sum + (r0 + r) * x.stride;
+    xh[r] = x.qsum + (r0 + r) * 2 * x.stride;
+  }
   VF acc[R][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[r][v] = zero_f();
 
-  // Each activation chunk is broadcast once for all NV vectors of the tile (AVX2: a group's
-  // two halves), and each weight chunk is prepared once for all R rows.
+  constexpr int kSteps = L::kUnits / L::kStep;
+  constexpr int kLinesPerStep = (L::kBlockBytes + 64 * kSteps - 1) / (64 * kSteps);
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* block[NV];
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) block[v] = base[v] + b * L::kBlockBytes;
-    // The hardware prefetcher alone left decode waiting at each block's first load.
-#pragma GCC unroll 8
-    for (int v = 0; v < NV; v += kVecsPerGroup)
-      for (int line = 0; line < L::kBlockBytes; line += 64) hwy::Prefetch(block[v] + kPrefetchBytes<L> + line);
-    // One unit at a time: unrolled over units, the compiler hoisted the activation
-    // broadcasts of every unit and spilled them (hundreds of stack accesses per block).
+    // One pass of kStep units at a time: unrolled over every unit, the compiler hoisted the
+    // activation broadcasts of all of them and spilled them.
 #pragma GCC unroll 1
-    for (int u = 0; u < L::kUnits; ++u) {
-      const int64_t col = b * L::kElems + u * L::kUnitElems;
-      VI sum[R][NV];
+    for (int s = 0; s < kSteps; ++s) {
+      // The hardware prefetcher alone left decode waiting at each block's first load; each
+      // pass prefetches its share of a block about 4 KiB ahead.
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const VI first = start<L>(x, r0 + r, col);
+      for (int v = 0; v < NV; v += kVecsPerGroup)
 #pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) sum[r][v] = first;
-      }
-#if HWY_TARGET != HWY_AVX3_DL
-      VI pairs[R][NV];  // int16 sums of up to kInt16Chunks chunks
-#endif
-      constexpr int kChunks = L::kUnitElems / 4;
-#pragma GCC unroll 8
-      for (int c = 0; c < kChunks; ++c) {
-        Chunk w[NV];
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) w[v] = prepare<L>(L::chunk(block[v], u, c, lane0(v)));
+        for (int line = 0; line < kLinesPerStep; ++line)
+          hwy::Prefetch(block[v] + kPrefetchBytes<L> + (s * kLinesPerStep + line) * 64);
+#pragma GCC unroll 4
+      for (int j = 0; j < L::kStep; ++j) {
+        const int u = s * L::kStep + j;
+        const int e = u * L::kUnitElems;  // the unit's first column in the block
+        VI sum[R][NV];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          const VI xc = broadcast4(x.q + (r0 + r) * job.cols + col + 4 * c);
+          const VI first = start<L>(xh[r] + e / 16);
 #pragma GCC unroll 8
-          for (int v = 0; v < NV; ++v) {
-#if HWY_TARGET == HWY_AVX3_DL
-            sum[r][v] = dot<L>(sum[r][v], w[v], xc);
-#else
-            const VI p = pair_sums<L>(w[v], xc);
-            pairs[r][v] = c % kInt16Chunks<L> == 0 ? p : add16(pairs[r][v], p);
-            if (c % kInt16Chunks<L> == kInt16Chunks<L> - 1 || c == kChunks - 1) sum[r][v] = widen_add(sum[r][v], pairs[r][v]);
+          for (int v = 0; v < NV; ++v) sum[r][v] = first;
+        }
+#if HWY_TARGET != HWY_AVX3_DL
+        VI pairs[R][NV];  // int16 sums of up to kInt16Chunks chunks
 #endif
+        // Each activation chunk is broadcast once for all NV vectors of the tile (AVX2: a
+        // group's two halves), and each weight chunk is prepared once for all R rows.
+        constexpr int kChunks = L::kUnitElems / 4;
+#pragma GCC unroll 8
+        for (int c = 0; c < kChunks; ++c) {
+          Chunk w[NV];
+#pragma GCC unroll 8
+          for (int v = 0; v < NV; ++v) w[v] = prepare<L>(L::chunk(block[v], u, c, lane0(v)));
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            const VI xc = broadcast4(xq[r] + e + 4 * c);
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; ++v) {
+#if HWY_TARGET == HWY_AVX3_DL
+              sum[r][v] = dot<L>(sum[r][v], w[v], xc);
+#else
+              const VI p = pair_sums<L>(w[v], xc);
+              pairs[r][v] = c % kInt16Chunks<L> == 0 ? p : add16(pairs[r][v], p);
+              if (c % kInt16Chunks<L> == kInt16Chunks<L> - 1 || c == kChunks - 1)
+                sum[r][v] = widen_add(sum[r][v], pairs[r][v]);
+#endif
+            }
+          }
+        }
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) {
+          const VF scale = L::unit_scale(block[v], u, lane0(v));
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r)
+            acc[r][v] = fma_f(mul_f(int_to_f(sum[r][v]), set_f(xs[r][e / 32])), scale, acc[r][v]);
+          if constexpr (L::kHasMin) {
+            const VF min = L::unit_min(block[v], u, lane0(v));
+#pragma GCC unroll 8
+            for (int r = 0; r < R; ++r) acc[r][v] = fma_f(min, set_f(xm[r][e / 32]), acc[r][v]);
           }
         }
       }
+    }
 #pragma GCC unroll 8
-      for (int v = 0; v < NV; ++v) {
-        const VF scale = L::unit_scale(block[v], u, lane0(v));
+    for (int v = 0; v < NV; ++v) block[v] += L::kBlockBytes;
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
-          acc[r][v] = fma_f(mul_f(int_to_f(sum[r][v]), set_f(x.scale[(r0 + r) * x.stride + col / 32])), scale, acc[r][v]);
-        if constexpr (L::kHasMin) {
-          const VF min = L::unit_min(block[v], u, lane0(v));
-#pragma GCC unroll 8
-          for (int r = 0; r < R; ++r) acc[r][v] = fma_f(min, set_f(x.sum[(r0 + r) * x.stride + col / 32]), acc[r][v]);
-        }
-      }
+    for (int r = 0; r < R; ++r) {
+      xq[r] += L::kElems;
+      xs[r] += L::kElems / 32;
+      xm[r] += L::kElems / 32;
+      xh[r] += L::kElems / 16;
     }
   }
 
