@@ -17,7 +17,8 @@ struct BlockScratch;
 
 // The rows of one sequence inside a block call: rows [row0, row0 + n) of the batch at
 // positions [pos, pos + n) of `state` (pos == state->length()). With `snapshots` a
-// recurrent layer keeps its state after every row (a speculative verify).
+// recurrent layer logs every row and keeps its start plane (a speculative verify), so
+// the state can return to any of the rows (state/recurrent_state.h).
 struct StateSegment {
   SequenceState* state = nullptr;
   int row0 = 0;

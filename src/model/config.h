@@ -56,6 +56,11 @@ struct DeltaNetSpec {
   // floats of one recurrent state: S [Hv, dk, dv] and the conv window [K - 1, conv channels]
   size_t state_floats() const { return size_t(value_heads) * key_dim * value_dim; }
   size_t conv_floats() const { return size_t(conv_kernel - 1) * conv_channels(); }
+  // floats of one logged row (state/recurrent_state.h), what re-applying it takes:
+  // k̂ [Hk·dk], v [Hv·dv], β [Hv], α = e^g [Hv], and the pre-conv q|k|v [conv channels]
+  size_t record_floats() const {
+    return size_t(key_heads) * key_dim + size_t(value_heads) * value_dim + 2 * size_t(value_heads) + conv_channels();
+  }
 };
 
 // How a routed MLP turns router logits into expert scores.

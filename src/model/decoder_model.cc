@@ -92,6 +92,7 @@ LayerStateSpec layer_state_spec(const LayerSpec& layer) {
   if (layer.mixer == MixerKind::kGatedDeltaNet) {
     s.kind = LayerStateSpec::Kind::kRecurrent;
     s.recurrent_floats = layer.delta_net.state_floats() + layer.delta_net.conv_floats();
+    s.recurrent_record_floats = layer.delta_net.record_floats();
     return s;
   }
   const AttentionSpec& a = layer.attention;

@@ -19,28 +19,38 @@ void DeltaRuleStep(const float* s_in, float* s_out, const float* q, const float*
   const hn::ScalableTag<float> df;
   const int lanes = static_cast<int>(hn::Lanes(df));
   const int vec_end = dv - dv % lanes;
-  // m = S_inᵀ k, accumulated into o (used as scratch), then δ = β (v − α m) in place.
-  for (int j = 0; j < vec_end; j += lanes) hn::StoreU(hn::Zero(df), df, o + j);
-  for (int j = vec_end; j < dv; ++j) o[j] = 0.0f;
+  // m = S_inᵀ k, then δ = β (v − α m); the output accumulates in o (when asked for).
+  HWY_ALIGN float m[512];
+  HWY_ALIGN float delta[512];
+  for (int j = 0; j < vec_end; j += lanes) hn::Store(hn::Zero(df), df, m + j);
+  for (int j = vec_end; j < dv; ++j) m[j] = 0.0f;
   for (int i = 0; i < dk; ++i) {
     const float* row = s_in + static_cast<size_t>(i) * dv;
     const auto ki = hn::Set(df, k[i]);
-    for (int j = 0; j < vec_end; j += lanes) hn::StoreU(hn::MulAdd(hn::LoadU(df, row + j), ki, hn::LoadU(df, o + j)), df, o + j);
-    for (int j = vec_end; j < dv; ++j) o[j] += row[j] * k[i];
+    for (int j = 0; j < vec_end; j += lanes) hn::Store(hn::MulAdd(hn::LoadU(df, row + j), ki, hn::Load(df, m + j)), df, m + j);
+    for (int j = vec_end; j < dv; ++j) m[j] += row[j] * k[i];
   }
-  // δ kept in o until the second pass consumes it; the output accumulates in acc.
-  HWY_ALIGN float delta_buf[512];
-  float* delta = delta_buf;
-  for (int j = 0; j < dv; ++j) delta[j] = beta * (v[j] - alpha * o[j]);
-  for (int j = 0; j < dv; ++j) o[j] = 0.0f;
+  for (int j = 0; j < dv; ++j) delta[j] = beta * (v[j] - alpha * m[j]);
   const auto va = hn::Set(df, alpha);
+  if (q == nullptr) {  // the state only (re-applying a logged row)
+    for (int i = 0; i < dk; ++i) {
+      const float* in = s_in + static_cast<size_t>(i) * dv;
+      float* out = s_out + static_cast<size_t>(i) * dv;
+      const auto ki = hn::Set(df, k[i]);
+      for (int j = 0; j < vec_end; j += lanes)
+        hn::StoreU(hn::MulAdd(ki, hn::Load(df, delta + j), hn::Mul(va, hn::LoadU(df, in + j))), df, out + j);
+      for (int j = vec_end; j < dv; ++j) out[j] = k[i] * delta[j] + alpha * in[j];
+    }
+    return;
+  }
+  for (int j = 0; j < dv; ++j) o[j] = 0.0f;
   for (int i = 0; i < dk; ++i) {
     const float* in = s_in + static_cast<size_t>(i) * dv;
     float* out = s_out + static_cast<size_t>(i) * dv;
     const auto ki = hn::Set(df, k[i]);
     const auto qi = hn::Set(df, q[i]);
     for (int j = 0; j < vec_end; j += lanes) {
-      const auto s = hn::MulAdd(ki, hn::LoadU(df, delta + j), hn::Mul(va, hn::LoadU(df, in + j)));
+      const auto s = hn::MulAdd(ki, hn::Load(df, delta + j), hn::Mul(va, hn::LoadU(df, in + j)));
       hn::StoreU(s, df, out + j);
       hn::StoreU(hn::MulAdd(s, qi, hn::LoadU(df, o + j)), df, o + j);
     }

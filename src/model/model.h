@@ -31,8 +31,8 @@ struct SequenceRows {
   std::span<const int32_t> tokens;       // new tokens of this sequence
   std::vector<int> logit_rows;           // indices into tokens whose logits are wanted
   std::vector<int> hidden_rows;          // indices into tokens whose final hidden states are wanted
-  // Keep the state after every row (a speculative verify): afterwards the state can
-  // return to any length inside these rows.
+  // Keep what returning to any of these rows takes (a speculative verify): afterwards
+  // the state can return to any length inside them.
   bool snapshots = false;
 };
 

@@ -7,8 +7,9 @@
 //       S ← e^g S;  S ← S + k̂ (β (v − Sᵀk̂))ᵀ;  o = Sᵀq̂
 //   y = out_proj( w ⊙ RMSNorm(o) ⊙ silu(z) )   (plain w here: the one norm without +1)
 // then the layer's MLP (dense or routed: routed_mlp.h). Decode and speculative verify rows run the per-token rule
-// (delta_rule.h), writing each row's state into its own plane when the forward keeps
-// snapshots; longer prefills use the equivalent chunked form (chunks of 64 rows).
+// (delta_rule.h); a verify (snapshots) logs each row for rollback and writes only the
+// state after its last row; longer prefills use the equivalent chunked form (chunks of
+// 64 rows).
 #include <algorithm>
 #include <cmath>
 
@@ -84,30 +85,40 @@ class GatedDeltaNetBlock : public Block {
 
  private:
   // One sequence's rows: conv with its window, q/k normalization, then the rule per head.
+  // The state to start from is the state's start plane with its replay rows re-applied
+  // (rows a rollback kept: state/recurrent_state.h); with snapshots, every row is
+  // logged and the start plane is left as it is.
   void mix(const StateSegment& seg, RecurrentState& rs, float* u_all, const float* ab_all, float* o_all,
            BlockScratch& s) {
     const DeltaNetSpec& d = spec_;
-    const int K = d.conv_kernel, n = seg.n;
+    const int K = d.conv_kernel, n = seg.n, p = rs.replay_rows();
     const size_t C = size_t(d.conv_channels()), Hv = size_t(d.value_heads), V = Hv * d.value_dim;
     const size_t key = size_t(d.key_heads) * d.key_dim;
     const size_t S_floats = d.state_floats();
+    // A logged row: [k̂ (key) | v (V) | β (Hv) | α (Hv) | pre-conv q|k|v (C)].
+    const size_t rec_v = key, rec_beta = key + V, rec_alpha = rec_beta + Hv, rec_u = rec_alpha + Hv;
     float* u = u_all + size_t(seg.row0) * C;
     const float* ab = ab_all + size_t(seg.row0) * 2 * Hv;
     float* o = o_all + size_t(seg.row0) * V;
+    float* out = rs.out();
+    // The state after the replayed rows: a checkpoint plane when the rows are logged (a
+    // later rollback returns there), else `out` itself (everything in place).
+    float* mid = seg.snapshots && p > 0 ? rs.checkpoint() : out;
 
-    // ext = [window (K−1 rows) | u rows]; the conv of row t reads ext rows t .. t+K−1.
-    float* ext = BlockScratch::grow(s.aux3, size_t(K - 1 + n) * C);
-    std::copy_n(rs.row_input(0) + S_floats, size_t(K - 1) * C, ext);
-    std::copy_n(u, size_t(n) * C, ext + size_t(K - 1) * C);
-    // The window after each row (every row with snapshots, else only the last).
-    for (int t = seg.snapshots ? 0 : n - 1; t < n; ++t)
-      std::copy_n(ext + size_t(t + 1) * C, size_t(K - 1) * C, rs.row_output(t) + S_floats);
+    // ext = [window (K−1 rows) | replayed rows | the rows], pre-conv; the conv of row t
+    // reads ext rows p + t .. p + t + K−1.
+    float* ext = BlockScratch::grow(s.aux3, size_t(K - 1 + p + n) * C);
+    std::copy_n(rs.start() + S_floats, size_t(K - 1) * C, ext);
+    for (int i = 0; i < p; ++i) std::copy_n(rs.replayed_record(i) + rec_u, C, ext + size_t(K - 1 + i) * C);
+    std::copy_n(u, size_t(n) * C, ext + size_t(K - 1 + p) * C);
+    if (mid != out) std::copy_n(ext + size_t(p) * C, size_t(K - 1) * C, mid + S_floats);
+    std::copy_n(ext + size_t(p + n) * C, size_t(K - 1) * C, out + S_floats);
     const float* w = conv_;
     parallel_for(C, [&](size_t c0, size_t c1, int) {
       for (int t = 0; t < n; ++t)
         for (size_t ch = c0; ch < c1; ++ch) {
           float acc = 0.0f;
-          for (int j = 0; j < K; ++j) acc += w[ch * K + j] * ext[(size_t(t) + j) * C + ch];
+          for (int j = 0; j < K; ++j) acc += w[ch * K + j] * ext[(size_t(p + t) + j) * C + ch];
           u[size_t(t) * C + ch] = acc / (1.0f + std::exp(-acc));
         }
     }, 64);
@@ -122,6 +133,18 @@ class GatedDeltaNetBlock : public Block {
           const float f = (part == 0 ? q_scale : 1.0f) / std::sqrt(ss + 1e-6f);
           for (int i = 0; i < d.key_dim; ++i) x[i] *= f;
         }
+    if (seg.snapshots)
+      for (int t = 0; t < n; ++t) {
+        float* rec = rs.record(t);
+        const float* row = u + size_t(t) * C;
+        std::copy_n(row + key, key, rec);
+        std::copy_n(row + 2 * key, V, rec + rec_v);
+        for (size_t h = 0; h < Hv; ++h) {
+          rec[rec_beta + h] = ab[size_t(t) * 2 * Hv + h];
+          rec[rec_alpha + h] = std::exp(ab[size_t(t) * 2 * Hv + Hv + h]);
+        }
+        std::copy_n(ext + size_t(K - 1 + p + t) * C, C, rec + rec_u);
+      }
     const int group = d.value_heads / d.key_heads;
     const size_t state_head = size_t(d.key_dim) * d.value_dim;
     const bool chunked = !seg.snapshots && n > 1;
@@ -129,20 +152,28 @@ class GatedDeltaNetBlock : public Block {
       thread_local DeltaChunkScratch cs;
       for (size_t h = h0; h < h1; ++h) {
         const size_t kh = d.tiled_value_heads ? h % size_t(d.key_heads) : h / size_t(group);
+        const float* S_start = rs.start() + h * state_head;
+        float* S_mid = mid + h * state_head;
+        float* S_out = out + h * state_head;
+        for (int i = 0; i < p; ++i) {
+          const float* rec = rs.replayed_record(i);
+          delta_rule_step(i == 0 ? S_start : S_mid, S_mid, nullptr, rec + kh * d.key_dim, rec + rec_v + h * d.value_dim,
+                          rec[rec_alpha + h], rec[rec_beta + h], d.key_dim, d.value_dim, nullptr);
+        }
+        const float* S_first = p > 0 ? S_mid : S_start;
         const float* q = u + kh * d.key_dim;
         const float* k = u + key + kh * d.key_dim;
         const float* v = u + 2 * key + h * d.value_dim;
-        float* out = o + h * d.value_dim;
-        if (chunked) {
-          chunked_delta_rule(rs.row_output(n - 1) + h * state_head, q, k, v, C, ab + h, ab + Hv + h, 2 * Hv, n,
-                             kDeltaNetChunk, d.key_dim, d.value_dim, out, V, cs);
+        float* y = o + h * d.value_dim;
+        if (chunked) {  // in place: S_first is S_out
+          chunked_delta_rule(S_out, q, k, v, C, ab + h, ab + Hv + h, 2 * Hv, n, kDeltaNetChunk, d.key_dim,
+                             d.value_dim, y, V, cs);
           continue;
         }
         for (int t = 0; t < n; ++t) {
           const size_t r = size_t(t);
-          delta_rule_step(rs.row_input(t) + h * state_head, rs.row_output(t) + h * state_head, q + r * C, k + r * C,
-                          v + r * C, std::exp(ab[r * 2 * Hv + Hv + h]), ab[r * 2 * Hv + h], d.key_dim, d.value_dim,
-                          out + r * V);
+          delta_rule_step(t == 0 ? S_first : S_out, S_out, q + r * C, k + r * C, v + r * C,
+                          std::exp(ab[r * 2 * Hv + Hv + h]), ab[r * 2 * Hv + h], d.key_dim, d.value_dim, y + r * V);
         }
       }
     });

@@ -1,4 +1,4 @@
-// state/recurrent_state.cc — planes of one recurrent layer's state.
+// state/recurrent_state.cc — planes and row logs of one recurrent layer's state.
 #include "state/recurrent_state.h"
 
 #include <algorithm>
@@ -7,36 +7,84 @@
 
 namespace nextn {
 
-RecurrentState::RecurrentState(size_t floats) : floats_(floats) { planes_.emplace_back(floats, 0.0f); }
+RecurrentState::RecurrentState(size_t floats, size_t record_floats) : floats_(floats), record_floats_(record_floats) {
+  planes_.emplace_back(floats, 0.0f);
+}
+
+int RecurrentState::unused_plane(int a, int b) const {
+  for (int i = 0; i < int(planes_.size()); ++i)
+    if (i != a && i != b) return i;
+  fail(ErrorKind::kInternal, "recurrent state: no free plane");
+}
 
 void RecurrentState::begin(int n, bool snapshots) {
   rows_ = n;
   snapshots_ = snapshots;
-  if (!snapshots) return;
-  // n rows need n planes besides the current one; planes are added at the end, so the
-  // current index stays valid.
-  while (int(planes_.size()) < n + 1) planes_.emplace_back(floats_, 0.0f);
-  base_ = current_;
+  checkpoint_ = -1;
+  if (!snapshots) {
+    out_ = start_;  // update in place
+    return;
+  }
+  while (planes_.size() < 3) planes_.emplace_back(floats_, 0.0f);
+  // Planes besides start_ (which stays as it is: returning to the forward's first row
+  // lands there when nothing was replayed).
+  if (replay_ > 0) checkpoint_ = unused_plane(start_, -1);
+  out_ = unused_plane(start_, checkpoint_);
+  if (next_log_.size() < size_t(n) * record_floats_) next_log_.resize(size_t(n) * record_floats_);
 }
 
-const float* RecurrentState::row_input(int t) const {
-  if (!snapshots_ || t == 0) return planes_[size_t(current_)].data();
-  return planes_[size_t(after_row_plane(t - 1))].data();
+const float* RecurrentState::replayed_record(int i) const {
+  if (i < 0 || i >= replay_) fail(ErrorKind::kInternal, "recurrent state: replay row {} of {}", i, replay_);
+  return log_.data() + size_t(i) * record_floats_;
 }
 
-float* RecurrentState::row_output(int t) {
-  if (t < 0 || t >= rows_) fail(ErrorKind::kInternal, "recurrent state: row {} outside the forward's {} rows", t, rows_);
-  return snapshots_ ? plane(after_row_plane(t)) : plane(current_);
+float* RecurrentState::out() { return plane(out_); }
+
+float* RecurrentState::checkpoint() {
+  if (checkpoint_ < 0) fail(ErrorKind::kInternal, "recurrent state: no checkpoint in this forward");
+  return plane(checkpoint_);
+}
+
+float* RecurrentState::record(int t) {
+  if (!snapshots_ || t < 0 || t >= rows_)
+    fail(ErrorKind::kInternal, "recurrent state: record {} outside the forward's {} snapshotted rows", t, rows_);
+  return next_log_.data() + size_t(t) * record_floats_;
 }
 
 void RecurrentState::end() {
-  if (snapshots_ && rows_ > 0) current_ = after_row_plane(rows_ - 1);
+  if (rows_ > 0 && snapshots_) {
+    base_ = replay_ > 0 ? checkpoint_ : start_;
+    tip_ = out_;
+    log_rows_ = rows_;
+    std::swap(log_, next_log_);
+    start_ = out_;
+    replay_ = 0;
+  } else if (rows_ > 0) {
+    replay_ = 0;  // applied in place, together with the forward's rows
+    base_ = -1;
+    log_rows_ = 0;
+  }
   rows_ = 0;
   snapshots_ = false;
 }
 
-void RecurrentState::select(int j) { current_ = j == 0 ? base_ : after_row_plane(j - 1); }
+void RecurrentState::keep(int j) {
+  if (base_ < 0 || j < 0 || j > log_rows_)
+    fail(ErrorKind::kInternal, "recurrent state: cannot keep {} rows of the last snapshotted forward ({})", j,
+         base_ < 0 ? 0 : log_rows_);
+  start_ = j == log_rows_ ? tip_ : base_;
+  replay_ = j == log_rows_ ? 0 : j;
+}
 
-void RecurrentState::reset() { std::fill(planes_[size_t(current_)].begin(), planes_[size_t(current_)].end(), 0.0f); }
+void RecurrentState::reset() {
+  std::fill(planes_[size_t(start_)].begin(), planes_[size_t(start_)].end(), 0.0f);
+  replay_ = 0;
+  base_ = -1;
+  log_rows_ = 0;
+}
+
+size_t RecurrentState::snapshot_bytes() const {
+  return ((planes_.size() - 1) * floats_ + log_.capacity() + next_log_.capacity()) * sizeof(float);
+}
 
 }  // namespace nextn

@@ -1,9 +1,16 @@
 // state/recurrent_state.h — the fixed-size state of one recurrent layer for one
-// sequence (Gated DeltaNet: S [Hv, dk, dv] then the conv window), in planes.
-// A plain forward updates the current plane in place. A snapshotted forward of n
-// rows writes row t's state into its own plane, reading row t-1's, so afterwards the
-// state after every row exists and choosing one is an index change (as vLLM's
-// per-draft state slots and llama.cpp's rollback planes).
+// sequence (Gated DeltaNet: S [Hv, dk, dv] then the conv window), and what rolling it
+// back needs.
+//
+// The state as of the sequence's length is a plane plus a few logged rows not yet
+// applied to it ("replay rows"): the layer re-applies them at the start of its next
+// forward, while the plane's heads are in cache anyway. A snapshotted forward (a
+// speculative verify of k rows) logs one record per row (what the layer needs to
+// re-apply the row) and writes a single plane, the state after its last row, leaving
+// the plane it started from untouched. Returning to j rows into that forward is then
+// an index change: the start plane plus j replay rows (or the written plane when j = k).
+// So a verify writes one plane whatever k is, and a rejected row costs nothing; per-row
+// planes (vLLM's draft slots, llama.cpp's rollback copies) wrote k.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -12,39 +19,58 @@ namespace nextn {
 
 class RecurrentState {
  public:
-  explicit RecurrentState(size_t floats);
+  // floats: one plane; record_floats: one logged row.
+  RecurrentState(size_t floats, size_t record_floats);
 
   size_t floats() const { return floats_; }
-  // The state as of the sequence's current length (between forwards).
-  const float* current() const { return planes_[size_t(current_)].data(); }
+  size_t record_floats() const { return record_floats_; }
 
-  // During a forward of n rows (between begin and end): the state row t reads
-  // (t == 0: the state before the rows) and the one it writes. Without snapshots both
-  // are the current plane (update in place).
-  const float* row_input(int t) const;
-  float* row_output(int t);
+  // ---- during a forward (between SequenceState::begin_rows and end_rows) ----------
+  // The state before the forward's rows is start() with replay_rows() logged rows
+  // re-applied, oldest first (replayed_record(i)).
+  const float* start() const { return plane(start_); }
+  int replay_rows() const { return replay_; }
+  const float* replayed_record(int i) const;
+  // Where the forward writes. out(): the state after its last row (start() itself
+  // without snapshots: update in place). With snapshots: checkpoint(), the state after
+  // the replayed rows (only when replay_rows() > 0: the plane later returns start
+  // from), and record(t), row t's log entry.
+  float* out();
+  float* checkpoint();
+  float* record(int t);
 
-  // Memory: the current plane, and the others kept for rollback.
+  // ---- between forwards -------------------------------------------------------------
+  // The plane, when nothing is left to replay (replay_rows() == 0), else null: the
+  // state is then only defined together with the rows the next forward replays.
+  const float* settled() const { return replay_ == 0 ? plane(start_) : nullptr; }
+
+  // Memory: one plane, and what rollback keeps besides (the other planes and the logs).
   size_t current_bytes() const { return floats_ * sizeof(float); }
-  size_t snapshot_bytes() const { return (planes_.size() - 1) * floats_ * sizeof(float); }
+  size_t snapshot_bytes() const;
 
  private:
   friend class SequenceState;
   void begin(int n, bool snapshots);
   void end();
-  // The plane holding the state after j rows of the last snapshotted forward (j = 0: before it).
-  void select(int j);
+  // Be as after j rows of the last snapshotted forward (j = 0: before it).
+  void keep(int j);
   void reset();  // the state of an empty sequence (zeros)
 
+  const float* plane(int i) const { return planes_[size_t(i)].data(); }
   float* plane(int i) { return planes_[size_t(i)].data(); }
-  int after_row_plane(int t) const { return (base_ + 1 + t) % int(planes_.size()); }
+  int unused_plane(int a, int b) const;  // a plane index that is neither a nor b
 
-  size_t floats_;
-  std::vector<std::vector<float>> planes_;
-  int current_ = 0;
-  int base_ = 0;  // the plane current at the start of the last snapshotted forward
-  int rows_ = 0;  // rows of the forward in progress
+  size_t floats_, record_floats_;
+  std::vector<std::vector<float>> planes_;  // 1, then 3 once a forward keeps snapshots
+  std::vector<float> log_, next_log_;       // records of the last snapshotted forward / the one running
+  int start_ = 0, replay_ = 0;              // the state: plane start_ + replay_ rows of log_
+  // The last snapshotted forward: it started from plane base_ and wrote plane tip_ after
+  // its log_rows_ rows (base_ < 0: none, or a later forward changed the planes).
+  int base_ = -1, tip_ = -1, log_rows_ = 0;
+  // The forward in progress.
+  int rows_ = 0;
   bool snapshots_ = false;
+  int out_ = 0, checkpoint_ = -1;
 };
 
 }  // namespace nextn

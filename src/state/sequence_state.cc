@@ -25,7 +25,7 @@ SequenceState::SequenceState(const std::vector<LayerStateSpec>& layers, int max_
     if (s.kind == LayerStateSpec::Kind::kRecurrent) {
       if (s.recurrent_floats == 0) fail(ErrorKind::kInternal, "layer {}: recurrent state of size 0", l);
       ref.index = int(recurrent_.size());
-      recurrent_.push_back(std::make_unique<RecurrentState>(s.recurrent_floats));
+      recurrent_.push_back(std::make_unique<RecurrentState>(s.recurrent_floats, s.recurrent_record_floats));
     } else if (s.kind == LayerStateSpec::Kind::kAttention) {
       auto same = [&](const Group& g) {
         return g.shape.heads == s.heads && g.shape.kv_heads == s.kv_heads && g.shape.head_dim == s.head_dim &&
@@ -94,7 +94,7 @@ void SequenceState::return_to(int n) {
     for (auto& r : recurrent_) r->reset();
     snapshot_base_ = -1;
   } else if (!recurrent_.empty()) {
-    for (auto& r : recurrent_) r->select(n - snapshot_base_);
+    for (auto& r : recurrent_) r->keep(n - snapshot_base_);
   }
   length_ = n;
 }

@@ -6,8 +6,8 @@
 // One rollback contract for every kind of layer: return_to(n) — "be as you were when
 // the sequence was n tokens long". Attention caches truncate. Recurrent states cannot
 // be un-applied, so a forward that marks its rows `snapshots` (a speculative verify)
-// keeps the state after every row, and return_to picks one of them (a pointer swap,
-// no copy). can_return_to(n) says which lengths are reachable; the engine's prefix
+// logs its rows and keeps the plane it started from, and return_to keeps that plane
+// plus the accepted rows' log, which the next forward re-applies (no copy). can_return_to(n) says which lengths are reachable; the engine's prefix
 // cache only reuses prefixes at such lengths (longest_returnable).
 #pragma once
 #include <cstddef>
@@ -32,7 +32,8 @@ struct LayerStateSpec {
   int head_dim = 0;  // kAttention
   int window = 0;    // kAttention: sliding window (0: every earlier position is kept)
   int reads_layer = -1;         // kReadsKv
-  size_t recurrent_floats = 0;  // kRecurrent
+  size_t recurrent_floats = 0;         // kRecurrent: one state
+  size_t recurrent_record_floats = 0;  // kRecurrent: one logged row (RecurrentState)
 };
 
 // A layer's place in the attention caches: layer `layer` of `cache`.

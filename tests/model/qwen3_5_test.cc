@@ -39,24 +39,42 @@ TEST(Qwen3_5, ChunkedPrefillEqualsTokenByToken) {
   }
 }
 
-// The recurrent state (S and conv window) of every DeltaNet layer, as raw bytes.
+// The recurrent state (S and conv window) of every DeltaNet layer, as raw bytes; only
+// defined when no logged rows wait to be re-applied (after a forward that is not a
+// verify, or a rollback that kept every row or none).
 std::vector<std::vector<float>> recurrent_states(const Model& m, SequenceState& st) {
   std::vector<std::vector<float>> out;
   for (int l = 0; l < m.config().num_layers; ++l) {
     if (m.config().layers[size_t(l)].mixer != MixerKind::kGatedDeltaNet) continue;
     const RecurrentState& r = st.recurrent(l);
-    out.emplace_back(r.current(), r.current() + r.floats());
+    EXPECT_NE(r.settled(), nullptr) << "layer " << l << " has rows to replay";
+    if (r.settled()) out.emplace_back(r.settled(), r.settled() + r.floats());
   }
   return out;
 }
 
+void expect_same_states(const Model& m, SequenceState& a, SequenceState& b, const std::string& what) {
+  ASSERT_EQ(a.length(), b.length()) << what;
+  const auto sa = recurrent_states(m, a), sb = recurrent_states(m, b);
+  ASSERT_EQ(sa.size(), 3u) << what;
+  ASSERT_EQ(sb.size(), 3u) << what;
+  for (size_t l = 0; l < sa.size(); ++l)
+    EXPECT_EQ(std::memcmp(sa[l].data(), sb[l].data(), sa[l].size() * sizeof(float)), 0)
+        << what << ", DeltaNet layer " << l;
+}
 
+// A rollback keeps the start plane and the accepted rows' log (state/recurrent_state.h);
+// the next forward re-applies them. Whatever that next forward is (a decode row, or
+// another verify, which also logs and checkpoints), every layer ends bit for bit where a
+// run fed only the accepted tokens does.
 TEST(Qwen3_5, RollbackEqualsARunFedOnlyTheAcceptedTokens) {
   auto model = Model::load(hybrid_checkpoint());
   const auto prompt = prompt_of(20);
   const std::vector<int32_t> verify = {5, 77, 140, 9, 300};  // [last, d1..d4]
+  const std::vector<int32_t> second = {11, 23, 31};           // the next verify
   for (int kept = 0; kept <= int(verify.size()); ++kept) {
-    // A: prompt, one snapshotted verify forward of every row, back to `kept` rows.
+    const std::string what = "kept " + std::to_string(kept);
+    // A: prompt, one verify forward of every row, back to `kept` rows.
     auto a = model->new_state(64, {});
     logits_in_pieces(*model, *a, prompt, 20);
     verify_forward(*model, *a, verify);
@@ -66,15 +84,31 @@ TEST(Qwen3_5, RollbackEqualsARunFedOnlyTheAcceptedTokens) {
     auto b = model->new_state(64, {});
     logits_in_pieces(*model, *b, prompt, 20);
     for (int i = 0; i < kept; ++i) one_step(*model, *b, verify[size_t(i)]);
-    ASSERT_EQ(a->length(), b->length());
-    const auto sa = recurrent_states(*model, *a), sb = recurrent_states(*model, *b);
-    ASSERT_EQ(sa.size(), 3u);
-    for (size_t l = 0; l < sa.size(); ++l)
-      EXPECT_EQ(std::memcmp(sa[l].data(), sb[l].data(), sa[l].size() * sizeof(float)), 0)
-          << "kept " << kept << ", DeltaNet layer " << l;
-    // Attention KV too: the next row sees identical caches.
-    const auto la = one_step(*model, *a, 42), lb = one_step(*model, *b, 42);
-    EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)), 0) << "kept " << kept;
+    if (kept == 0 || kept == int(verify.size())) expect_same_states(*model, *a, *b, what + ", right after");
+    // A decode row next: same logits (attention KV and recurrent state alike), same state.
+    auto a2 = model->new_state(64, {});
+    logits_in_pieces(*model, *a2, prompt, 20);
+    verify_forward(*model, *a2, verify);
+    a2->return_to(20 + kept);
+    const auto la = one_step(*model, *a2, 42), lb = one_step(*model, *b, 42);
+    EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)), 0) << what;
+    expect_same_states(*model, *a2, *b, what + ", then a decode row");
+    // Another verify next (it replays the kept rows and checkpoints them), keeping 1 of
+    // its 3 rows, then a decode row.
+    const auto va = verify_forward(*model, *a, second);
+    auto c = model->new_state(64, {});
+    logits_in_pieces(*model, *c, prompt, 20);
+    for (int i = 0; i < kept; ++i) one_step(*model, *c, verify[size_t(i)]);
+    const auto vc = verify_forward(*model, *c, second);
+    EXPECT_EQ(std::memcmp(va.data(), vc.data(), va.size() * sizeof(float)), 0) << what << ", second verify";
+    a->return_to(20 + kept + 1);
+    one_step(*model, *a, 42);
+    auto d = model->new_state(64, {});
+    logits_in_pieces(*model, *d, prompt, 20);
+    for (int i = 0; i < kept; ++i) one_step(*model, *d, verify[size_t(i)]);
+    one_step(*model, *d, second[0]);
+    one_step(*model, *d, 42);
+    expect_same_states(*model, *a, *d, what + ", then a verify kept 1 of 3 and a decode row");
   }
 }
 
