@@ -89,6 +89,7 @@ void repack_interleaved(const uint8_t* src, int64_t rows, int64_t cols, uint8_t*
 #include <cmath>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "hwy/cache_control.h"
 #include "kernels/weight_format.h"
@@ -205,12 +206,46 @@ HWY_INLINE NEXTN_INTERLEAVED_ATTR Chunk prepare(VI bytes) {
 }
 
 // The unit's integer sum before its chunks, from the row's Σq per 16 columns at `halves`
-// (the unit's first): −kOffset·Σq (none where kSignedDot takes q).
-template <class L>
+// (the unit's first; the next 16 at halves[R]): −kOffset·Σq (none where kSignedDot takes q).
+template <class L, int R>
 HWY_INLINE VI start(const int32_t* halves) {
   if constexpr (kSignedDot<L> || L::kOffset == 0) return set_i(0);
-  const int32_t sum = L::kUnitElems == 16 ? halves[0] : halves[0] + halves[1];
+  const int32_t sum = L::kUnitElems == 16 ? halves[0] : halves[0] + halves[R];
   return set_i(-L::kOffset * sum);
+}
+
+// The activations of a tile's R rows, interleaved row by row so that one pointer serves
+// them all (with a pointer per row, R = 4 already spilled them): the 4 values of columns
+// 4p.. of row r at q + 4(p·R + r), a 32-column block's scale and sum at [k·R + r], Σq of
+// 16 columns at qsum[k·R + r]. For one row that is QuantizedRows' own layout.
+struct TileRows {
+  const int8_t* q;
+  const float* scale;
+  const float* sum;
+  const int32_t* qsum;
+};
+
+// Rows [r0, r0 + R) of x as TileRows, packed into `buffer` when R > 1.
+inline TileRows tile_rows(const QuantizedRows& x, int64_t cols, int64_t r0, int R, std::vector<int32_t>& buffer) {
+  const int64_t groups = cols / 4, blocks = cols / 32;
+  if (R == 1)
+    return {x.q + r0 * cols, x.scale + r0 * x.stride, x.sum + r0 * x.stride, x.qsum + r0 * 2 * x.stride};
+  buffer.resize(static_cast<size_t>(R * (groups + 4 * blocks)));
+  int32_t* q = buffer.data();
+  float* scale = reinterpret_cast<float*>(q + R * groups);
+  float* sum = scale + R * blocks;
+  int32_t* qsum = reinterpret_cast<int32_t*>(sum + R * blocks);
+  for (int r = 0; r < R; ++r) {
+    const int8_t* row = x.q + (r0 + r) * cols;
+    for (int64_t p = 0; p < groups; ++p) std::memcpy(q + p * R + r, row + 4 * p, 4);
+    for (int64_t k = 0; k < blocks; ++k) {
+      scale[k * R + r] = x.scale[(r0 + r) * x.stride + k];
+      sum[k * R + r] = x.sum[(r0 + r) * x.stride + k];
+      qsum[2 * k * R + r] = x.qsum[(r0 + r) * 2 * x.stride + 2 * k];
+      qsum[(2 * k + 1) * R + r] = x.qsum[(r0 + r) * 2 * x.stride + 2 * k + 1];
+    }
+  }
+  return {reinterpret_cast<const int8_t*>(q), scale, sum, qsum};
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
@@ -257,25 +292,18 @@ constexpr int lane0(int v) { return (v % kVecsPerGroup) * kLanes; }
 // block (the unit loop runs kStep units a pass with their offsets known at compile time):
 // with offsets computed per unit, the scalar arithmetic outnumbered the vector work.
 template <class L, int R, int NV>
-HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0) {
-  const QuantizedRows& x = job.x;
+HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& job, const TileRows& x, int64_t r0,
+                                                          int64_t o0) {
   const int64_t blocks = job.cols / L::kElems;
   const size_t group_bytes = kGroupRows * job.w_row_bytes;
   const uint8_t* block[NV];
 #pragma GCC unroll 8
   for (int v = 0; v < NV; ++v) block[v] = job.w + (o0 / kGroupRows + v / kVecsPerGroup) * group_bytes;
-  // Each row's int8 values, scales and sums (per 32 columns) and Σq (per 16), at the block.
-  const int8_t* xq[R];
-  const float* xs[R];
-  const float* xm[R];
-  const int32_t* xh[R];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-    xq[r] = x.q + (r0 + r) * job.cols;
-    xs[r] = x.scale + (r0 + r) * x.stride;
-    xm[r] = x.sum + (r0 + r) * x.stride;
-    xh[r] = x.qsum + (r0 + r) * 2 * x.stride;
-  }
+  // The rows' activations at the block (TileRows).
+  const int8_t* xq = x.q;
+  const float* xs = x.scale;
+  const float* xm = x.sum;
+  const int32_t* xh = x.qsum;
   VF acc[R][NV];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r)
@@ -303,7 +331,7 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
         VI sum[R][NV];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          const VI first = start<L>(xh[r] + e / 16);
+          const VI first = start<L, R>(xh + e / 16 * R + r);
 #pragma GCC unroll 8
           for (int v = 0; v < NV; ++v) sum[r][v] = first;
         }
@@ -320,7 +348,7 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
           for (int v = 0; v < NV; ++v) w[v] = prepare<L>(L::chunk(block[v], u, c, lane0(v)));
 #pragma GCC unroll 8
           for (int r = 0; r < R; ++r) {
-            const VI xc = broadcast4(xq[r] + e + 4 * c);
+            const VI xc = broadcast4(xq + (e + 4 * c) * R + 4 * r);
 #pragma GCC unroll 8
             for (int v = 0; v < NV; ++v) {
 #if HWY_TARGET == HWY_AVX3_DL
@@ -339,24 +367,21 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
           const VF scale = L::unit_scale(block[v], u, lane0(v));
 #pragma GCC unroll 8
           for (int r = 0; r < R; ++r)
-            acc[r][v] = fma_f(mul_f(int_to_f(sum[r][v]), set_f(xs[r][e / 32])), scale, acc[r][v]);
+            acc[r][v] = fma_f(mul_f(int_to_f(sum[r][v]), set_f(xs[e / 32 * R + r])), scale, acc[r][v]);
           if constexpr (L::kHasMin) {
             const VF min = L::unit_min(block[v], u, lane0(v));
 #pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) acc[r][v] = fma_f(min, set_f(xm[r][e / 32]), acc[r][v]);
+            for (int r = 0; r < R; ++r) acc[r][v] = fma_f(min, set_f(xm[e / 32 * R + r]), acc[r][v]);
           }
         }
       }
     }
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) block[v] += L::kBlockBytes;
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      xq[r] += L::kElems;
-      xs[r] += L::kElems / 32;
-      xm[r] += L::kElems / 32;
-      xh[r] += L::kElems / 16;
-    }
+    xq += L::kElems * R;
+    xs += L::kElems / 32 * R;
+    xm += L::kElems / 32 * R;
+    xh += L::kElems / 16 * R;
   }
 
 #pragma GCC unroll 8
@@ -374,7 +399,7 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
 // fns[R − 1][groups − 1]: a tile of R rows and that many groups (≤ tile_vecs(R) vectors).
 template <class L>
 struct InterleavedTiles {
-  using Fn = void (*)(const QuantMatmulJob&, int64_t, int64_t);
+  using Fn = void (*)(const QuantMatmulJob&, const TileRows&, int64_t, int64_t);
   static constexpr int kMaxGroups = 4 / kVecsPerGroup;
   std::array<std::array<Fn, kMaxGroups>, kMaxRows> fns{};
   template <int R, size_t... Gs>
@@ -403,8 +428,10 @@ void interleaved_matmul(const QuantMatmulJob& job, int64_t o_begin, int64_t o_en
     for (int64_t r = 0; r < n_rows; r += kMaxRows) {
       const int rr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r));
       const int64_t outs = tile_vecs(rr) * kLanes;
+      thread_local std::vector<int32_t> packed;
+      const TileRows rows = tile_rows(job.x, job.cols, r, rr, packed);
       for (int64_t o = ob; o < ob_end; o += outs)
-        tiles.fns[rr - 1][std::min(outs, ob_end - o) / kGroupRows - 1](job, r, o);
+        tiles.fns[rr - 1][std::min(outs, ob_end - o) / kGroupRows - 1](job, rows, r, o);
     }
   }
 }
