@@ -1,4 +1,4 @@
-// kernels/elementwise.cc — RMSNorm, RoPE, SwiGLU, softmax, dtype conversion and
+// kernels/elementwise.cc — RMSNorm, RoPE, SwiGLU, a causal conv with SiLU, softmax, dtype conversion and
 // a streaming-read kernel, SIMD via Highway with run-time dispatch. Row-wise
 // kernels split rows (or long vectors) over the global ThreadPool when the work
 // is large enough to pay for waking it.
@@ -108,6 +108,36 @@ void in_pieces(int64_t n, Piece piece) {
       static_cast<size_t>(n), [&](size_t begin, size_t end, int) { piece(int64_t(begin), int64_t(end)); }, 64);
 }
 
+// Channels [c0, c1) of conv_silu (kernels.h).
+void conv_silu_range(const float* x, const float* w, int64_t n, int64_t channels, int taps, int64_t c0, int64_t c1,
+                     float* y) {
+  const DF df;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const VF one = hn::Set(df, 1.0f), limit = hn::Set(df, 80.0f);
+  for (int64_t t = 0; t < n; ++t) {
+    int64_t c = c0;
+    for (; c + lanes <= c1; c += lanes) {
+      VF acc = hn::Zero(df);
+      for (int j = 0; j < taps; ++j)
+        acc = hn::MulAdd(hn::LoadU(df, w + j * channels + c), hn::LoadU(df, x + (t + j) * channels + c), acc);
+      const VF e = hn::Exp(df, hn::Min(hn::Neg(acc), limit));
+      hn::StoreU(hn::Div(acc, hn::Add(one, e)), df, y + t * channels + c);
+    }
+    for (; c < c1; ++c) {
+      float acc = 0.0f;
+      for (int j = 0; j < taps; ++j) acc = std::fma(w[j * channels + c], x[(t + j) * channels + c], acc);
+      y[t * channels + c] = acc / (1.0f + std::exp(std::min(-acc, 80.0f)));
+    }
+  }
+}
+
+void ConvSiluImpl(const float* x, const float* w, int64_t n, int64_t channels, int taps, float* y) {
+  if (n * channels * taps < kParallelThreshold) return conv_silu_range(x, w, n, channels, taps, 0, channels, y);
+  parallel_for(static_cast<size_t>(channels), [&](size_t c0, size_t c1, int) {
+    conv_silu_range(x, w, n, channels, taps, int64_t(c0), int64_t(c1), y);
+  }, 64);
+}
+
 void SwigluImpl(const float* gate, const float* up, int64_t n, float* out) {
   in_pieces(n, [&](int64_t begin, int64_t end) { swiglu_range(gate, up, begin, end, out); });
 }
@@ -214,6 +244,7 @@ namespace nextn {
 
 HWY_EXPORT(RmsNormImpl);
 HWY_EXPORT(SwigluImpl);
+HWY_EXPORT(ConvSiluImpl);
 HWY_EXPORT(GegluImpl);
 HWY_EXPORT(SoftcapImpl);
 HWY_EXPORT(SoftmaxImpl);
@@ -228,6 +259,11 @@ void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, fl
 void swiglu(const float* gate, const float* up, int64_t n, float* out) {
   if (n <= 0) return;
   HWY_DYNAMIC_DISPATCH(SwigluImpl)(gate, up, n, out);
+}
+
+void conv_silu(const float* x, const float* w, int64_t n, int64_t channels, int taps, float* y) {
+  if (n <= 0 || channels <= 0) return;
+  HWY_DYNAMIC_DISPATCH(ConvSiluImpl)(x, w, n, channels, taps, y);
 }
 
 void geglu(const float* gate, const float* up, int64_t n, float* out) {

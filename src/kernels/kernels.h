@@ -40,6 +40,11 @@ void rope(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, const int
 
 // out[i] = silu(gate[i]) * up[i]. out may alias gate.
 void swiglu(const float* gate, const float* up, int64_t n, float* out);
+// Depthwise causal convolution then SiLU (Gated DeltaNet's short conv), vectorized over
+// channels: y[t, c] = silu(Σ_j w[j, c] · x[t + j, c]) for t < n, the taps summed in order
+// with fused multiply-adds. x: [n + taps − 1, channels] (the window rows first),
+// w: [taps, channels] (tap taps − 1 multiplies the current row), y: [n, channels].
+void conv_silu(const float* x, const float* w, int64_t n, int64_t channels, int taps, float* y);
 // out[i] = gelu_tanh(gate[i]) * up[i] (GeGLU with GELU's tanh form). out may alias gate.
 void geglu(const float* gate, const float* up, int64_t n, float* out);
 // x[i] = cap * tanh(x[i] / cap) (Gemma's logit soft-capping), in place.

@@ -39,7 +39,10 @@ class GatedDeltaNetBlock : public Block {
     in_z_ = s.linear(a + "in_proj_z", V, H, false);
     in_b_ = s.linear(a + "in_proj_b", d.value_heads, H, false);
     in_a_ = s.linear(a + "in_proj_a", d.value_heads, H, false);
-    conv_ = s.floats(a + "conv1d.weight", {C, 1, d.conv_kernel});
+    const float* conv = s.floats(a + "conv1d.weight", {C, 1, d.conv_kernel});
+    conv_taps_.resize(size_t(C) * d.conv_kernel);  // [K, C]: one tap's weights contiguous over channels
+    for (int64_t c = 0; c < C; ++c)
+      for (int j = 0; j < d.conv_kernel; ++j) conv_taps_[size_t(j) * size_t(C) + size_t(c)] = conv[c * d.conv_kernel + j];
     dt_bias_ = s.floats(a + "dt_bias", {d.value_heads});
     const float* a_log = s.floats(a + "A_log", {d.value_heads});
     neg_a_.resize(size_t(d.value_heads));
@@ -113,15 +116,7 @@ class GatedDeltaNetBlock : public Block {
     std::copy_n(u, size_t(n) * C, ext + size_t(K - 1 + p) * C);
     if (mid != out) std::copy_n(ext + size_t(p) * C, size_t(K - 1) * C, mid + S_floats);
     std::copy_n(ext + size_t(p + n) * C, size_t(K - 1) * C, out + S_floats);
-    const float* w = conv_;
-    parallel_for(C, [&](size_t c0, size_t c1, int) {
-      for (int t = 0; t < n; ++t)
-        for (size_t ch = c0; ch < c1; ++ch) {
-          float acc = 0.0f;
-          for (int j = 0; j < K; ++j) acc += w[ch * K + j] * ext[(size_t(p + t) + j) * C + ch];
-          u[size_t(t) * C + ch] = acc / (1.0f + std::exp(-acc));
-        }
-    }, 64);
+    conv_silu(ext + size_t(p) * C, conv_taps_.data(), n, int64_t(C), K, u);
     // l2-normalize q and k per key head (q also scaled by dk^-½).
     const float q_scale = 1.0f / std::sqrt(float(d.key_dim));
     for (int t = 0; t < n; ++t)
@@ -187,7 +182,7 @@ class GatedDeltaNetBlock : public Block {
   Linear in_z_;                        // [Hv·dv, H], the output gate
   Linear in_b_;                        // [Hv, H] -> β = σ(b)
   Linear in_a_;                        // [Hv, H] -> decay input a
-  const float* conv_ = nullptr;        // [conv channels, K]; column K−1 multiplies the current row
+  std::vector<float> conv_taps_;       // [K, conv channels] (the checkpoint's [C, 1, K]); tap K−1 multiplies the current row
   const float* dt_bias_ = nullptr;     // [Hv]
   std::vector<float> neg_a_;           // [Hv] −exp(A_log)
   const float* norm_ = nullptr;        // [dv], plain w

@@ -92,6 +92,41 @@ TEST_F(EveryTarget, SwigluMatchesReferenceIncludingExtremes) {
       [](double, double, double ref) { return 2e-6 * std::fabs(ref) + 1e-30; });
 }
 
+// The short causal conv of Gated DeltaNet then SiLU, against float64 over the same
+// float inputs: channel counts that leave a scalar tail, one row (decode) and many
+// (prefill, split over the pool), extreme sums (silu(−200) = 0, silu(200) = 200).
+TEST_F(EveryTarget, ConvSiluMatchesReference) {
+  std::mt19937 rng(12);
+  for (int64_t target : targets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t channels : {1, 17, 6144})
+      for (int64_t n : {1, 4, 9}) {
+        const int taps = 4;
+        auto x = random_vector((n + taps - 1) * channels, rng, 2.0f);
+        auto w = random_vector(taps * channels, rng);
+        if (channels > 1) {  // channel 0 of the last row: a huge negative sum; channel 1: huge positive
+          for (int j = 0; j < taps; ++j) {
+            w[j * channels] = 1.0f, x[(n - 1 + j) * channels] = -50.0f;
+            w[j * channels + 1] = 1.0f, x[(n - 1 + j) * channels + 1] = 50.0f;
+          }
+        }
+        std::vector<float> y(n * channels);
+        conv_silu(x.data(), w.data(), n, channels, taps, y.data());
+        for (int64_t t = 0; t < n; ++t)
+          for (int64_t c = 0; c < channels; ++c) {
+            double acc = 0;
+            for (int j = 0; j < taps; ++j) acc += double(w[j * channels + c]) * x[(t + j) * channels + c];
+            const double want = acc / (1.0 + std::exp(-acc));
+            // float sums of 4 products (relative to their magnitudes), then the activation's 2e-6
+            double mag = 0;
+            for (int j = 0; j < taps; ++j) mag += std::fabs(double(w[j * channels + c]) * x[(t + j) * channels + c]);
+            ASSERT_NEAR(y[t * channels + c], want, 4 * 6e-8 * mag * 1.1 + 2e-6 * std::fabs(want) + 1e-30)
+                << hwy::TargetName(target) << " t=" << t << " c=" << c;
+          }
+      }
+  }
+}
+
 TEST_F(EveryTarget, GegluMatchesReferenceIncludingExtremes) {
   std::mt19937 rng(7);
   check_gated(
