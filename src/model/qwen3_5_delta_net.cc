@@ -80,7 +80,7 @@ class GatedDeltaNetBlock : public Block {
       if (seg.n > 0) mix(seg, seg.state->recurrent(layer), u, ab, o, s);
     // Gated norm per value head, then the output projection.
     rms_norm(o, norm_, int64_t(n) * d.value_heads, d.value_dim, eps_, o);
-    for (size_t i = 0; i < nr * V; ++i) o[i] *= z[i] * sigmoid(z[i]);
+    swiglu(z, o, int64_t(nr * V), o);  // o ⊙ silu(z)
     apply(out_, o, n, proj);
     add_into(rows.x, proj, nr * H);
     mlp_->forward(rows.x, n, s);
