@@ -28,13 +28,11 @@ struct Q4_0x16Bytes {
   static float scale_at(const uint8_t* block, int, int o) { return load_f16(block + 2 * o); }
   static float min_at(const uint8_t*, int, int) { return 0.0f; }
   // Row o from the file's block {fp16 d; qs[16]}: element j in the low nibble of byte j,
-  // element j + 16 in its high nibble.
+  // element j + 16 in its high nibble, which is the layout's pairing of chunks p and p + 4:
+  // chunk p's bytes are the file's bytes 4p...
   static void put(uint8_t* block, int o, const uint8_t* in) {
     std::memcpy(block + 2 * o, in, 2);
-    for (int i = 0; i < kElems; ++i) {
-      const int q = i < 16 ? in[2 + i] & 0xF : in[2 + i - 16] >> 4;
-      block[at(i, o)] |= static_cast<uint8_t>(high(i) ? q << 4 : q);
-    }
+    for (int p = 0; p < 4; ++p) std::memcpy(block + at(4 * p, o), in + 2 + 4 * p, 4);
   }
 };
 }  // namespace nextn

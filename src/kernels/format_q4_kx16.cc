@@ -35,20 +35,25 @@ struct Q4_Kx16Bytes {
     return static_cast<float>(block[kM + 16 * u + o]) * -load_f16(block + kMin + 2 * o);
   }
   // Row o from the file's block {fp16 d, dmin; scales[12]; qs[128]}: sub-block u in the
-  // low (even u) or high nibbles of qs[32(u/2) ..].
+  // low (even u) or high nibbles of qs[32(u/2) ..]. Writes every byte of row o's share.
   static void put(uint8_t* block, int o, const uint8_t* in) {
     std::memcpy(block + 2 * o, in, 2);
     std::memcpy(block + kMin + 2 * o, in + 2, 2);
     int sc[8], m[8];
     unpack_scale_min_k4(in + 4, sc, m);
+    uint8_t q[256];  // element 32u + i
+    for (int pair = 0; pair < 4; ++pair)
+      for (int i = 0; i < 32; ++i) {
+        q[64 * pair + i] = in[16 + 32 * pair + i] & 0xF;
+        q[64 * pair + 32 + i] = in[16 + 32 * pair + i] >> 4;
+      }
     for (int u = 0; u < kUnits; ++u) {
       block[kSc + 16 * u + o] = static_cast<uint8_t>(sc[u]);
       block[kM + 16 * u + o] = static_cast<uint8_t>(m[u]);
-      for (int i = 0; i < kUnitElems; ++i) {
-        const uint8_t byte = in[16 + 32 * (u / 2) + i];
-        const int q = u % 2 ? byte >> 4 : byte & 0xF;
-        block[at(u, i, o)] |= static_cast<uint8_t>(high(i) ? q << 4 : q);
-      }
+      const uint8_t* v = q + 32 * u;
+      uint8_t* out = block + at(u, 0, o);
+      for (int p = 0; p < 4; ++p)  // chunk p: columns 4p.. (low nibbles) and 16 + 4p.. (high)
+        for (int k = 0; k < 4; ++k) out[64 * p + k] = static_cast<uint8_t>(v[4 * p + k] | v[16 + 4 * p + k] << 4);
     }
   }
 };

@@ -34,23 +34,33 @@ struct Q6_Kx16Bytes {
     return static_cast<float>(static_cast<int8_t>(block[kSc + 16 * u + o])) * load_f16(block + 2 * o);
   }
   static float min_at(const uint8_t*, int, int) { return 0.0f; }
-  // Row o from the file's block {ql[128]; qh[64]; int8 sc[16]; fp16 d}, element e =
-  // 128·half + 32·j + l read as the file's dequantizer reads it.
+  // Row o from the file's block {ql[128]; qh[64]; int8 sc[16]; fp16 d}: the values of
+  // elements e = 128·half + 32·j + l read as the file's dequantizer reads them (low 4 bits
+  // in ql[64·half + 32(j % 2) + l], high nibble for j ≥ 2; top 2 in qh[32·half + l] >> 2j),
+  // then written into row o's bytes, every one of them.
   static void put(uint8_t* block, int o, const uint8_t* in) {
     std::memcpy(block + 2 * o, in + 208, 2);
     for (int u = 0; u < kUnits; ++u) block[kSc + 16 * u + o] = in[192 + u];
+    uint8_t low[256], top[256];
     for (int half = 0; half < 2; ++half)
       for (int j = 0; j < 4; ++j)
         for (int l = 0; l < 32; ++l) {
-          const uint8_t* ql = in + 64 * half;
-          const uint8_t* qh = in + 128 + 32 * half;
-          const int nib = j < 2 ? ql[l + 32 * (j % 2)] & 0xF : ql[l + 32 * (j % 2)] >> 4;
-          const int top = (qh[l] >> (2 * j)) & 3;
-          const int e = 128 * half + 32 * j + l, u = e / 16, i = e % 16;
-          const int cc = 4 * (u % 2) + i / 4, k = i % 4;
-          block[low_at(u, cc, o, k)] |= static_cast<uint8_t>(cc < 4 ? nib : nib << 4);
-          block[top_at(u, cc, o, k)] |= static_cast<uint8_t>(top << (2 * (cc % 4)));
+          const int e = 128 * half + 32 * j + l;
+          low[e] = static_cast<uint8_t>((in[64 * half + 32 * (j % 2) + l] >> (4 * (j / 2))) & 0xF);
+          top[e] = static_cast<uint8_t>((in[128 + 32 * half + l] >> (2 * j)) & 3);
         }
+    for (int pair = 0; pair < kUnits / 2; ++pair) {  // units 2·pair, 2·pair + 1: columns e0 ..
+      const uint8_t* lo = low + 32 * pair;
+      const uint8_t* hi = top + 32 * pair;
+      uint8_t* nibbles = block + low_at(2 * pair, 0, o, 0);
+      uint8_t* tops = block + top_at(2 * pair, 0, o, 0);
+      for (int p = 0; p < 4; ++p)
+        for (int k = 0; k < 4; ++k) nibbles[64 * p + k] = static_cast<uint8_t>(lo[4 * p + k] | lo[16 + 4 * p + k] << 4);
+      for (int h = 0; h < 2; ++h)
+        for (int k = 0; k < 4; ++k)
+          tops[64 * h + k] = static_cast<uint8_t>(hi[16 * h + k] | hi[16 * h + 4 + k] << 2 | hi[16 * h + 8 + k] << 4 |
+                                                  hi[16 * h + 12 + k] << 6);
+    }
   }
 };
 }  // namespace nextn

@@ -23,10 +23,15 @@ struct Q8_0x16Bytes {
   static int value(const uint8_t* block, int, int i, int o) { return block[at(i, o)]; }
   static float scale_at(const uint8_t* block, int, int o) { return load_f16(block + 2 * o); }
   static float min_at(const uint8_t*, int, int) { return 0.0f; }
-  // Row o from the file's block {fp16 d; int8 qs[32]}.
+  // Row o from the file's block {fp16 d; int8 qs[32]}: chunk p is its bytes 4p.. + 128.
   static void put(uint8_t* block, int o, const uint8_t* in) {
     std::memcpy(block + 2 * o, in, 2);
-    for (int i = 0; i < kElems; ++i) block[at(i, o)] = in[2 + i] ^ 0x80;
+    for (int p = 0; p < kElems / 4; ++p) {
+      uint32_t word;
+      std::memcpy(&word, in + 2 + 4 * p, 4);
+      word ^= 0x80808080u;
+      std::memcpy(block + at(4 * p, o), &word, 4);
+    }
   }
 };
 }  // namespace nextn

@@ -61,7 +61,7 @@ void dequantize_interleaved_row(const uint8_t* data, int64_t cols, int64_t row, 
 }
 
 // rows × cols of kFile blocks (rows a multiple of 16) rewritten as kLayout: B::put writes
-// row o of a group's block from the file's block.
+// row o's bytes of a group's block (all of them) from the file's block.
 template <class B, DType kFile, DType kLayout>
 void repack_interleaved(const uint8_t* src, int64_t rows, int64_t cols, uint8_t* dst) {
   const size_t file_row = dtype_row_bytes(kFile, cols), layout_row = dtype_row_bytes(kLayout, cols);
@@ -69,7 +69,6 @@ void repack_interleaved(const uint8_t* src, int64_t rows, int64_t cols, uint8_t*
   for (int64_t g = 0; g < rows / 16; ++g)
     for (int64_t b = 0; b < cols / B::kElems; ++b) {
       uint8_t* block = dst + g * 16 * layout_row + b * B::kBlockBytes;
-      std::memset(block, 0, B::kBlockBytes);
       for (int o = 0; o < 16; ++o) B::put(block, o, src + (g * 16 + o) * file_row + b * file_block);
     }
 }
