@@ -91,6 +91,7 @@ void repack_interleaved(const uint8_t* src, int64_t rows, int64_t cols, uint8_t*
 #include <vector>
 
 #include "hwy/cache_control.h"
+#include "kernels/avx_vnni.h"
 #include "kernels/weight_format.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -173,9 +174,14 @@ HWY_INLINE VI broadcast4(const int8_t* p) {
   return set_i(v);
 }
 
-// Q8_0's bytes (q + 128) on targets without VNNI: q itself, and the form of the dot below.
-template <class L>
-constexpr bool kSignedDot = L::kOffset == 128 && HWY_TARGET != HWY_AVX3_DL;
+// Whether a tile multiplies bytes with VNNI's vpdpbusd: always on AVX3_DL; on AVX2 the
+// tiles come in two sets, kV choosing AVX-VNNI's (kernels/avx_vnni.h).
+template <bool kV>
+constexpr bool kDotVnni = HWY_TARGET == HWY_AVX3_DL || (HWY_TARGET == HWY_AVX2 && kV);
+
+// Q8_0's bytes (q + 128) without VNNI: q itself, and the form of the dot below.
+template <class L, bool kV>
+constexpr bool kSignedDot = L::kOffset == 128 && !kDotVnni<kV>;
 
 // A chunk prepared once for every activation row.
 struct Chunk {
@@ -186,10 +192,10 @@ struct Chunk {
 #endif
 };
 
-template <class L>
+template <class L, bool kV>
 HWY_INLINE NEXTN_INTERLEAVED_ATTR Chunk prepare(VI bytes) {
   Chunk c;
-  if constexpr (kSignedDot<L>) {
+  if constexpr (kSignedDot<L, kV>) {
 #if HWY_TARGET == HWY_AVX3
     c.w = _mm512_xor_si512(bytes, bytes_i(0x80));
     c.mag = _mm512_abs_epi8(c.w);
@@ -206,9 +212,9 @@ HWY_INLINE NEXTN_INTERLEAVED_ATTR Chunk prepare(VI bytes) {
 
 // The unit's integer sum before its chunks, from the row's Σq per 16 columns at `halves`
 // (the unit's first; the next 16 at halves[R]): −kOffset·Σq (none where kSignedDot takes q).
-template <class L, int R>
+template <class L, bool kV, int R>
 HWY_INLINE VI start(const int32_t* halves) {
-  if constexpr (kSignedDot<L> || L::kOffset == 0) return set_i(0);
+  if constexpr (kSignedDot<L, kV> || L::kOffset == 0) return set_i(0);
   const int32_t sum = L::kUnitElems == 16 ? halves[0] : halves[0] + halves[R];
   return set_i(-L::kOffset * sum);
 }
@@ -257,17 +263,17 @@ HWY_INLINE NEXTN_INTERLEAVED_ATTR VI dot(VI sum, const Chunk& c, VI x) {
 // Without VNNI: the int16 pair sums of a chunk (vpmaddubsw), several chunks added in int16
 // before one vpmaddwd widens them, as many as cannot overflow: 2·127·max value per pair
 // and chunk (Q4: 8 chunks, Q6_K: 2; Q8_0's |q| up to 128: 1).
-template <class L>
-constexpr int kInt16Chunks = kSignedDot<L> ? 1 : 32767 / (2 * 127 * L::kMaxValue);
+template <class L, bool kV>
+constexpr int kInt16Chunks = kSignedDot<L, kV> ? 1 : 32767 / (2 * 127 * L::kMaxValue);
 
-template <class L>
+template <class L, bool kV>
 HWY_INLINE VI pair_sums(const Chunk& c, VI x) {
 #if HWY_TARGET == HWY_AVX3
-  if constexpr (kSignedDot<L>) x = _mm512_mask_sub_epi8(x, c.negative, _mm512_setzero_si512(), x);
-  return _mm512_maddubs_epi16(kSignedDot<L> ? c.mag : c.w, x);
+  if constexpr (kSignedDot<L, kV>) x = _mm512_mask_sub_epi8(x, c.negative, _mm512_setzero_si512(), x);
+  return _mm512_maddubs_epi16(kSignedDot<L, kV> ? c.mag : c.w, x);
 #else
-  if constexpr (kSignedDot<L>) x = _mm256_sign_epi8(x, c.w);
-  return _mm256_maddubs_epi16(kSignedDot<L> ? c.mag : c.w, x);
+  if constexpr (kSignedDot<L, kV>) x = _mm256_sign_epi8(x, c.w);
+  return _mm256_maddubs_epi16(kSignedDot<L, kV> ? c.mag : c.w, x);
 #endif
 }
 #if HWY_TARGET == HWY_AVX3
@@ -277,6 +283,15 @@ HWY_INLINE VI widen_add(VI sum, VI pairs) { return _mm512_add_epi32(sum, _mm512_
 HWY_INLINE VI add16(VI a, VI b) { return _mm256_add_epi16(a, b); }
 HWY_INLINE VI widen_add(VI sum, VI pairs) { return _mm256_add_epi32(sum, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))); }
 #endif
+// AVX-VNNI's vpdpbusd (VEX, 256-bit): sum + Σ over each lane's 4 columns of w·x. Inline
+// assembly, so the tile needs no target attribute beyond Highway's AVX2 (the tiles that
+// use it run only where avx_vnni() said the CPU has it). A template: never instantiated
+// for 512-bit vectors.
+template <class V>
+HWY_INLINE V dot_avx_vnni(V sum, V w, V x) {
+  asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(sum) : "x"(w), "x"(x));
+  return sum;
+}
 #endif
 
 // How far ahead of a tile's block its rows are prefetched: whole blocks, about 4 KiB.
@@ -290,7 +305,7 @@ constexpr int lane0(int v) { return (v % kVecsPerGroup) * kLanes; }
 // Every address inside a block is a constant offset from a pointer advanced once per
 // block (the unit loop runs kStep units a pass with their offsets known at compile time):
 // with offsets computed per unit, the scalar arithmetic outnumbered the vector work.
-template <class L, int R, int NV>
+template <class L, int R, int NV, bool kV>
 HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& job, const TileRows& x, int64_t r0,
                                                           int64_t o0) {
   const int64_t blocks = job.cols / L::kElems;
@@ -330,12 +345,12 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
         VI sum[R][NV];
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          const VI first = start<L, R>(xh + e / 16 * R + r);
+          const VI first = start<L, kV, R>(xh + e / 16 * R + r);
 #pragma GCC unroll 8
           for (int v = 0; v < NV; ++v) sum[r][v] = first;
         }
 #if HWY_TARGET != HWY_AVX3_DL
-        VI pairs[R][NV];  // int16 sums of up to kInt16Chunks chunks
+        [[maybe_unused]] VI pairs[R][NV];  // int16 sums of up to kInt16Chunks chunks (without VNNI)
 #endif
         // Each activation chunk is broadcast once for all NV vectors of the tile (AVX2: a
         // group's two halves), and each weight chunk is prepared once for all R rows.
@@ -344,7 +359,7 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
         for (int c = 0; c < kChunks; ++c) {
           Chunk w[NV];
 #pragma GCC unroll 8
-          for (int v = 0; v < NV; ++v) w[v] = prepare<L>(L::chunk(block[v], u, c, lane0(v)));
+          for (int v = 0; v < NV; ++v) w[v] = prepare<L, kV>(L::chunk(block[v], u, c, lane0(v)));
 #pragma GCC unroll 8
           for (int r = 0; r < R; ++r) {
             const VI xc = broadcast4(xq + (e + 4 * c) * R + 4 * r);
@@ -353,10 +368,14 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
 #if HWY_TARGET == HWY_AVX3_DL
               sum[r][v] = dot<L>(sum[r][v], w[v], xc);
 #else
-              const VI p = pair_sums<L>(w[v], xc);
-              pairs[r][v] = c % kInt16Chunks<L> == 0 ? p : add16(pairs[r][v], p);
-              if (c % kInt16Chunks<L> == kInt16Chunks<L> - 1 || c == kChunks - 1)
-                sum[r][v] = widen_add(sum[r][v], pairs[r][v]);
+              if constexpr (kDotVnni<kV>) {
+                sum[r][v] = dot_avx_vnni(sum[r][v], w[v].w, xc);
+              } else {
+                const VI p = pair_sums<L, kV>(w[v], xc);
+                pairs[r][v] = c % kInt16Chunks<L, kV> == 0 ? p : add16(pairs[r][v], p);
+                if (c % kInt16Chunks<L, kV> == kInt16Chunks<L, kV> - 1 || c == kChunks - 1)
+                  sum[r][v] = widen_add(sum[r][v], pairs[r][v]);
+              }
 #endif
             }
           }
@@ -395,28 +414,34 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
   }
 }
 
-// fns[R − 1][groups − 1]: a tile of R rows and that many groups (≤ tile_vecs(R) vectors).
+// fns[kV][R − 1][groups − 1]: a tile of R rows and that many groups (≤ tile_vecs(R)
+// vectors); kV: AVX-VNNI's tiles (AVX2 only).
 template <class L>
 struct InterleavedTiles {
   using Fn = void (*)(const QuantMatmulJob&, const TileRows&, int64_t, int64_t);
   static constexpr int kMaxGroups = 4 / kVecsPerGroup;
-  std::array<std::array<Fn, kMaxGroups>, kMaxRows> fns{};
-  template <int R, size_t... Gs>
+  std::array<std::array<std::array<Fn, kMaxGroups>, kMaxRows>, 2> fns{};
+  template <bool kV, int R, size_t... Gs>
   void fill(std::index_sequence<Gs...>) {
-    ((fns[R - 1][Gs] = &interleaved_tile<L, R, (static_cast<int>(Gs) + 1) * kVecsPerGroup>), ...);
+    ((fns[kV][R - 1][Gs] = &interleaved_tile<L, R, (static_cast<int>(Gs) + 1) * kVecsPerGroup, kV>), ...);
   }
-  template <size_t... Rs>
+  template <bool kV, size_t... Rs>
   void fill_rows(std::index_sequence<Rs...>) {
-    (fill<static_cast<int>(Rs) + 1>(std::make_index_sequence<tile_vecs(static_cast<int>(Rs) + 1) / kVecsPerGroup>()),
+    (fill<kV, static_cast<int>(Rs) + 1>(
+         std::make_index_sequence<tile_vecs(static_cast<int>(Rs) + 1) / kVecsPerGroup>()),
      ...);
   }
-  InterleavedTiles() { fill_rows(std::make_index_sequence<kMaxRows>()); }
+  InterleavedTiles() {
+    fill_rows<false>(std::make_index_sequence<kMaxRows>());
+    if constexpr (HWY_TARGET == HWY_AVX2) fill_rows<true>(std::make_index_sequence<kMaxRows>());
+  }
 };
 
 // Outputs [o_begin, o_end) (whole groups) for every row of the job.
 template <class L>
 void interleaved_matmul(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
   static const InterleavedTiles<L> tiles;
+  const auto& fns = tiles.fns[HWY_TARGET == HWY_AVX2 && avx_vnni()];
   const int64_t n_rows = job.x.n_rows;
   // Output blocks whose weights stay in L2 while every group of rows passes over them.
   int64_t block = n_rows <= kMaxRows ? o_end - o_begin
@@ -430,7 +455,7 @@ void interleaved_matmul(const QuantMatmulJob& job, int64_t o_begin, int64_t o_en
       thread_local std::vector<int32_t> packed;
       const TileRows rows = tile_rows(job.x, job.cols, r, rr, packed);
       for (int64_t o = ob; o < ob_end; o += outs)
-        tiles.fns[rr - 1][std::min(outs, ob_end - o) / kGroupRows - 1](job, rows, r, o);
+        fns[rr - 1][std::min(outs, ob_end - o) / kGroupRows - 1](job, rows, r, o);
     }
   }
 }

@@ -69,7 +69,8 @@ float stream_sum(const float* data, int64_t n);
 // split over the global ThreadPool.
 double measure_read_bandwidth_gbs(size_t bytes, int repeats);
 
-// Name of the SIMD target chosen at run time (e.g. "AVX3_SPR", "AVX2").
+// Name of the SIMD target chosen at run time (e.g. "AVX3_SPR", "AVX2"; "AVX2_VNNI": AVX2
+// with AVX-VNNI for the quantized kernels, kernels/avx_vnni.h).
 const char* simd_target_name();
 
 // The SIMD targets this build has code for and this CPU runs, best first.

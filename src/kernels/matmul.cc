@@ -25,9 +25,11 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "kernels/avx_vnni.h"
 #include "kernels/kernels.h"
 #include "kernels/weight_format.h"
 #include "util/error.h"
@@ -328,7 +330,10 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, con
   HWY_DYNAMIC_DISPATCH(MatmulImpl)(w, x, n_rows, y, bias);
 }
 
-const char* simd_target_name() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
+const char* simd_target_name() {
+  const char* name = HWY_DYNAMIC_DISPATCH(TargetNameImpl)();
+  return std::string_view(name) == "AVX2" && avx_vnni() ? "AVX2_VNNI" : name;
+}
 
 }  // namespace nextn
 #endif  // HWY_ONCE

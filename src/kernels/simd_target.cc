@@ -4,30 +4,64 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <atomic>
+
 #include "hwy/highway.h"
+#include "kernels/avx_vnni.h"
 #include "kernels/kernels.h"
 #include "util/error.h"
 
 namespace nextn {
 
+namespace {
+constexpr const char* kAvx2Vnni = "AVX2_VNNI";  // Highway's AVX2 target plus AVX-VNNI
+
+bool cpu_has_avx_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avxvnni");
+#else
+  return false;
+#endif
+}
+
+std::atomic<bool>& vnni_allowed() {
+  static std::atomic<bool> allowed{true};
+  return allowed;
+}
+
+// Highway's targets, with AVX2_VNNI just before AVX2 where the CPU has AVX-VNNI.
+std::vector<std::pair<std::string, int64_t>> targets() {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (int64_t t : hwy::SupportedAndGeneratedTargets()) {
+    if (t == HWY_AVX2 && cpu_has_avx_vnni()) out.emplace_back(kAvx2Vnni, t);
+    out.emplace_back(hwy::TargetName(t), t);
+  }
+  return out;
+}
+}  // namespace
+
+bool avx_vnni() { return vnni_allowed().load(std::memory_order_relaxed) && cpu_has_avx_vnni(); }
+
 std::vector<std::string> available_simd_targets() {
   std::vector<std::string> names;
-  for (int64_t t : hwy::SupportedAndGeneratedTargets()) names.push_back(hwy::TargetName(t));
+  for (const auto& [name, t] : targets()) names.push_back(name);
   return names;
 }
 
 void limit_simd_target(const std::string& name) {
   std::string offered;
-  for (int64_t t : hwy::SupportedAndGeneratedTargets()) {
-    if (strcasecmp(name.c_str(), hwy::TargetName(t)) == 0) {
+  for (const auto& [target_name, t] : targets()) {
+    if (strcasecmp(name.c_str(), target_name.c_str()) == 0) {
       // Highway numbers targets best first (lower bit = better): disabling every lower
       // bit leaves `t` as the best one the dispatcher may pick.
       hwy::DisableTargets(t - 1);
+      vnni_allowed().store(t != HWY_AVX2 || target_name == kAvx2Vnni);
       return;
     }
-    offered += std::string(offered.empty() ? "" : ", ") + hwy::TargetName(t);
+    offered += std::string(offered.empty() ? "" : ", ") + target_name;
   }
   fail(ErrorKind::kBadInput, "SIMD target '{}' is not available here (this build and CPU offer: {})", name, offered);
 }
