@@ -1,6 +1,9 @@
 // kernels/simd_target.cc — choosing the SIMD target every Highway-dispatched kernel runs
 // on (kernels/ and kv/ share Highway's one chosen target).
 #include <strings.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include <cstdlib>
 #include <string>
@@ -19,9 +22,13 @@ namespace nextn {
 namespace {
 constexpr const char* kAvx2Vnni = "AVX2_VNNI";  // Highway's AVX2 target plus AVX-VNNI
 
+// CPUID leaf 7, sub-leaf 1, EAX bit 4 (clang 14 lacks __builtin_cpu_supports("avxvnni")).
+// The OS's saving of 256-bit registers is Highway's AVX2 check; AVX2_VNNI is only offered
+// beside AVX2.
 bool cpu_has_avx_vnni() {
 #if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avxvnni");
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
 #else
   return false;
 #endif
