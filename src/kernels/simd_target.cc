@@ -5,12 +5,11 @@
 #include <cpuid.h>
 #endif
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <atomic>
 
 #include "hwy/highway.h"
 #include "kernels/avx_vnni.h"
@@ -24,14 +23,18 @@ constexpr const char* kAvx2Vnni = "AVX2_VNNI";  // Highway's AVX2 target plus AV
 
 // CPUID leaf 7, sub-leaf 1, EAX bit 4 (clang 14 lacks __builtin_cpu_supports("avxvnni")).
 // The OS's saving of 256-bit registers is Highway's AVX2 check; AVX2_VNNI is only offered
-// beside AVX2.
+// beside AVX2. Asked once: the AVX2 tiles read it on every matmul, and CPUID is
+// serializing (in a VM, a trap to the hypervisor).
 bool cpu_has_avx_vnni() {
+  static const bool has = [] {
 #if defined(__x86_64__) || defined(__i386__)
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
 #else
-  return false;
+    return false;
 #endif
+  }();
+  return has;
 }
 
 std::atomic<bool>& vnni_allowed() {
