@@ -91,7 +91,7 @@ void repack_interleaved(const uint8_t* src, int64_t rows, int64_t cols, uint8_t*
 #include <vector>
 
 #include "hwy/cache_control.h"
-#include "kernels/avx_vnni.h"
+#include "kernels/cpu_extras.h"
 #include "kernels/weight_format.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -175,7 +175,7 @@ HWY_INLINE VI broadcast4(const int8_t* p) {
 }
 
 // Whether a tile multiplies bytes with VNNI's vpdpbusd: always on AVX3_DL; on AVX2 the
-// tiles come in two sets, kV choosing AVX-VNNI's (kernels/avx_vnni.h).
+// tiles come in two sets, kV choosing AVX-VNNI's (kernels/cpu_extras.h).
 template <bool kV>
 constexpr bool kDotVnni = HWY_TARGET == HWY_AVX3_DL || (HWY_TARGET == HWY_AVX2 && kV);
 

@@ -25,6 +25,12 @@ struct WeightMatrix {
 // larger batches reuse each weight tile across rows (prefill, verify batches).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias = nullptr);
 
+// Whether BF16-weight matmuls on the chosen target round the activations to bf16 (nearest
+// even) and multiply with the CPU's bf16 dot product (AVX3_ZEN4), as llama.cpp does for BF16
+// weights; otherwise they multiply float32 activations exactly. Either way the products are
+// exact and summed in float32.
+bool bf16_activations();
+
 // Output rows [o_begin, o_end) of matmul (y[r, o] for o in the range; y keeps its
 // [n_rows, W.rows] layout), on the calling thread only: for callers that split their
 // own work over the pool (model/routed_mlp.cc: items of (expert, output block)).
@@ -69,8 +75,9 @@ float stream_sum(const float* data, int64_t n);
 // split over the global ThreadPool.
 double measure_read_bandwidth_gbs(size_t bytes, int repeats);
 
-// Name of the SIMD target chosen at run time (e.g. "AVX3_SPR", "AVX2"; "AVX2_VNNI": AVX2
-// with AVX-VNNI for the quantized kernels, kernels/avx_vnni.h).
+// Name of the SIMD target chosen at run time (e.g. "AVX3_DL", "AVX2"; "AVX2_VNNI" and
+// "AVX3_ZEN4": a Highway target plus an instruction some kernels test for at run time,
+// kernels/cpu_extras.h).
 const char* simd_target_name();
 
 // The SIMD targets this build has code for and this CPU runs, best first.

@@ -8,52 +8,79 @@
 #include <atomic>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "hwy/highway.h"
-#include "kernels/avx_vnni.h"
+#include "kernels/cpu_extras.h"
 #include "kernels/kernels.h"
 #include "util/error.h"
 
 namespace nextn {
 
 namespace {
-constexpr const char* kAvx2Vnni = "AVX2_VNNI";  // Highway's AVX2 target plus AVX-VNNI
 
-// CPUID leaf 7, sub-leaf 1, EAX bit 4 (clang 14 lacks __builtin_cpu_supports("avxvnni")).
-// The OS's saving of 256-bit registers is Highway's AVX2 check; AVX2_VNNI is only offered
-// beside AVX2. Asked once: the AVX2 tiles read it on every matmul, and CPUID is
-// serializing (in a VM, a trap to the hypervisor).
-bool cpu_has_avx_vnni() {
-  static const bool has = [] {
+// A pseudo-target (kernels/cpu_extras.h): a Highway target plus one CPUID feature bit.
+struct Extra {
+  const char* name;
+  int64_t base;          // the Highway target it extends
+  unsigned leaf7_1_eax;  // its bit in CPUID leaf 7, sub-leaf 1, EAX
+  bool amd_only;         // offered on AMD CPUs only
+  std::atomic<bool> allowed{true};
+};
+
+// AVX3_ZEN4 is AMD's, as in Highway: Zen 4/5 run vdpbf16ps at nearly the FMA rate (32
+// multiply-adds each), whereas on an Intel Xeon with AVX512_BF16 it measured half the
+// multiply-adds per second of float32 FMA (docs/performance.md).
+Extra extras[] = {{"AVX2_VNNI", HWY_AVX2, 1u << 4, false}, {"AVX3_ZEN4", HWY_AVX3_DL, 1u << 5, true}};
+Extra& vnni = extras[0];
+Extra& bf16 = extras[1];
+
+// Read from CPUID leaf 7.1 (clang 14 lacks __builtin_cpu_supports("avxvnni")). The OS's
+// saving of the vector registers is the base target's check: an extra is only offered
+// beside its base. Asked once: kernels read it on every matmul, and CPUID is serializing
+// (in a VM, a trap to the hypervisor).
+bool cpu_has(const Extra& extra) {
+  struct Cpu {
+    unsigned leaf7_1_eax = 0;
+    bool amd = false;
+  };
+  static const Cpu cpu = [] {
+    Cpu c;
 #if defined(__x86_64__) || defined(__i386__)
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & (1u << 4)) != 0;
-#else
-    return false;
+    unsigned a = 0, b = 0, cx = 0, d = 0;
+    if (__get_cpuid_count(7, 1, &a, &b, &cx, &d)) c.leaf7_1_eax = a;
+    // Leaf 0's vendor string "AuthenticAMD" in EBX, EDX, ECX.
+    if (__get_cpuid(0, &a, &b, &cx, &d)) c.amd = b == 0x68747541 && d == 0x69746e65 && cx == 0x444d4163;
 #endif
+    return c;
   }();
-  return has;
+  return (cpu.leaf7_1_eax & extra.leaf7_1_eax) != 0 && (cpu.amd || !extra.amd_only);
 }
 
-std::atomic<bool>& vnni_allowed() {
-  static std::atomic<bool> allowed{true};
-  return allowed;
-}
+bool usable(const Extra& extra) { return extra.allowed.load(std::memory_order_relaxed) && cpu_has(extra); }
 
-// Highway's targets, with AVX2_VNNI just before AVX2 where the CPU has AVX-VNNI.
+// Highway's targets, each extra just before its base where the CPU has it.
 std::vector<std::pair<std::string, int64_t>> targets() {
   std::vector<std::pair<std::string, int64_t>> out;
   for (int64_t t : hwy::SupportedAndGeneratedTargets()) {
-    if (t == HWY_AVX2 && cpu_has_avx_vnni()) out.emplace_back(kAvx2Vnni, t);
+    for (const Extra& extra : extras)
+      if (t == extra.base && cpu_has(extra)) out.emplace_back(extra.name, t);
     out.emplace_back(hwy::TargetName(t), t);
   }
   return out;
 }
 }  // namespace
 
-bool avx_vnni() { return vnni_allowed().load(std::memory_order_relaxed) && cpu_has_avx_vnni(); }
+bool avx_vnni() { return usable(vnni); }
+bool avx512_bf16() { return usable(bf16); }
+
+const char* extend_target_name(const char* highway_name) {
+  for (const Extra& extra : extras)
+    if (usable(extra) && std::string_view(highway_name) == hwy::TargetName(extra.base)) return extra.name;
+  return highway_name;
+}
 
 std::vector<std::string> available_simd_targets() {
   std::vector<std::string> names;
@@ -68,7 +95,8 @@ void limit_simd_target(const std::string& name) {
       // Highway numbers targets best first (lower bit = better): disabling every lower
       // bit leaves `t` as the best one the dispatcher may pick.
       hwy::DisableTargets(t - 1);
-      vnni_allowed().store(t != HWY_AVX2 || target_name == kAvx2Vnni);
+      // Naming a base target itself turns its extra off.
+      for (Extra& extra : extras) extra.allowed.store(t != extra.base || target_name == extra.name);
       return;
     }
     offered += std::string(offered.empty() ? "" : ", ") + target_name;

@@ -37,8 +37,11 @@ RoutedExperts::RoutedExperts(const MlpSpec& spec, int hidden, WeightStore& s, co
   if (E <= 0 || spec.top_k <= 0 || spec.top_k > E || I <= 0)
     fail(ErrorKind::kBadInput, "{}: {} experts, top-{} and expert width {} do not make a routed MLP", p, E,
          spec.top_k, I);
+  // The router runs in float32 whatever the checkpoint stores (GGUF files keep it F32 too):
+  // top-k routing is discontinuous, so the rounding other matmuls give their activations
+  // (int8 for quantized weights, bf16 on AVX3_ZEN4) must not be able to flip an expert.
+  router_ = s.float_matrix(p + names.router + ".weight", E, H);
   const size_t before = s.matrix_bytes();
-  router_ = s.matrix(p + names.router + ".weight", E, H);
   if (spec.correction_bias) correction_bias_ = s.vector(p + names.router + ".e_score_correction_bias", E);
   if (spec.per_expert_scale) per_expert_scale_ = s.vector(p + names.per_expert_scale, E);
 
@@ -68,7 +71,7 @@ RoutedExperts::RoutedExperts(const MlpSpec& spec, int hidden, WeightStore& s, co
       experts_[size_t(e)].down = s.matrix(q + "down_proj.weight", H, I);
     }
   }
-  const size_t experts_bytes = s.matrix_bytes() - before - dtype_row_bytes(router_.dtype, H) * size_t(E);
+  const size_t experts_bytes = s.matrix_bytes() - before;
   expert_bytes_ = experts_bytes / size_t(E);
 
   const size_t shared_before = s.matrix_bytes();

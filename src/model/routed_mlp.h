@@ -57,7 +57,7 @@ class RoutedExperts {
 
   MlpSpec spec_;
   int hidden_;
-  WeightMatrix router_;                   // [E, H]
+  WeightMatrix router_;                   // [E, H], F32
   const float* correction_bias_ = nullptr;  // [E] or null
   const float* per_expert_scale_ = nullptr;  // [E] or null
   std::vector<Expert> experts_;

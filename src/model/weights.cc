@@ -150,6 +150,12 @@ const float* WeightStore::floats(const std::string& name, std::vector<int64_t> s
   return out;
 }
 
+WeightMatrix WeightStore::float_matrix(const std::string& name, int64_t rows, int64_t cols) {
+  const float* values = floats(name, {rows, cols});
+  matrix_bytes_ += static_cast<size_t>(rows * cols) * sizeof(float);
+  return {DType::kF32, rows, cols, values};
+}
+
 void embed_rows(const WeightMatrix& embedding, const int32_t* tokens, int64_t n, float* out) {
   for (int64_t r = 0; r < n; ++r) {
     int32_t tok = tokens[r];

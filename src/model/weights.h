@@ -48,6 +48,9 @@ class WeightStore {
   // Requires `name` with exactly `shape`; returns its values as float32 plus `offset`
   // (1 for the (1+w) RMSNorm scales of Qwen3.5, added once here at load).
   const float* floats(const std::string& name, std::vector<int64_t> shape, float offset = 0.0f);
+  // Requires `name` with shape [rows, cols]; returns it converted to an F32 matrix (for
+  // the few small matrices whose products must not round their activations: routers).
+  WeightMatrix float_matrix(const std::string& name, int64_t rows, int64_t cols);
   bool has(const std::string& name) const;
 
   // Bytes of all matrices bound so far (what a decode step streams).

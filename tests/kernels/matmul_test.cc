@@ -1,6 +1,7 @@
 // tests/kernels/matmul_test.cc — matmul against a float64 scalar reference for
 // every weight dtype, odd shapes, 1..17 rows, bias on/off, on every SIMD target
-// this machine supports; plus the bitwise row-independence the verifier relies on.
+// this machine supports (BF16 weights with bf16-rounded activations where the target
+// uses the bf16 dot product); plus the bitwise row-independence the verifier relies on.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -49,6 +50,12 @@ std::vector<float> random_vector(int64_t n, std::mt19937& rng) {
   return v;
 }
 
+// The activation the kernel multiplies: x itself, or x rounded to bf16 where BF16 weights
+// take the bf16 dot product (bf16_activations()).
+double activation(DType dtype, float x) {
+  return dtype == DType::kBF16 && bf16_activations() ? bf16_to_f32(f32_to_bf16(x)) : x;
+}
+
 // Checks y against the float64 reference; tolerance scales with sum |w·x|.
 void expect_matches_reference(const TestWeights& w, const std::vector<float>& x, int64_t n_rows,
                               const std::vector<float>& y, const float* bias, const std::string& what) {
@@ -56,7 +63,7 @@ void expect_matches_reference(const TestWeights& w, const std::vector<float>& x,
     for (int64_t o = 0; o < w.rows; ++o) {
       double sum = 0, mag = 0;
       for (int64_t i = 0; i < w.cols; ++i) {
-        double p = w.values[o * w.cols + i] * x[r * w.cols + i];
+        double p = w.values[o * w.cols + i] * activation(w.dtype, x[r * w.cols + i]);
         sum += p;
         mag += std::fabs(p);
       }
@@ -90,7 +97,7 @@ TEST_F(MatmulTargets, MatchesReferenceForEveryDtypeShapeAndTarget) {
             for (bool with_bias : {false, true}) {
               std::vector<float> y(n_rows * outs, -1.0f);
               matmul(w.matrix(), x.data(), n_rows, y.data(), with_bias ? bias.data() : nullptr);
-              std::string what = std::string(hwy::TargetName(target)) + " " + dtype_name(dtype) +
+              std::string what = std::string(simd_target_name()) + " " + dtype_name(dtype) +
                                  " cols=" + std::to_string(cols) + " outs=" + std::to_string(outs) +
                                  " rows=" + std::to_string(n_rows) + (with_bias ? " bias" : "");
               expect_matches_reference(w, x, n_rows, y, with_bias ? bias.data() : nullptr, what);

@@ -27,6 +27,13 @@ GEN = os.path.join(SRC, "tools", "make_checkpoint.py")
 BIN = os.environ.get("NEXTN_BIN")
 TMP_ROOT = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
 
+sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+import bf16_activations  # noqa: E402
+
+# The references round activations for BF16 matrices where nextn's target does.
+if BIN:
+    bf16_activations.ROUND = bf16_activations.target_rounds(BIN)
+
 
 def rel_err(a, b):
     """max |a − b| / max |b|, in float64; the shapes must agree."""
@@ -60,7 +67,8 @@ class _KeptReference:
     def __init__(self, module, model_dir, **kwargs):
         self._module, self._dir, self._kwargs, self._model = module, model_dir, kwargs, None
         files = _files_digest(os.path.join(model_dir, "*"))
-        self._key = hashlib.sha256((self.SOURCES + files + repr(sorted(kwargs.items()))).encode()).hexdigest()
+        rounding = repr(bf16_activations.ROUND)
+        self._key = hashlib.sha256((self.SOURCES + files + repr(sorted(kwargs.items())) + rounding).encode()).hexdigest()
         self._store = os.path.join(TMP_ROOT, "reference-results")
 
     def _loaded(self):

@@ -22,13 +22,10 @@
 import json
 import math
 import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "tools", "checkpoint"))
-import safetensors_reader  # noqa: E402
+import bf16_activations
 from stateful_decoding import StatefulDecoding  # noqa: E402
 
 BROKEN = ("norm_plus_one", "no_softcap", "wrong_donor", "window_off_by_one",
@@ -76,7 +73,7 @@ class Model(StatefulDecoding):
         self.broken = broken
         _, c = text_config(model_dir)
         self.cfg = c
-        self.W = safetensors_reader.read_checkpoint(model_dir, np.float64)
+        self.W = bf16_activations.read_checkpoint(model_dir)
         self.prefix = "model.language_model." if "model.language_model.embed_tokens.weight" in self.W \
             else "model."
         self.H, self.L, self.eps = c["hidden_size"], c["num_hidden_layers"], c["rms_norm_eps"]
@@ -257,7 +254,7 @@ class Assistant:
     def __init__(self, model_dir, target):
         top, c = text_config(model_dir)
         self.t = target
-        self.W = safetensors_reader.read_checkpoint(model_dir, np.float64)
+        self.W = bf16_activations.read_checkpoint(model_dir)
         self.top = top
         self.Hd, self.L, self.eps = c["hidden_size"], c["num_hidden_layers"], c["rms_norm_eps"]
         self.heads = c["num_attention_heads"]

@@ -16,13 +16,10 @@
 import json
 import math
 import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "tools", "checkpoint"))
-import safetensors_reader  # noqa: E402
+import bf16_activations
 from stateful_decoding import StatefulDecoding  # noqa: E402
 
 BROKEN = ("router_bias_ignored", "router_bias_in_weights", "topk_not_renormalized",
@@ -61,7 +58,7 @@ class Model(StatefulDecoding):
         with open(os.path.join(model_dir, "config.json")) as f:
             c = json.load(f)
         self.cfg = c
-        self.W = safetensors_reader.read_checkpoint(model_dir, np.float64)
+        self.W = bf16_activations.read_checkpoint(model_dir)
         self.H, self.L, self.eps = c["hidden_size"], c["num_hidden_layers"], c["rms_norm_eps"]
         self.heads, self.kv_heads = c["num_attention_heads"], c["num_key_value_heads"]
         self.D = c.get("head_dim") or self.H // self.heads

@@ -11,13 +11,10 @@
 import json
 import math
 import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "tools", "checkpoint"))
-import safetensors_reader  # noqa: E402
+import bf16_activations
 
 
 def rms_norm(x, w, eps):
@@ -177,7 +174,7 @@ class MtpHead:
 class Model:
     def __init__(self, model_dir, assistant_dir=None):
         self.cfg = c = load_json(os.path.join(model_dir, "config.json"))
-        self.W = safetensors_reader.read_checkpoint(model_dir, np.float64)
+        self.W = bf16_activations.read_checkpoint(model_dir)
         self.arch = c["architectures"][0]
         if self.arch not in ("LlamaForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
                              "MiMoForCausalLM"):
@@ -213,7 +210,7 @@ class Model:
         if ac["hidden_size"] != self.H or ac["vocab_size"] != self.V:
             raise ValueError(f"{d}: hidden/vocab {ac['hidden_size']}/{ac['vocab_size']} do not "
                              f"match the target's {self.H}/{self.V}")
-        W = safetensors_reader.read_checkpoint(d, np.float64)
+        W = bf16_activations.read_checkpoint(d)
         n = ac["num_nextn_predict_layers"]
         layout = ac["mtp_layout"]
         base = "model.mtp_layers" if layout == "mimo" else "model.layers"

@@ -19,13 +19,10 @@
 import json
 import math
 import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "tools", "checkpoint"))
-import safetensors_reader  # noqa: E402
+import bf16_activations
 from stateful_decoding import StatefulDecoding  # noqa: E402
 
 BROKEN = ("no_plus_one", "plus_one_twice", "gate_query_halves", "conv_not_shifted",
@@ -74,7 +71,7 @@ class Model(StatefulDecoding):
         c = dict(top)
         c.update(top.get("text_config") or {})
         self.cfg = c
-        self.W = safetensors_reader.read_checkpoint(model_dir, np.float64)
+        self.W = bf16_activations.read_checkpoint(model_dir)
         self.prefix = "model.language_model." if "model.language_model.embed_tokens.weight" in self.W \
             else "model."
         self.H, self.L, self.eps = c["hidden_size"], c["num_hidden_layers"], c["rms_norm_eps"]
