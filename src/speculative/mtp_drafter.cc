@@ -5,9 +5,7 @@
 // and that catch-up's last row yields the first draft. Further drafts recurse:
 // layer = step mod num_layers, feeding back the head's output hidden and the token
 // it just drafted at the next position. Drafted rows are dropped from the head's
-// KV at the next commit, so it mirrors the target's accepted rows — except after a long
-// stretch without drafts (the adaptive depth chose k = 0), when it skips all but the last
-// kMtpMaxCatchUp of them (see propose).
+// KV at the next commit, so it always mirrors the target's accepted rows.
 #include "speculative/mtp_drafter.h"
 
 #include <algorithm>
@@ -40,12 +38,10 @@ class MtpSession : public DraftSession {
     pending_tokens_.insert(pending_tokens_.end(), tokens.begin(), tokens.end());
     pending_hidden_.insert(pending_hidden_.end(), hidden, hidden + tokens.size() * size_t(hidden_));
     committed_ += int(tokens.size());
-    // A long prompt is caught up here, all but its last row (whose next token is not known
-    // yet), so the first propose() after a prompt runs one row instead of the whole prompt
-    // through the head. Once drafting has begun, rows committed a step at a time wait for
-    // propose(), which may skip them (kMtpMaxCatchUp); a long commit is still caught up.
-    const bool eager = drafting_ ? int(tokens.size()) > kEagerCatchUpMin : int(pending_tokens_.size()) > kEagerCatchUpMin;
-    if (eager) catch_up(int(pending_tokens_.size()) - 1, 0, false);
+    // A long commit (a prompt chunk) is caught up here, all but its last row (whose
+    // next token is not known yet), so the first propose() after a prompt runs one row
+    // instead of the whole prompt through the head.
+    if (int(pending_tokens_.size()) > kEagerCatchUpMin) catch_up(int(pending_tokens_.size()) - 1, 0, false);
   }
 
   void rollback(int n) override {
@@ -54,8 +50,6 @@ class MtpSession : public DraftSession {
       return;
     }
     if (done_ > n) {
-      // Rows skipped before n leave no KV length to return to: the head restarts there.
-      if (skipped_ > 0) skipped_ = n;
       done_ = n;
       last_hidden_.clear();
       pending_tokens_.clear();
@@ -71,27 +65,16 @@ class MtpSession : public DraftSession {
   void propose(int32_t last, int k, Sampler& sampler, DraftProposal& out) override {
     out.clear();
     if (k <= 0) return;
-    drafting_ = true;
     drop_drafted();
     if (pending_tokens_.empty() && done_ > 0 && done_ == committed_ && !last_hidden_.empty()) {
       // Proposing again without a commit in between: redo the last row.
       done_ -= 1;
-      for (auto& kv : kv_) kv->return_to(kv_rows());
+      for (auto& kv : kv_) kv->return_to(done_);
       pending_tokens_.push_back(last_token_);
       pending_hidden_ = last_hidden_;
     }
     if (pending_tokens_.empty()) return;
     k = std::min(k, kv_[0]->max_tokens() - committed_);
-    // Far behind: skip the older rows. The head's attention then lacks them and sees the
-    // rest at positions shifted back by the rows skipped (RoPE is relative: only the
-    // distance to the rows before the gap shrinks). Drafts may be accepted less often;
-    // the verifier keeps the output exact either way.
-    if (int skip = int(pending_tokens_.size()) - kMtpMaxCatchUp; skip > 0) {
-      pending_tokens_.erase(pending_tokens_.begin(), pending_tokens_.begin() + skip);
-      pending_hidden_.erase(pending_hidden_.begin(), pending_hidden_.begin() + std::ptrdiff_t(skip * size_t(hidden_)));
-      done_ += skip;
-      skipped_ += skip;
-    }
     catch_up(int(pending_tokens_.size()), last, true);
 
     // The catch-up's last row gives draft 1; then recurse one row per draft.
@@ -138,10 +121,8 @@ class MtpSession : public DraftSession {
 
   void drop_drafted() {
     for (auto& kv : kv_)
-      if (kv->length() > kv_rows()) kv->return_to(kv_rows());
+      if (kv->length() > done_) kv->return_to(done_);
   }
-  // Rows in the head's KV: the target rows it has run, less those it skipped.
-  int kv_rows() const { return done_ - skipped_; }
   // Runs `layer` for logits/hidden and, with several MTP layers, the others over
   // the same rows so every layer's KV covers every position.
   void run_all_layers(int layer, const float* h, std::span<const int32_t> toks, const std::vector<int>& logit_rows) {
@@ -169,9 +150,7 @@ class MtpSession : public DraftSession {
   int hidden_, vocab_, draft_vocab_;
   std::vector<std::unique_ptr<SequenceState>> kv_;  // the head's attention KV, one state per MTP layer
   int committed_ = 0;  // target rows committed
-  int done_ = 0;       // target rows the head has passed (run or skipped); drafted rows beyond
-  int skipped_ = 0;    // of those, rows skipped without running (kMtpMaxCatchUp)
-  bool drafting_ = false;  // propose() has run: the prompt is behind us
+  int done_ = 0;       // rows the head's KV holds (accepted ones; drafted rows beyond)
   std::vector<int32_t> pending_tokens_;  // tokens at positions done_..committed_-1
   std::vector<float> pending_hidden_;    // their target hidden states
   int32_t last_token_ = 0;               // the token and hidden of row done_-1 (to redo it)

@@ -8,12 +8,6 @@
 
 namespace nextn {
 
-// When drafting resumes after a stretch without drafts (the adaptive depth chose k = 0),
-// the head catches up at most this many of the accepted rows and skips the older ones:
-// running the head over every row of a long stretch of plain decoding (a routed MTP layer
-// on MoE models) made `--num-mtp-tokens auto` slower than never drafting.
-constexpr int kMtpMaxCatchUp = 16;
-
 // `owned` keeps an assistant head alive; `head` may point into the target.
 std::unique_ptr<Drafter> make_mtp_head_drafter(const char* name, MtpHead* head, std::unique_ptr<MtpHead> owned,
                                                const ModelConfig& target_config, int draft_vocab);
