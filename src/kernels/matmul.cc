@@ -328,22 +328,27 @@ void MatmulOutputs(const WeightMatrix& w, const float* x, int64_t n_rows, float*
   job.y_stride = w.rows;
   job.bias = bias;
 
-  const bool dot = w.dtype == DType::kBF16 && bf16_dot();
-  // BF16: activations rounded to bf16 for the dot product, or else each 2·N block
-  // de-interleaved into [even elements | odd elements].
-  thread_local std::vector<float> prepared;
+  job.x = x;
+  job.x_stride = w.cols;
   job.xh = nullptr;
+  void (*run)(const Job&, int64_t, int64_t, int64_t) =
+      w.dtype == DType::kF32   ? &run_outputs<DType::kF32>
+      : w.dtype == DType::kF16 ? &run_outputs<DType::kF16>
+                               : &run_outputs<DType::kBF16>;
 #if NEXTN_BF16_DOT
+  // BF16 with the dot product: the activations rounded to bf16.
   thread_local std::vector<uint16_t> rounded;
-  if (dot) {
+  if (w.dtype == DType::kBF16 && bf16_dot()) {
     rounded.resize(static_cast<size_t>(n_rows * w.cols));
     round_to_bf16(x, n_rows, w.cols, rounded.data());
     job.xh = rounded.data();
     job.x = nullptr;
-    job.x_stride = w.cols;
-  } else
+    run = &run_outputs<DType::kBF16, true>;
+  }
 #endif
-  if (w.dtype == DType::kBF16 && job.blocks > 0) {
+  // BF16 otherwise: each 2·N block de-interleaved into [even elements | odd elements].
+  thread_local std::vector<float> prepared;
+  if (w.dtype == DType::kBF16 && !job.xh && job.blocks > 0) {
     const int64_t stride = job.blocks * 2 * n;
     prepared.resize(static_cast<size_t>(stride * n_rows));
     for (int64_t r = 0; r < n_rows; ++r) {
@@ -357,16 +362,8 @@ void MatmulOutputs(const WeightMatrix& w, const float* x, int64_t n_rows, float*
     }
     job.x = prepared.data();
     job.x_stride = stride;
-  } else {
-    job.x = x;
-    job.x_stride = w.cols;
   }
 
-  void (*run)(const Job&, int64_t, int64_t, int64_t) =
-      dot                      ? &run_outputs<DType::kBF16, true>
-      : w.dtype == DType::kF32 ? &run_outputs<DType::kF32>
-      : w.dtype == DType::kF16 ? &run_outputs<DType::kF16>
-                               : &run_outputs<DType::kBF16>;
   const size_t grain = 24;  // outputs per work item, as kUnit in run_outputs
   // Small problems are not worth waking the pool.
   const double work = static_cast<double>(w.rows) * w.cols * n_rows;
