@@ -7,15 +7,26 @@
 namespace nextn {
 
 namespace {
-constexpr double kDecay = 0.97;       // per step: recent behaviour dominates
+constexpr double kDecay = 0.97;       // per draft at a position: recent behaviour dominates
 constexpr double kPriorAccept = 1.4;  // prior pseudo-counts: 0.7 acceptance, weight 2
 constexpr double kPriorReached = 2.0;
 constexpr double kCostSmoothing = 0.2;
 constexpr int kProbeEvery = 8;
+constexpr int kProbeEveryMax = 128;
+
+// A running cost estimate: the first sample is dropped (the first forward of a size, or
+// the first draft, pays one-time allocations: the hybrid 0.8B's first 4-row verify took
+// 12x its later cost), and later ones count at most twice the estimate (a busy machine
+// stalls single steps). Rare probes would otherwise leave an outlier standing for long.
+void smooth_cost(double& estimate, int& samples, double seconds) {
+  if (samples++ == 0) return;
+  estimate = estimate < 0 ? seconds
+                          : (1 - kCostSmoothing) * estimate + kCostSmoothing * std::min(seconds, 2 * estimate);
+}
 }  // namespace
 
 VerifyCostModel::VerifyCostModel(int max_rows)
-    : ema_(size_t(max_rows) + 2, -1.0), experts_(size_t(max_rows) + 2, -1.0) {}
+    : ema_(size_t(max_rows) + 2, -1.0), experts_(size_t(max_rows) + 2, -1.0), samples_(size_t(max_rows) + 2, 0) {}
 
 void VerifyCostModel::set_routing(int experts, int top_k) {
   experts_total_ = experts > 0 && top_k > 0 ? experts : 0;
@@ -24,9 +35,12 @@ void VerifyCostModel::set_routing(int experts, int top_k) {
 
 void VerifyCostModel::record(int rows, double seconds, double distinct_experts) {
   if (rows <= 0) return;
-  if (rows >= int(ema_.size())) ema_.resize(size_t(rows) + 1, -1.0), experts_.resize(size_t(rows) + 1, -1.0);
-  double& e = ema_[size_t(rows)];
-  e = e < 0 ? seconds : (1 - kCostSmoothing) * e + kCostSmoothing * seconds;
+  if (rows >= int(ema_.size())) {
+    ema_.resize(size_t(rows) + 1, -1.0);
+    experts_.resize(size_t(rows) + 1, -1.0);
+    samples_.resize(size_t(rows) + 1, 0);
+  }
+  smooth_cost(ema_[size_t(rows)], samples_[size_t(rows)], seconds);
   if (experts_total_ && distinct_experts > 0) {
     double& d = experts_[size_t(rows)];
     d = d < 0 ? distinct_experts : (1 - kCostSmoothing) * d + kCostSmoothing * distinct_experts;
@@ -114,30 +128,36 @@ int AdaptiveDepth::choose(const VerifyCostModel& costs) {
       best = k;
     }
   }
-  ++steps_;
   // Probes keep the neighbours measured: alternately one deeper (its acceptance) and
   // one shallower (its verify cost; k = 0 measures the plain decode row).
-  if (steps_ % kProbeEvery == 0) {
-    bool deeper = (steps_ / kProbeEvery) % 2 == 1;
-    if (deeper && best < max_k_) return best + 1;
-    if (!deeper && best > 0) return best - 1;
+  if (best != last_best_) {
+    last_best_ = best;
+    probe_interval_ = kProbeEvery;
   }
-  return best;
+  if (!deeper_could_win(costs, best, best_rate, draft)) probe_interval_ = kProbeEveryMax;
+  if (++since_probe_ < probe_interval_) return best;
+  since_probe_ = 0;
+  probe_interval_ = std::min(2 * probe_interval_, kProbeEveryMax);
+  ++probes_;
+  const bool deeper = best == 0 || (best < max_k_ && probes_ % 2 == 1);
+  return deeper ? best + 1 : best - 1;
+}
+
+bool AdaptiveDepth::deeper_could_win(const VerifyCostModel& costs, int best, double best_rate, double draft) const {
+  for (int k = best + 1; k <= max_k_; ++k)
+    if (double(k + 1) / (draft * k + costs.cost(k + 1)) > best_rate) return true;
+  return false;
 }
 
 void AdaptiveDepth::record(int k, int accepted, double draft_seconds) {
-  for (int i = 0; i < max_k_; ++i) {
-    reached_[size_t(i)] *= kDecay;
-    accepted_[size_t(i)] *= kDecay;
-  }
+  // A position's counts decay only when it is reached again: recent drafts there
+  // dominate, and a position left untried (k = 0 for a while) keeps what it measured
+  // instead of drifting back to the prior between probes.
   for (int i = 0; i < k && i <= accepted && i < max_k_; ++i) {
-    reached_[size_t(i)] += 1.0;
-    if (i < accepted) accepted_[size_t(i)] += 1.0;
+    reached_[size_t(i)] = kDecay * reached_[size_t(i)] + 1.0;
+    accepted_[size_t(i)] = kDecay * accepted_[size_t(i)] + (i < accepted ? 1.0 : 0.0);
   }
-  if (k > 0) {
-    double per = draft_seconds / k;
-    draft_cost_ = draft_cost_ < 0 ? per : (1 - kCostSmoothing) * draft_cost_ + kCostSmoothing * per;
-  }
+  if (k > 0) smooth_cost(draft_cost_, draft_samples_, draft_seconds / k);
 }
 
 }  // namespace nextn

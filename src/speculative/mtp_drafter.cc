@@ -5,7 +5,9 @@
 // and that catch-up's last row yields the first draft. Further drafts recurse:
 // layer = step mod num_layers, feeding back the head's output hidden and the token
 // it just drafted at the next position. Drafted rows are dropped from the head's
-// KV at the next commit, so it always mirrors the target's accepted rows.
+// KV at the next commit, so it mirrors the target's accepted rows — except after a long
+// stretch without drafts (the adaptive depth chose k = 0), when it skips all but the last
+// kMtpMaxCatchUp of them (see commit).
 #include "speculative/mtp_drafter.h"
 
 #include <algorithm>
@@ -38,10 +40,24 @@ class MtpSession : public DraftSession {
     pending_tokens_.insert(pending_tokens_.end(), tokens.begin(), tokens.end());
     pending_hidden_.insert(pending_hidden_.end(), hidden, hidden + tokens.size() * size_t(hidden_));
     committed_ += int(tokens.size());
-    // A long commit (a prompt chunk) is caught up here, all but its last row (whose
-    // next token is not known yet), so the first propose() after a prompt runs one row
-    // instead of the whole prompt through the head.
-    if (int(pending_tokens_.size()) > kEagerCatchUpMin) catch_up(int(pending_tokens_.size()) - 1, 0, false);
+    // A prompt (before drafting begins, or any long commit) is caught up here once many
+    // rows are pending, all but the last (whose next token is not known yet), so the
+    // first propose() runs one row instead of the whole prompt through the head. Rows
+    // committed a step at a time wait for propose(), and only the last kMtpMaxCatchUp are
+    // kept: a stretch of steps without drafts (the adaptive depth chose k = 0) then costs
+    // the head nothing.
+    if (!drafting_ || int(tokens.size()) > kEagerCatchUpMin) {
+      if (int(pending_tokens_.size()) > kEagerCatchUpMin) catch_up(int(pending_tokens_.size()) - 1, 0, false);
+    } else if (int skip = int(pending_tokens_.size()) - kMtpMaxCatchUp; skip > 0) {
+      // The head's attention then lacks the skipped rows and sees the rest at positions
+      // shifted back by them (RoPE is relative: only the distance to the rows before the
+      // gap shrinks). Drafts may be accepted less often; the verifier keeps the output
+      // exact either way.
+      pending_tokens_.erase(pending_tokens_.begin(), pending_tokens_.begin() + skip);
+      pending_hidden_.erase(pending_hidden_.begin(), pending_hidden_.begin() + std::ptrdiff_t(skip * size_t(hidden_)));
+      done_ += skip;
+      skipped_ += skip;
+    }
   }
 
   void rollback(int n) override {
@@ -49,7 +65,11 @@ class MtpSession : public DraftSession {
       drop_drafted();
       return;
     }
+    // A new request: its prompt follows.
+    drafting_ = false;
     if (done_ > n) {
+      // Rows skipped before n leave no KV length to return to: the head restarts there.
+      if (skipped_ > 0) skipped_ = n;
       done_ = n;
       last_hidden_.clear();
       pending_tokens_.clear();
@@ -65,11 +85,12 @@ class MtpSession : public DraftSession {
   void propose(int32_t last, int k, Sampler& sampler, DraftProposal& out) override {
     out.clear();
     if (k <= 0) return;
+    drafting_ = true;
     drop_drafted();
     if (pending_tokens_.empty() && done_ > 0 && done_ == committed_ && !last_hidden_.empty()) {
       // Proposing again without a commit in between: redo the last row.
       done_ -= 1;
-      for (auto& kv : kv_) kv->return_to(done_);
+      for (auto& kv : kv_) kv->return_to(kv_rows());
       pending_tokens_.push_back(last_token_);
       pending_hidden_ = last_hidden_;
     }
@@ -121,8 +142,10 @@ class MtpSession : public DraftSession {
 
   void drop_drafted() {
     for (auto& kv : kv_)
-      if (kv->length() > done_) kv->return_to(done_);
+      if (kv->length() > kv_rows()) kv->return_to(kv_rows());
   }
+  // Rows in the head's KV: the target rows it has run, less those it skipped.
+  int kv_rows() const { return done_ - skipped_; }
   // Runs `layer` for logits/hidden and, with several MTP layers, the others over
   // the same rows so every layer's KV covers every position.
   void run_all_layers(int layer, const float* h, std::span<const int32_t> toks, const std::vector<int>& logit_rows) {
@@ -150,7 +173,9 @@ class MtpSession : public DraftSession {
   int hidden_, vocab_, draft_vocab_;
   std::vector<std::unique_ptr<SequenceState>> kv_;  // the head's attention KV, one state per MTP layer
   int committed_ = 0;  // target rows committed
-  int done_ = 0;       // rows the head's KV holds (accepted ones; drafted rows beyond)
+  int done_ = 0;       // target rows the head has passed (run or skipped); drafted rows beyond
+  int skipped_ = 0;    // of those, rows skipped without running (kMtpMaxCatchUp)
+  bool drafting_ = false;  // propose() has run: the prompt is behind us
   std::vector<int32_t> pending_tokens_;  // tokens at positions done_..committed_-1
   std::vector<float> pending_hidden_;    // their target hidden states
   int32_t last_token_ = 0;               // the token and hidden of row done_-1 (to redo it)

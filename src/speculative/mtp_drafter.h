@@ -8,6 +8,13 @@
 
 namespace nextn {
 
+// When drafting resumes after a stretch without drafts (the adaptive depth chose k = 0),
+// the head catches up at most this many of the accepted rows and skips the older ones:
+// running the head over every row of a long stretch of plain decoding (a routed MTP layer
+// on MoE models: 16 rows ran ~100 of 256 experts) made `--num-mtp-tokens auto` slower
+// than never drafting. A drafting step catches up accepted + 1 rows, fewer than this.
+constexpr int kMtpMaxCatchUp = 8;
+
 // `owned` keeps an assistant head alive; `head` may point into the target.
 std::unique_ptr<Drafter> make_mtp_head_drafter(const char* name, MtpHead* head, std::unique_ptr<MtpHead> owned,
                                                const ModelConfig& target_config, int draft_vocab);

@@ -1,6 +1,7 @@
 // tests/speculative/mtp_rollback_test.cc — an MTP draft session that went through a
 // partially rejected speculative step must end in exactly the state of a session
-// that only ever saw the accepted rows: same drafts, same draft logits.
+// that only ever saw the accepted rows: same drafts, same draft logits; and one that fell
+// far behind that of a session that only saw the rows it caught up.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 
 #include "model/model.h"
 #include "speculative/drafter.h"
+#include "speculative/mtp_drafter.h"
 
 namespace nextn {
 namespace {
@@ -103,6 +105,69 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
     EXPECT_NEAR(la, lb, 1e-4) << "token " << t;
   }
   (void)hidden;
+}
+
+// After a stretch of plain decoding (no propose: the adaptive depth chose k = 0) longer
+// than kMtpMaxCatchUp rows, the head runs only the last kMtpMaxCatchUp of them: its state
+// is that of a session that saw the same rows before the stretch and then only those, and
+// stays so through a speculative step.
+TEST(MtpSession, FarBehindCatchesUpOnlyTheLastRows) {
+  auto model = Model::load(mimo_checkpoint());
+  const int vocab = model->config().vocab_size;
+  SpeculativeOptions so;
+  so.mode = "mtp";
+  auto drafter = make_drafter(*model, so);
+  ASSERT_TRUE(drafter);
+  SamplingParams sp;  // greedy drafts
+  Sampler sampler(sp, vocab, {});
+  const int hidden = model->config().hidden_size;
+
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 40; ++i) tokens.push_back(int32_t((i * 37 + 11) % vocab));
+  auto kv = model->new_state(256, KvOptions{});
+  ForwardResult fr;
+  target_rows(*model, *kv, tokens, fr);
+  const std::vector<float> all_hidden = fr.hidden_post;
+
+  // Session A: a 6-row prompt, one proposal, then 34 rows committed one at a time.
+  auto a = drafter->new_session(256, KvOptions{});
+  a->commit(0, std::span<const int32_t>(tokens.data(), 6), all_hidden.data());
+  DraftProposal pa;
+  a->propose(tokens[6], 2, sampler, pa);
+  for (int p = 6; p < 40; ++p)
+    a->commit(p, std::span<const int32_t>(tokens.data() + p, 1), all_hidden.data() + size_t(p) * size_t(hidden));
+  // Session B: the same prompt and proposal, then only the last kMtpMaxCatchUp rows.
+  const int first = 40 - kMtpMaxCatchUp;
+  auto b = drafter->new_session(256, KvOptions{});
+  b->commit(0, std::span<const int32_t>(tokens.data(), 6), all_hidden.data());
+  DraftProposal pb;
+  b->propose(tokens[6], 2, sampler, pb);
+  b->commit(6, std::span<const int32_t>(tokens.data() + first, size_t(kMtpMaxCatchUp)),
+            all_hidden.data() + size_t(first) * size_t(hidden));
+  int32_t next = 77;
+  DraftProposal pa2, pb2;
+  a->propose(next, 4, sampler, pa2);
+  b->propose(next, 4, sampler, pb2);
+  ASSERT_EQ(pa2.tokens.size(), 4u);
+  EXPECT_EQ(pa2.tokens, pb2.tokens);
+  EXPECT_EQ(a->kv_bytes(), b->kv_bytes());
+
+  // A speculative step keeping one draft, then the next proposal: still alike.
+  std::vector<int32_t> accepted = {next, pa2.tokens[0]};
+  std::vector<int32_t> step_tokens = {next, pa2.tokens[0], pa2.tokens[1]};
+  target_rows(*model, *kv, step_tokens, fr);
+  a->commit(40, accepted, fr.hidden_post.data());
+  b->commit(6 + kMtpMaxCatchUp, accepted, fr.hidden_post.data());
+  a->propose(91, 3, sampler, pa2);
+  b->propose(91, 3, sampler, pb2);
+  EXPECT_EQ(pa2.tokens, pb2.tokens);
+  EXPECT_EQ(a->kv_bytes(), b->kv_bytes());
+
+  // A rollback below the skipped rows restarts the head; drafting goes on.
+  a->rollback(10);
+  a->commit(10, std::span<const int32_t>(tokens.data() + 10, 3), all_hidden.data() + size_t(10) * size_t(hidden));
+  a->propose(tokens[13], 2, sampler, pa2);
+  EXPECT_EQ(pa2.tokens.size(), 2u);
 }
 
 }  // namespace
