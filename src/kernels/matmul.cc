@@ -28,6 +28,7 @@
 #include "hwy/cache_control.h"
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <cstring>
 #include <string_view>
@@ -422,6 +423,8 @@ static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_ro
   job.y = y;
   job.y_stride = w.rows;
   job.bias = bias;
+  static std::atomic<uint64_t> calls{0};
+  job.id = ++calls;
   const double work = static_cast<double>(w.rows) * w.cols * n_rows;
   if (!threads || work < 64 * 1024) {
     format->matmul(job, o_begin, o_end < 0 ? w.rows : o_end);

@@ -54,6 +54,7 @@ struct QuantMatmulJob {
   float* y = nullptr;          // [x.n_rows, y_stride]
   int64_t y_stride = 0;        // out_features
   const float* bias = nullptr; // [out_features] or null
+  uint64_t id = 0;             // distinct per matmul call (0: none): a thread's packed rows are reused within it
 };
 
 struct WeightFormat {
