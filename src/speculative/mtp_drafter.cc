@@ -44,11 +44,11 @@ class MtpSession : public DraftSession {
     // rows are pending, all but the last (whose next token is not known yet), so the
     // first propose() runs one row instead of the whole prompt through the head. Rows
     // committed a step at a time wait for propose(), and only the last kMtpMaxCatchUp are
-    // kept: a stretch of steps without drafts (the adaptive depth chose k = 0) then costs
-    // the head nothing.
+    // kept (or the whole latest step, if longer): a stretch of steps without drafts (the
+    // adaptive depth chose k = 0) then costs the head nothing.
     if (!drafting_ || int(tokens.size()) > kEagerCatchUpMin) {
       if (int(pending_tokens_.size()) > kEagerCatchUpMin) catch_up(int(pending_tokens_.size()) - 1, 0, false);
-    } else if (int skip = int(pending_tokens_.size()) - kMtpMaxCatchUp; skip > 0) {
+    } else if (int skip = int(pending_tokens_.size()) - std::max(kMtpMaxCatchUp, int(tokens.size())); skip > 0) {
       // The head's attention then lacks the skipped rows and sees the rest at positions
       // shifted back by them (RoPE is relative: only the distance to the rows before the
       // gap shrinks). Drafts may be accepted less often; the verifier keeps the output

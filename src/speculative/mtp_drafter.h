@@ -12,7 +12,8 @@ namespace nextn {
 // the head catches up at most this many of the accepted rows and skips the older ones:
 // running the head over every row of a long stretch of plain decoding (a routed MTP layer
 // on MoE models: 16 rows ran ~100 of 256 experts) made `--num-mtp-tokens auto` slower
-// than never drafting. A drafting step catches up accepted + 1 rows, fewer than this.
+// than never drafting. A drafting step catches up its accepted + 1 rows, all of them even
+// when that is more than this.
 constexpr int kMtpMaxCatchUp = 8;
 
 // `owned` keeps an assistant head alive; `head` may point into the target.

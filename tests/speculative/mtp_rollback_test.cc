@@ -170,5 +170,37 @@ TEST(MtpSession, FarBehindCatchesUpOnlyTheLastRows) {
   EXPECT_EQ(pa2.tokens.size(), 2u);
 }
 
+// A drafting step that accepts more rows than kMtpMaxCatchUp keeps all of them: the head
+// then equals one that was fed the same rows as a prompt.
+TEST(MtpSession, LongAcceptedStepIsCaughtUpWhole) {
+  auto model = Model::load(mimo_checkpoint());
+  const int vocab = model->config().vocab_size, hidden = model->config().hidden_size;
+  SpeculativeOptions so;
+  so.mode = "mtp";
+  auto drafter = make_drafter(*model, so);
+  ASSERT_TRUE(drafter);
+  SamplingParams sp;  // greedy drafts
+  Sampler sampler(sp, vocab, {});
+  const int step = kMtpMaxCatchUp + 5;  // the step's kept rows: its accepted drafts + 1
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 6 + step; ++i) tokens.push_back(int32_t((i * 53 + 7) % vocab));
+  auto kv = model->new_state(256, KvOptions{});
+  ForwardResult fr;
+  target_rows(*model, *kv, tokens, fr);
+
+  auto a = drafter->new_session(256, KvOptions{});
+  a->commit(0, std::span<const int32_t>(tokens.data(), 6), fr.hidden_post.data());
+  DraftProposal pa;
+  a->propose(tokens[6], step - 1, sampler, pa);
+  a->commit(6, std::span<const int32_t>(tokens.data() + 6, size_t(step)), fr.hidden_post.data() + 6 * size_t(hidden));
+  auto b = drafter->new_session(256, KvOptions{});
+  b->commit(0, tokens, fr.hidden_post.data());
+  DraftProposal pa2, pb2;
+  a->propose(77, 3, sampler, pa2);
+  b->propose(77, 3, sampler, pb2);
+  EXPECT_EQ(pa2.tokens, pb2.tokens);
+  EXPECT_EQ(a->kv_bytes(), b->kv_bytes());
+}
+
 }  // namespace
 }  // namespace nextn
