@@ -400,6 +400,7 @@ bool Engine::Impl::step() {
   std::vector<Slot*> in_batch;
   bool any_prefill = false;
   size_t logit_rows = 0, hidden_rows = 0;
+  Stopwatch step_watch;
   for (auto& slot : slots) {
     if (!slot.active) continue;
     any_prefill |= !slot.active->decoding;
@@ -409,18 +410,21 @@ bool Engine::Impl::step() {
   if (batch.empty()) return false;
   int total_rows = 0;
   for (auto& r : batch) total_rows += int(r.tokens.size());
-  Stopwatch sw;
   const RoutedCounters& routed = routed_counters();
   const uint64_t forwards0 = routed.forwards.load(), experts0 = routed.distinct_experts.load();
   model->forward(std::span<SequenceRows>(batch), result);
-  double fwd = sw.seconds();
   // The verify cost of a Mixture-of-Experts model follows the distinct experts it ran.
   const uint64_t routed_forwards = routed.forwards.load() - forwards0;
   const double experts_per_layer =
       routed_forwards ? double(routed.distinct_experts.load() - experts0) / double(routed_forwards) : -1.0;
-  if (!any_prefill) costs.record(total_rows, fwd, experts_per_layer);
+  double drafting = 0;
+  for (const Active* a : batch_owner) drafting += a->drafted.draft_seconds;
 
   for (Slot* slot : in_batch) process(*slot);
+  // A step's cost for the adaptive depth: everything but drafting (measured apart, per
+  // drafted token): the forward, and the verification, sampling and commits around it,
+  // which on a small model are a large share of a step.
+  if (!any_prefill) costs.record(total_rows, step_watch.seconds() - drafting, experts_per_layer);
 
   std::lock_guard lock(mu);
   size_t used = 0, f16 = 0, recurrent = 0, snapshots = 0, per_sequence = 0;

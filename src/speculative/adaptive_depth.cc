@@ -134,10 +134,12 @@ int AdaptiveDepth::choose(const VerifyCostModel& costs) {
     last_best_ = best;
     probe_interval_ = kProbeEvery;
   }
-  if (!deeper_could_win(costs, best, best_rate, draft)) probe_interval_ = kProbeEveryMax;
   if (++since_probe_ < probe_interval_) return best;
   since_probe_ = 0;
-  probe_interval_ = std::min(2 * probe_interval_, kProbeEveryMax);
+  // Four times as far while no deeper draft could win even if every draft were accepted
+  // (not at once to the longest: one cost sample inflated by a busy machine could then
+  // hold k = 0 for 128 steps).
+  probe_interval_ = std::min((deeper_could_win(costs, best, best_rate, draft) ? 2 : 4) * probe_interval_, kProbeEveryMax);
   ++probes_;
   const bool deeper = best == 0 || (best < max_k_ && probes_ % 2 == 1);
   return deeper ? best + 1 : best - 1;

@@ -4,11 +4,11 @@
 // acceptance at draft position j (decayed counts with a prior); its cost: k times
 // the measured cost of one draft row plus the measured cost of a target forward of
 // k+1 rows. The neighbours of the current choice are probed now and then so their
-// acceptance and cost stay measured: every 8 steps after the choice changes, then ever
-// less often (doubling up to every 128 steps) while it holds, and at once every 128
-// when no deeper draft could win even if every draft were accepted. A probe costs a
-// step at a worse depth; rare probes keep a policy that settles on k = 0 within a few
-// per cent of plain decoding.
+// acceptance and cost stay measured: 8 steps after the choice changes, then ever less
+// often while it holds (the interval doubling, or quadrupling while no deeper draft
+// could win even fully accepted, up to every 128 steps). A probe costs a step at a worse
+// depth; rare probes keep a policy that settles on k = 0 within a few per cent of plain
+// decoding, and a choice made on a disturbed measurement is soon revisited.
 #pragma once
 #include <vector>
 
