@@ -49,6 +49,16 @@ std::string py_strip(const std::string& s, const Value* chars, bool left, bool r
 std::string py_lower(const std::string& s) { return unicode_lower(s); }
 std::string py_upper(const std::string& s) { return unicode_upper(s); }
 
+namespace {
+// A split separator as Python takes it: a non-empty str (None is the whitespace split,
+// handled by the callers).
+const std::string& separator(const Value& sep) {
+  if (!sep.is_string()) problem("must be str or None, not " + sep.type_name());
+  if (sep.str().empty()) problem("empty separator");
+  return sep.str();
+}
+}  // namespace
+
 std::vector<std::string> py_split(const std::string& s, const Value* sep, int64_t maxsplit) {
   std::vector<std::string> out;
   if (!sep || sep->is_none()) {
@@ -70,8 +80,7 @@ std::vector<std::string> py_split(const std::string& s, const Value* sep, int64_
     }
     return out;
   }
-  if (!sep->is_string() || sep->str().empty()) problem("empty separator");
-  const std::string& d = sep->str();
+  const std::string& d = separator(*sep);
   size_t pos = 0;
   while (true) {
     if (maxsplit >= 0 && static_cast<int64_t>(out.size()) >= maxsplit) break;
@@ -86,20 +95,28 @@ std::vector<std::string> py_split(const std::string& s, const Value* sep, int64_
 
 std::vector<std::string> py_rsplit(const std::string& s, const Value* sep, int64_t maxsplit) {
   if (maxsplit < 0) return py_split(s, sep, -1);
-  if (!sep || sep->is_none()) {
-    // Rare; approximate with a full split then rejoin the head.
-    auto all = py_split(s, sep, -1);
-    if (static_cast<int64_t>(all.size()) <= maxsplit + 1) return all;
-    std::vector<std::string> out;
-    std::string head;
-    size_t cut = all.size() - static_cast<size_t>(maxsplit);
-    for (size_t i = 0; i < cut; ++i) head += (i ? " " : "") + all[i];
-    out.push_back(head);
-    out.insert(out.end(), all.begin() + static_cast<std::ptrdiff_t>(cut), all.end());
-    return out;
-  }
-  const std::string& d = sep->str();
   std::vector<std::string> rev;
+  if (!sep || sep->is_none()) {
+    // Words from the right; after maxsplit of them the rest, its leading whitespace kept
+    // and its trailing whitespace stripped, as Python does.
+    auto cs = utf8_chars(s);
+    size_t end = cs.size();
+    while (end > 0) {
+      while (end > 0 && is_py_space(decode_cp(cs[end - 1]))) --end;
+      if (end == 0) break;
+      size_t begin = end;
+      if (static_cast<int64_t>(rev.size()) >= maxsplit) begin = 0;
+      else
+        while (begin > 0 && !is_py_space(decode_cp(cs[begin - 1]))) --begin;
+      std::string word;
+      for (size_t k = begin; k < end; ++k) word += cs[k];
+      rev.push_back(word);
+      end = begin;
+    }
+    std::reverse(rev.begin(), rev.end());
+    return rev;
+  }
+  const std::string& d = separator(*sep);
   size_t end = s.size();
   while (static_cast<int64_t>(rev.size()) < maxsplit) {
     if (end < d.size()) break;

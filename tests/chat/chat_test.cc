@@ -69,6 +69,24 @@ TEST(Jinja, ErrorsCarryLineAndColumn) {
   }
   EXPECT_THROW(render("{% if x %}unterminated"), Error);
   EXPECT_THROW(render("{{ x.y }}"), Error);  // attribute of undefined
+  // split / rsplit separators as Python checks them (a fuzzer found rsplit with a count
+  // reading a number as a string; an empty one would have looped up to the count).
+  for (const char* t : {"{{ 'a b'.rsplit(1, 1) }}", "{{ 'a b'.split(none, 1) ~ 'a b'.split(1) }}"}) {
+    try {
+      render(t);
+      FAIL() << t;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("must be str or None, not int"), std::string::npos) << e.what();
+    }
+  }
+  for (const char* t : {"{{ 'a b'.rsplit('', 99999999999) }}", "{{ 'a b'.split('') }}"}) {
+    try {
+      render(t);
+      FAIL() << t;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("empty separator"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Jinja, StrftimeNow) {
