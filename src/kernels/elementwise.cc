@@ -296,18 +296,61 @@ void matrix_row(const WeightMatrix& m, int64_t row, float* out) {
 
 float stream_sum(const float* data, int64_t n) { return HWY_DYNAMIC_DISPATCH(StreamSumImpl)(data, n); }
 
-// RoPE is a handful of multiplies per element; the angles (computed in double,
-// once per row) dominate, so it stays scalar and lets the compiler vectorize.
+// RoPE is a handful of multiplies per element; the angles (computed in double) dominate.
+// Every layer of a forward rotates q and k at the same positions, so the last two tables
+// computed on this thread are kept and reused when positions and frequencies match (two:
+// Gemma 4 alternates local and global frequencies). The 2 × layers calls of a forward then
+// compute them once; the sines and cosines had been ~3 % of a decode step, on the calling
+// thread alone.
+const float* rope_angles(const int32_t* positions, int64_t n_rows, const float* inv_freq, int64_t half) {
+  struct Table {
+    std::vector<int32_t> positions;
+    std::vector<float> inv_freq;
+    std::vector<float> cos_sin;  // [n_rows][half][2]
+    bool matches(const int32_t* p, int64_t n, const float* f, int64_t h) const {
+      return positions.size() == size_t(n) && inv_freq.size() == size_t(h) &&
+             std::equal(p, p + n, positions.begin()) && std::equal(f, f + h, inv_freq.begin());
+    }
+  };
+  thread_local Table tables[2];
+  thread_local int newest = 0;
+  for (int i : {newest, 1 - newest})
+    if (tables[i].matches(positions, n_rows, inv_freq, half)) {
+      newest = i;
+      return tables[i].cos_sin.data();
+    }
+  newest = 1 - newest;  // replaces the older table
+  Table& t = tables[newest];
+  t.positions.assign(positions, positions + n_rows);
+  t.inv_freq.assign(inv_freq, inv_freq + half);
+  t.cos_sin.resize(size_t(n_rows * half * 2));
+  float* cos_sin = t.cos_sin.data();
+  auto rows = [&](size_t begin, size_t end, int) {
+    for (size_t r = begin; r < end; ++r)
+      for (int64_t i = 0; i < half; ++i) {
+        const double angle = static_cast<double>(positions[r]) * static_cast<double>(inv_freq[i]);
+        cos_sin[(r * half + i) * 2] = static_cast<float>(std::cos(angle));
+        cos_sin[(r * half + i) * 2 + 1] = static_cast<float>(std::sin(angle));
+      }
+  };
+  if (n_rows * half < 16 * 1024) {
+    rows(0, static_cast<size_t>(n_rows), 0);
+  } else {
+    parallel_for(static_cast<size_t>(n_rows), rows);
+  }
+  return cos_sin;
+}
+
 void rope(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, const int32_t* positions,
           const float* inv_freq) {
   const int64_t half = head_dim / 2;
+  const float* cos_sin = rope_angles(positions, n_rows, inv_freq, half);
   auto rows = [&](size_t begin, size_t end, int) {
     std::vector<float> cos_v(half), sin_v(half);
     for (size_t r = begin; r < end; ++r) {
       for (int64_t i = 0; i < half; ++i) {
-        const double angle = static_cast<double>(positions[r]) * static_cast<double>(inv_freq[i]);
-        cos_v[i] = static_cast<float>(std::cos(angle));
-        sin_v[i] = static_cast<float>(std::sin(angle));
+        cos_v[i] = cos_sin[(r * half + i) * 2];
+        sin_v[i] = cos_sin[(r * half + i) * 2 + 1];
       }
       float* row = x + r * n_heads * head_dim;
       for (int64_t h = 0; h < n_heads; ++h) {

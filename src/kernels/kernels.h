@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,18 @@ struct WeightMatrix {
 // larger batches reuse each weight tile across rows (prefill, verify batches).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias = nullptr);
 
+// One matrix of matmul_each: y = x · Wᵀ (+ bias).
+struct MatmulOutput {
+  const WeightMatrix* w = nullptr;
+  float* y = nullptr;
+  const float* bias = nullptr;
+};
+// Several matrices applied to the same rows x (q, k and v; gate and up), each output the
+// same bits as matmul() gives it. Quantized matrices of one width share one quantization of
+// x and one pass of the pool over all their outputs: a decode step's small matmuls each
+// paid both (the pool's hand-off, the activations' rounding on the calling thread).
+void matmul_each(std::span<const MatmulOutput> outputs, const float* x, int64_t n_rows);
+
 // Whether BF16-weight matmuls on the chosen target round the activations to bf16 (nearest
 // even) and multiply with the CPU's bf16 dot product (AVX3_ZEN4), as llama.cpp does for BF16
 // weights; otherwise they multiply float32 activations exactly. Either way the products are
@@ -43,6 +56,10 @@ void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, fl
 // x: [n_rows, n_heads * head_dim]; row r is at positions[r]. inv_freq has head_dim/2 entries.
 void rope(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, const int32_t* positions,
           const float* inv_freq);
+// The rotation's (cos, sin) for row r and frequency i at [(r · half + i) · 2], computed in
+// double and rounded to float; valid until this thread's second next call with other positions
+// or frequencies.
+const float* rope_angles(const int32_t* positions, int64_t n_rows, const float* inv_freq, int64_t half);
 
 // out[i] = silu(gate[i]) * up[i]. out may alias gate.
 void swiglu(const float* gate, const float* up, int64_t n, float* out);

@@ -401,38 +401,106 @@ HWY_EXPORT(MatmulOutputsImpl);
 HWY_EXPORT(TargetNameImpl);
 HWY_EXPORT(Bf16DotImpl);
 
-// Quantized weights: the activations are quantized once (by the calling thread),
-// then the output rows are split over the pool (threads) or run on this thread
-// (rows [o_begin, o_end)); every format's matmul reads them.
-static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias,
-                             int64_t o_begin = 0, int64_t o_end = -1, bool threads = true) {
-  const WeightFormat* format = weight_format(w.dtype);
+// Quantized weights: the activations are quantized once (by the calling thread), then
+// the output rows are split over the pool (threads) or run on this thread (rows
+// [o_begin, o_end)); every format's matmul reads them. The buffers are the calling
+// thread's, valid until its next call.
+static QuantizedRows quantize_activations(const float* x, int64_t n_rows, int64_t cols) {
   thread_local std::vector<int8_t> q;
   thread_local std::vector<float> scale, sum;
   thread_local std::vector<int32_t> qsum;
-  const int64_t stride = quantized_rows_stride(w.cols);
-  q.resize(static_cast<size_t>(n_rows * w.cols));
+  const int64_t stride = quantized_rows_stride(cols);
+  q.resize(static_cast<size_t>(n_rows * cols));
   scale.resize(static_cast<size_t>(n_rows * stride));
   sum.resize(static_cast<size_t>(n_rows * stride));
   qsum.resize(static_cast<size_t>(2 * n_rows * stride));
+  QuantizedRows rows;
+  quantize_rows(x, n_rows, cols, q.data(), scale.data(), sum.data(), qsum.data(), rows);
+  return rows;
+}
+
+// A distinct id per quantized input (QuantMatmulJob::id): the tiles' packed rows are
+// reused for every matrix applied to it.
+static uint64_t next_input_id() {
+  static std::atomic<uint64_t> calls{0};
+  return ++calls;
+}
+
+static QuantMatmulJob quantized_job(const WeightMatrix& w, const QuantizedRows& x, float* y, const float* bias,
+                                    uint64_t id) {
   QuantMatmulJob job;
-  quantize_rows(x, n_rows, w.cols, q.data(), scale.data(), sum.data(), qsum.data(), job.x);
+  job.x = x;
   job.w = static_cast<const uint8_t*>(w.data);
   job.w_row_bytes = dtype_row_bytes(w.dtype, w.cols);
   job.cols = w.cols;
   job.y = y;
   job.y_stride = w.rows;
   job.bias = bias;
-  static std::atomic<uint64_t> calls{0};
-  job.id = ++calls;
+  job.id = id;
+  return job;
+}
+
+// Below this many multiply-adds a matmul is not worth waking the pool.
+constexpr double kPoolWork = 64 * 1024;
+
+static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias,
+                             int64_t o_begin = 0, int64_t o_end = -1, bool threads = true) {
+  const WeightFormat* format = weight_format(w.dtype);
+  const QuantMatmulJob job = quantized_job(w, quantize_activations(x, n_rows, w.cols), y, bias, next_input_id());
   const double work = static_cast<double>(w.rows) * w.cols * n_rows;
-  if (!threads || work < 64 * 1024) {
+  if (!threads || work < kPoolWork) {
     format->matmul(job, o_begin, o_end < 0 ? w.rows : o_end);
     return;
   }
   parallel_for(
       static_cast<size_t>(w.rows), [&](size_t begin, size_t end, int) { format->matmul(job, begin, end); },
       static_cast<size_t>(std::max(8, format->group_rows)));
+}
+
+void matmul_each(std::span<const MatmulOutput> outputs, const float* x, int64_t n_rows) {
+  if (n_rows <= 0 || outputs.empty()) return;
+  bool shared = outputs.size() > 1;
+  for (const MatmulOutput& out : outputs)
+    shared = shared && is_quantized(out.w->dtype) && out.w->cols == outputs[0].w->cols;
+  if (!shared) {
+    for (const MatmulOutput& out : outputs) matmul(*out.w, x, n_rows, out.y, out.bias);
+    return;
+  }
+  // The matrices' outputs laid end to end, each starting at a multiple of kAlign (every
+  // format's group of rows divides it), so that the pool's chunks never cut a group.
+  constexpr int64_t kAlign = 16;
+  const QuantizedRows rows = quantize_activations(x, n_rows, outputs[0].w->cols);
+  const uint64_t id = next_input_id();
+  struct Part {
+    const WeightFormat* format;
+    QuantMatmulJob job;
+    int64_t offset, rows;
+  };
+  thread_local std::vector<Part> parts;
+  parts.clear();
+  int64_t total = 0;
+  double work = 0;
+  for (const MatmulOutput& out : outputs) {
+    const WeightFormat* format = weight_format(out.w->dtype);
+    if (kAlign % std::max(1, format->group_rows) != 0)
+      fail(ErrorKind::kInternal, "matmul_each: {} groups {} rows", dtype_name(out.w->dtype), format->group_rows);
+    parts.push_back({format, quantized_job(*out.w, rows, out.y, out.bias, id), total, out.w->rows});
+    total += (out.w->rows + kAlign - 1) / kAlign * kAlign;
+    work += static_cast<double>(out.w->rows) * out.w->cols * n_rows;
+  }
+  // Workers read the caller's list (`parts` is thread_local).
+  auto run = [&all = parts](size_t begin, size_t end, int) {
+    for (const Part& part : all) {
+      const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), part.offset);
+      const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), part.offset + part.rows);
+      if (lo < hi) part.format->matmul(part.job, lo - part.offset, hi - part.offset);
+    }
+  };
+  if (work < kPoolWork) {
+    run(0, static_cast<size_t>(total), 0);
+    return;
+  }
+  parallel_for(static_cast<size_t>(total), run, kAlign);
 }
 
 void matmul_outputs(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t o_begin, int64_t o_end) {

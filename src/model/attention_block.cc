@@ -95,8 +95,7 @@ void run_mlp(const MlpWeights& w, int hidden, int intermediate, float eps, float
   float* up = BlockScratch::grow(s.up, rows * intermediate);
   float* proj = BlockScratch::grow(s.proj, rows * hidden);
   rms_norm(x, w.norm, n_rows, hidden, eps, xn);
-  apply(w.gate, xn, n_rows, gate);
-  apply(w.up, xn, n_rows, up);
+  apply_each(xn, n_rows, {{w.gate, gate}, {w.up, up}});
   swiglu(gate, up, int64_t(n_rows) * intermediate, gate);
   apply(w.down, gate, n_rows, proj);
   add_into(x, proj, rows * hidden);

@@ -2,9 +2,11 @@
 #include "model/decoder_block.h"
 
 #include <cmath>
+#include <iterator>
 
 #include "model/rope_table.h"
 #include "model/routed_mlp.h"
+#include "util/error.h"
 
 namespace nextn {
 
@@ -43,6 +45,14 @@ void BlockScratch::reserve(int rows, const BlockShape& sh) {
   grow(up, r * sh.intermediate);
 }
 
+void apply_each(const float* x, int64_t n_rows, std::initializer_list<LinearOutput> outputs) {
+  MatmulOutput each[8];
+  if (outputs.size() > std::size(each)) fail(ErrorKind::kInternal, "apply_each: {} outputs", outputs.size());
+  size_t n = 0;
+  for (const LinearOutput& out : outputs) each[n++] = {&out.l.w, out.y, out.l.bias};
+  matmul_each(std::span<const MatmulOutput>(each, n), x, n_rows);
+}
+
 void add_into(float* __restrict y, const float* __restrict x, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] += x[i];
 }
@@ -56,9 +66,7 @@ void run_block(const BlockWeights& w, const BlockShape& sh, const float* inv_fre
 
   // Attention.
   rms_norm(x, w.input_norm, n_rows, H, sh.eps, s.xn.data());
-  apply(w.q, s.xn.data(), n_rows, s.q.data());
-  apply(w.k, s.xn.data(), n_rows, s.k.data());
-  apply(w.v, s.xn.data(), n_rows, s.v.data());
+  apply_each(s.xn.data(), n_rows, {{w.q, s.q.data()}, {w.k, s.k.data()}, {w.v, s.v.data()}});
   if (sh.qk_norm) {
     rms_norm(s.q.data(), w.q_norm, int64_t(n_rows) * sh.heads, D, sh.eps, s.q.data());
     rms_norm(s.k.data(), w.k_norm, int64_t(n_rows) * sh.kv_heads, D, sh.eps, s.k.data());
@@ -81,8 +89,7 @@ void run_block(const BlockWeights& w, const BlockShape& sh, const float* inv_fre
   // MLP.
   if (mlp) return mlp->forward(x, n_rows, s);
   rms_norm(x, w.post_norm, n_rows, H, sh.eps, s.xn.data());
-  apply(w.gate, s.xn.data(), n_rows, s.gate.data());
-  apply(w.up, s.xn.data(), n_rows, s.up.data());
+  apply_each(s.xn.data(), n_rows, {{w.gate, s.gate.data()}, {w.up, s.up.data()}});
   swiglu(s.gate.data(), s.up.data(), int64_t(n_rows) * sh.intermediate, s.gate.data());
   apply(w.down, s.gate.data(), n_rows, s.proj.data());
   add_into(x, s.proj.data(), residual_n);

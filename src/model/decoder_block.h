@@ -2,6 +2,7 @@
 // attention with RoPE over a KvCache, optional qkv bias and q/k norm, SwiGLU MLP),
 // shared by every architecture's trunk layers and by the MTP layers.
 #pragma once
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -90,6 +91,13 @@ void run_mlp(const MlpWeights& w, int hidden, int intermediate, float eps, float
 
 // Linear layer over a batch of rows.
 inline void apply(const Linear& l, const float* x, int64_t n_rows, float* y) { matmul(l.w, x, n_rows, y, l.bias); }
+
+// Linear layers over the same rows (q, k and v; gate and up) in one pass (matmul_each).
+struct LinearOutput {
+  const Linear& l;
+  float* y;
+};
+void apply_each(const float* x, int64_t n_rows, std::initializer_list<LinearOutput> outputs);
 
 // y[i] += x[i].
 void add_into(float* y, const float* x, size_t n);

@@ -79,20 +79,23 @@ class Gemma4Layer : public Block {
     float* proj = BlockScratch::grow(s.proj, nr * H);
 
     rms_norm(rows.x, input_norm_, n, H, o_.eps, xn);
-    apply(q_, xn, n, q);
-    rms_norm(q, q_norm_, int64_t(n) * Hq, D, o_.eps, q);
-    rope(q, n, Hq, D, rows.positions, inv_freq_.data());
     float* k = nullptr;
     float* v = nullptr;
-    if (!o_.query_only) {
+    if (o_.query_only) {
+      apply(q_, xn, n, q);
+    } else {
       k = BlockScratch::grow(s.k, nr * kv_dim);
       v = BlockScratch::grow(s.v, nr * kv_dim);
-      apply(k_, xn, n, k);
       if (spec_.value_is_key) {
+        apply_each(xn, n, {{q_, q}, {k_, k}});
         std::copy_n(k, nr * kv_dim, v);  // K=V: the value is the key projection before k_norm / RoPE
       } else {
-        apply(v_, xn, n, v);
+        apply_each(xn, n, {{q_, q}, {k_, k}, {v_, v}});
       }
+    }
+    rms_norm(q, q_norm_, int64_t(n) * Hq, D, o_.eps, q);
+    rope(q, n, Hq, D, rows.positions, inv_freq_.data());
+    if (!o_.query_only) {
       rms_norm(k, k_norm_, int64_t(n) * KV, D, o_.eps, k);
       rope(k, n, KV, D, rows.positions, inv_freq_.data());
       rms_norm(v, ones_.data(), int64_t(n) * KV, D, o_.eps, v);
@@ -112,8 +115,7 @@ class Gemma4Layer : public Block {
     float* gate = BlockScratch::grow(s.gate, nr * intermediate_);
     float* up = BlockScratch::grow(s.up, nr * intermediate_);
     rms_norm(rows.x, pre_feedforward_norm_, n, H, o_.eps, xn);
-    apply(gate_, xn, n, gate);
-    apply(up_, xn, n, up);
+    apply_each(xn, n, {{gate_, gate}, {up_, up}});
     geglu(gate, up, int64_t(nr) * intermediate_, gate);
     apply(down_, gate, n, proj);
     if (routed_) {

@@ -49,9 +49,7 @@ class GatedAttentionBlock : public Block {
     float* proj = BlockScratch::grow(s.proj, nr * H);
 
     rms_norm(rows.x, input_norm_, n, H, eps_, xn);
-    apply(q_, xn, n, qg);
-    apply(k_, xn, n, k);
-    apply(v_, xn, n, v);
+    apply_each(xn, n, {{q_, qg}, {k_, k}, {v_, v}});
     // Per head: the first D values are the query, the next D its gate.
     for (size_t r = 0; r < nr; ++r)
       for (int64_t h = 0; h < Hq; ++h) {

@@ -67,10 +67,7 @@ class GatedDeltaNetBlock : public Block {
     float* a = BlockScratch::grow(s.k, nr * Hv);
 
     rms_norm(rows.x, input_norm_, n, int64_t(H), eps_, xn);
-    apply(in_qkv_, xn, n, u);
-    apply(in_z_, xn, n, z);
-    apply(in_b_, xn, n, b);
-    apply(in_a_, xn, n, a);
+    apply_each(xn, n, {{in_qkv_, u}, {in_z_, z}, {in_b_, b}, {in_a_, a}});
     for (size_t r = 0; r < nr; ++r)
       for (size_t h = 0; h < Hv; ++h) {
         ab[r * 2 * Hv + h] = sigmoid(b[r * Hv + h]);

@@ -3,6 +3,8 @@
 
 #include <cmath>
 
+#include "kernels/kernels.h"
+
 namespace nextn {
 
 std::vector<float> rope_inv_freq(int head_dim, double theta, const RopeScaling& scaling) {
@@ -34,17 +36,13 @@ std::vector<float> rope_inv_freq(int head_dim, double theta, const RopeScaling& 
 void partial_rope(float* x, int n_rows, int heads, int head_dim, int rotary_dim, const int32_t* positions,
                   const float* inv_freq) {
   const int half = rotary_dim / 2;
-  std::vector<float> cs(size_t(half) * 2);
+  const float* cs = rope_angles(positions, n_rows, inv_freq, half);
   for (int r = 0; r < n_rows; ++r) {
-    for (int i = 0; i < half; ++i) {
-      const double angle = double(positions[r]) * double(inv_freq[i]);
-      cs[size_t(2 * i)] = float(std::cos(angle));
-      cs[size_t(2 * i + 1)] = float(std::sin(angle));
-    }
+    const float* row_cs = cs + size_t(r) * half * 2;
     for (int h = 0; h < heads; ++h) {
       float* v = x + (size_t(r) * heads + h) * head_dim;
       for (int i = 0; i < half; ++i) {
-        const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
+        const float c = row_cs[2 * i], s = row_cs[2 * i + 1];
         const float a = v[i], b = v[i + half];
         v[i] = a * c - b * s;
         v[i + half] = b * c + a * s;

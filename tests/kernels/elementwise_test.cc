@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "hwy/targets.h"
@@ -237,6 +238,41 @@ TEST(Rope, MatchesRotateHalfReference) {
         }
   }
   ThreadPool::set_global_threads(0);
+}
+
+// rope keeps the last two angle tables computed on this thread: calls alternating three
+// (positions, frequencies) pairs (so tables are evicted and reused), two of them sharing
+// positions and two sharing frequencies, each against angles computed here. A stale table
+// would be off by a whole rotation, far beyond the tolerance.
+TEST(Rope, ReusedAnglesFollowPositionsAndFrequencies) {
+  std::mt19937 rng(9);
+  const int64_t heads = 2, head_dim = 32, half = head_dim / 2;
+  std::vector<float> slow(half), fast(half);
+  for (int64_t i = 0; i < half; ++i) {
+    slow[i] = float(1.0 / std::pow(1e6, 2.0 * i / head_dim));
+    fast[i] = float(1.0 / std::pow(1e4, 2.0 * i / head_dim));
+  }
+  const std::vector<int32_t> at_a = {3, 4, 5}, at_b = {3, 4, 6};
+  const std::pair<const std::vector<int32_t>*, const std::vector<float>*> calls[] = {
+      {&at_a, &slow}, {&at_b, &slow}, {&at_a, &fast}, {&at_a, &slow}, {&at_b, &slow}, {&at_b, &fast}, {&at_a, &fast}};
+  for (const auto& [positions, inv_freq] : calls) {
+    const int64_t rows = static_cast<int64_t>(positions->size());
+    auto x = random_vector(rows * heads * head_dim, rng);
+    auto y = x;
+    rope(y.data(), rows, heads, head_dim, positions->data(), inv_freq->data());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < half; ++i) {
+          const double angle = double((*positions)[r]) * double((*inv_freq)[i]);
+          const float c = float(std::cos(angle)), s = float(std::sin(angle));
+          const float* a = x.data() + (r * heads + h) * head_dim;
+          const float* out = y.data() + (r * heads + h) * head_dim;
+          // float32 products, perhaps fused: within a few units of the last place.
+          const float tol = 1e-6f * (std::fabs(a[i]) + std::fabs(a[i + half]));
+          ASSERT_NEAR(out[i], a[i] * c - a[i + half] * s, tol) << "row " << r << " dim " << i;
+          ASSERT_NEAR(out[i + half], a[i + half] * c + a[i] * s, tol) << "row " << r << " dim " << i;
+        }
+  }
 }
 
 }  // namespace

@@ -209,6 +209,53 @@ TEST_F(QuantMatmulTargets, RowsAreBitwiseIndependentOfBatchAndThreads) {
   ThreadPool::set_global_threads(0);
 }
 
+// matmul_each lays several matrices' outputs end to end over one pool pass: each output
+// must be the same bits as its own matmul, whatever the formats (interleaved groups of
+// 16 rows beside file layouts with odd row counts), biases, batch and threads; a float
+// matrix among them takes the separate path.
+TEST_F(QuantMatmulTargets, MatmulEachEqualsSeparateMatmuls) {
+  std::mt19937 rng(31);
+  const int64_t cols = 1024;
+  std::vector<QuantWeights> ws;
+  ws.push_back(interleaved(random_blocks(DType::kQ4_K, 208, cols, rng)));
+  ws.push_back(random_blocks(DType::kQ6_K, 203, cols, rng));
+  ws.push_back(random_blocks(DType::kQ8_0, 5, cols, rng));
+  ws.push_back(interleaved(random_blocks(DType::kQ6_K, 32, cols, rng)));
+  ws.push_back(random_blocks(DType::kMlx4G64, 40, cols, rng));
+  std::vector<float> bias = random_vector(208, rng);
+  std::vector<uint16_t> bf16(7 * cols);
+  for (auto& v : bf16) v = f32_to_bf16(random_vector(1, rng)[0]);
+  const WeightMatrix float_matrix{DType::kBF16, 7, cols, bf16.data()};
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int threads : {1, 2})
+      for (int64_t n_rows : {1, 3, 4, 9}) {
+        ThreadPool::set_global_threads(threads);
+        const std::vector<float> x = random_vector(n_rows * cols, rng);
+        for (bool with_float : {false, true}) {
+          std::vector<WeightMatrix> matrices;
+          for (const QuantWeights& w : ws) matrices.push_back(w.matrix());
+          if (with_float) matrices.push_back(float_matrix);
+          std::vector<std::vector<float>> each(matrices.size()), alone(matrices.size());
+          std::vector<MatmulOutput> outputs;
+          for (size_t m = 0; m < matrices.size(); ++m) {
+            each[m].assign(n_rows * matrices[m].rows, -1.0f);
+            alone[m].assign(n_rows * matrices[m].rows, -2.0f);
+            const float* b = m % 2 == 0 ? bias.data() : nullptr;
+            outputs.push_back({&matrices[m], each[m].data(), b});
+            matmul(matrices[m], x.data(), n_rows, alone[m].data(), b);
+          }
+          matmul_each(outputs, x.data(), n_rows);
+          for (size_t m = 0; m < matrices.size(); ++m)
+            ASSERT_EQ(0, std::memcmp(each[m].data(), alone[m].data(), each[m].size() * sizeof(float)))
+                << hwy::TargetName(target) << " " << dtype_name(matrices[m].dtype) << " rows=" << n_rows
+                << " threads=" << threads << (with_float ? " with a float matrix" : "");
+        }
+      }
+  }
+  ThreadPool::set_global_threads(0);
+}
+
 // The int8 activation blocks every quantized matmul reads, against the rule written out
 // here: q = round-half-even(x · (127 / amax)), scale = amax / 127, Σq per 16 values; a
 // block with a NaN or an infinity gets a NaN scale, an all-zero block a zero one.
