@@ -41,6 +41,14 @@
 #include "util/error.h"
 #include "util/thread_pool.h"
 
+#ifndef NEXTN_KERNELS_MATMUL_ONCE  // not per target
+#define NEXTN_KERNELS_MATMUL_ONCE
+namespace nextn {
+// Below this many multiply-adds a matmul runs on the calling thread: waking the pool costs more.
+constexpr double kPoolWork = 64 * 1024;
+}  // namespace nextn
+#endif
+
 // The bf16 dot product: Highway 1.0.3's AVX3_DL target does not enable AVX512_BF16, so
 // the tile that uses it carries the feature itself and runs only where avx512_bf16().
 #undef NEXTN_BF16_DOT
@@ -312,13 +320,16 @@ bool bf16_dot() {
 #endif
 }
 
-// Output rows [o_begin, o_end) of y = x W^T (+ bias) on the calling thread when
-// `threads` is false, else every output row split over the pool.
-void MatmulOutputs(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias,
-                   int64_t o_begin, int64_t o_end, bool threads) {
+using RunFn = void (*)(const Job&, int64_t, int64_t, int64_t);
+
+// The job of y = x W^T (+ bias), its activations prepared for w's type in this thread's
+// buffers (valid until its next call), and the function that runs its outputs. `same`: a
+// job over the same x for a matrix of the same type and width, whose prepared activations
+// are taken as they are.
+RunFn prepare(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias, Job& job,
+              const Job* same = nullptr) {
   const DF df;
   const int64_t n = static_cast<int64_t>(hn::Lanes(df));
-  Job job;
   job.dtype = w.dtype;
   job.w = static_cast<const uint8_t*>(w.data);
   job.w_row_bytes = static_cast<size_t>(w.cols) * dtype_size(w.dtype);
@@ -332,49 +343,96 @@ void MatmulOutputs(const WeightMatrix& w, const float* x, int64_t n_rows, float*
   job.x = x;
   job.x_stride = w.cols;
   job.xh = nullptr;
-  void (*run)(const Job&, int64_t, int64_t, int64_t) =
-      w.dtype == DType::kF32   ? &run_outputs<DType::kF32>
-      : w.dtype == DType::kF16 ? &run_outputs<DType::kF16>
-                               : &run_outputs<DType::kBF16>;
+  RunFn run = w.dtype == DType::kF32   ? &run_outputs<DType::kF32>
+              : w.dtype == DType::kF16 ? &run_outputs<DType::kF16>
+                                       : &run_outputs<DType::kBF16>;
 #if NEXTN_BF16_DOT
   // BF16 with the dot product: the activations rounded to bf16.
   thread_local std::vector<uint16_t> rounded;
   if (w.dtype == DType::kBF16 && bf16_dot()) {
-    rounded.resize(static_cast<size_t>(n_rows * w.cols));
-    round_to_bf16(x, n_rows, w.cols, rounded.data());
+    if (!same) {
+      rounded.resize(static_cast<size_t>(n_rows * w.cols));
+      round_to_bf16(x, n_rows, w.cols, rounded.data());
+    }
     job.xh = rounded.data();
     job.x = nullptr;
-    run = &run_outputs<DType::kBF16, true>;
+    return &run_outputs<DType::kBF16, true>;
   }
 #endif
   // BF16 otherwise: each 2·N block de-interleaved into [even elements | odd elements].
   thread_local std::vector<float> prepared;
-  if (w.dtype == DType::kBF16 && !job.xh && job.blocks > 0) {
+  if (w.dtype == DType::kBF16 && job.blocks > 0) {
     const int64_t stride = job.blocks * 2 * n;
-    prepared.resize(static_cast<size_t>(stride * n_rows));
-    for (int64_t r = 0; r < n_rows; ++r) {
-      const float* src = x + r * w.cols;
-      float* dst = prepared.data() + r * stride;
-      for (int64_t b = 0; b < job.blocks; ++b)
-        for (int64_t j = 0; j < n; ++j) {
-          dst[2 * n * b + j] = src[2 * n * b + 2 * j];
-          dst[2 * n * b + n + j] = src[2 * n * b + 2 * j + 1];
-        }
+    if (!same) {
+      prepared.resize(static_cast<size_t>(stride * n_rows));
+      for (int64_t r = 0; r < n_rows; ++r) {
+        const float* src = x + r * w.cols;
+        float* dst = prepared.data() + r * stride;
+        for (int64_t b = 0; b < job.blocks; ++b)
+          for (int64_t j = 0; j < n; ++j) {
+            dst[2 * n * b + j] = src[2 * n * b + 2 * j];
+            dst[2 * n * b + n + j] = src[2 * n * b + 2 * j + 1];
+          }
+      }
     }
     job.x = prepared.data();
     job.x_stride = stride;
   }
+  return run;
+}
 
-  const size_t grain = 24;  // outputs per work item, as kUnit in run_outputs
-  // Small problems are not worth waking the pool.
+constexpr size_t kGrain = 24;  // outputs per work item, as kUnit in run_outputs
+
+// Output rows [o_begin, o_end) of y = x W^T (+ bias) on the calling thread when
+// `threads` is false, else every output row split over the pool.
+void MatmulOutputs(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias,
+                   int64_t o_begin, int64_t o_end, bool threads) {
+  Job job;
+  const RunFn run = prepare(w, x, n_rows, y, bias, job);
   const double work = static_cast<double>(w.rows) * w.cols * n_rows;
-  if (!threads || work < 64 * 1024) {
+  if (!threads || work < kPoolWork) {
     run(job, n_rows, o_begin, o_end);
     return;
   }
   parallel_for(
-      static_cast<size_t>(w.rows),
-      [&](size_t begin, size_t end, int) { run(job, n_rows, begin, end); }, grain);
+      static_cast<size_t>(w.rows), [&](size_t begin, size_t end, int) { run(job, n_rows, begin, end); }, kGrain);
+}
+
+// matmul_each for float matrices of one type and width: activations prepared once, one
+// pool pass over every matrix's outputs laid end to end (each at a multiple of kGrain).
+void MatmulEachImpl(const MatmulOutput* outputs, size_t count, const float* x, int64_t n_rows) {
+  struct Part {
+    Job job;
+    RunFn run;
+    int64_t offset, rows;
+  };
+  thread_local std::vector<Part> parts;
+  parts.clear();
+  int64_t total = 0;
+  double work = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const WeightMatrix& w = *outputs[i].w;
+    Part part{};
+    part.run = prepare(w, x, n_rows, outputs[i].y, outputs[i].bias, part.job, i > 0 ? &parts[0].job : nullptr);
+    part.offset = total;
+    part.rows = w.rows;
+    parts.push_back(part);
+    total += (w.rows + int64_t(kGrain) - 1) / int64_t(kGrain) * int64_t(kGrain);
+    work += static_cast<double>(w.rows) * w.cols * n_rows;
+  }
+  // Workers read the caller's list (`parts` is thread_local).
+  auto run = [&all = parts, n_rows](size_t begin, size_t end, int) {
+    for (const Part& part : all) {
+      const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), part.offset);
+      const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), part.offset + part.rows);
+      if (lo < hi) part.run(part.job, n_rows, lo - part.offset, hi - part.offset);
+    }
+  };
+  if (work < kPoolWork) {
+    run(0, static_cast<size_t>(total), 0);
+    return;
+  }
+  parallel_for(static_cast<size_t>(total), run, kGrain);
 }
 
 void MatmulImpl(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias) {
@@ -398,6 +456,7 @@ namespace nextn {
 
 HWY_EXPORT(MatmulImpl);
 HWY_EXPORT(MatmulOutputsImpl);
+HWY_EXPORT(MatmulEachImpl);
 HWY_EXPORT(TargetNameImpl);
 HWY_EXPORT(Bf16DotImpl);
 
@@ -440,9 +499,6 @@ static QuantMatmulJob quantized_job(const WeightMatrix& w, const QuantizedRows& 
   return job;
 }
 
-// Below this many multiply-adds a matmul is not worth waking the pool.
-constexpr double kPoolWork = 64 * 1024;
-
 static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias,
                              int64_t o_begin = 0, int64_t o_end = -1, bool threads = true) {
   const WeightFormat* format = weight_format(w.dtype);
@@ -459,10 +515,15 @@ static void quantized_matmul(const WeightMatrix& w, const float* x, int64_t n_ro
 
 void matmul_each(std::span<const MatmulOutput> outputs, const float* x, int64_t n_rows) {
   if (n_rows <= 0 || outputs.empty()) return;
-  bool shared = outputs.size() > 1;
-  for (const MatmulOutput& out : outputs)
-    shared = shared && is_quantized(out.w->dtype) && out.w->cols == outputs[0].w->cols;
-  if (!shared) {
+  // Shared: all quantized (one int8 quantization serves every format), or all one float type.
+  const WeightMatrix& first = *outputs[0].w;
+  bool quantized = outputs.size() > 1, same_float = outputs.size() > 1 && !is_quantized(first.dtype);
+  for (const MatmulOutput& out : outputs) {
+    quantized = quantized && is_quantized(out.w->dtype) && out.w->cols == first.cols;
+    same_float = same_float && out.w->dtype == first.dtype && out.w->cols == first.cols;
+  }
+  if (same_float) return HWY_DYNAMIC_DISPATCH(MatmulEachImpl)(outputs.data(), outputs.size(), x, n_rows);
+  if (!quantized) {
     for (const MatmulOutput& out : outputs) matmul(*out.w, x, n_rows, out.y, out.bias);
     return;
   }

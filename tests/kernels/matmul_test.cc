@@ -152,6 +152,47 @@ TEST(Matmul, RowsAreBitwiseIndependentOfBatchAndThreads) {
   ThreadPool::set_global_threads(0);
 }
 
+// matmul_each over float matrices of one type lays their outputs end to end over one pool
+// pass with the activations prepared once: each output the same bits as its own matmul,
+// on every target, for widths with and without a scalar tail, 1 and 2 threads; a mix of
+// types takes the separate path.
+TEST_F(MatmulTargets, MatmulEachEqualsSeparateMatmuls) {
+  std::mt19937 rng(77);
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16})
+      for (int64_t cols : {100, 1024}) {
+        std::vector<TestWeights> ws;
+        for (int64_t rows : {203, 24, 5, 64}) ws.push_back(make_weights(dtype, rows, cols, rng));
+        ws.push_back(make_weights(dtype == DType::kF32 ? DType::kBF16 : DType::kF32, 40, cols, rng));
+        const std::vector<float> bias = random_vector(203, rng);
+        for (int threads : {1, 2})
+          for (int64_t n_rows : {1, 3, 9})
+            for (size_t count : {ws.size() - 1, ws.size()}) {  // one type; then with another
+              ThreadPool::set_global_threads(threads);
+              const std::vector<float> x = random_vector(n_rows * cols, rng);
+              std::vector<WeightMatrix> matrices;
+              std::vector<std::vector<float>> each(count), alone(count);
+              std::vector<MatmulOutput> outputs;
+              for (size_t m = 0; m < count; ++m) matrices.push_back(ws[m].matrix());
+              for (size_t m = 0; m < count; ++m) {
+                each[m].assign(n_rows * matrices[m].rows, -1.0f);
+                alone[m].assign(n_rows * matrices[m].rows, -2.0f);
+                const float* b = m % 2 == 0 ? bias.data() : nullptr;
+                outputs.push_back({&matrices[m], each[m].data(), b});
+                matmul(matrices[m], x.data(), n_rows, alone[m].data(), b);
+              }
+              matmul_each(outputs, x.data(), n_rows);
+              for (size_t m = 0; m < count; ++m)
+                ASSERT_EQ(0, std::memcmp(each[m].data(), alone[m].data(), each[m].size() * sizeof(float)))
+                    << simd_target_name() << " " << dtype_name(matrices[m].dtype) << " cols=" << cols
+                    << " rows=" << n_rows << " threads=" << threads << " of " << count;
+            }
+      }
+  }
+  ThreadPool::set_global_threads(0);
+}
+
 TEST(Matmul, ReportsASimdTarget) { EXPECT_STRNE("", simd_target_name()); }
 
 }  // namespace
