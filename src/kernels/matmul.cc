@@ -46,6 +46,22 @@
 namespace nextn {
 // Below this many multiply-adds a matmul runs on the calling thread: waking the pool costs more.
 constexpr double kPoolWork = 64 * 1024;
+
+// matmul_each's matrices with their outputs laid end to end (Part::offset, Part::rows;
+// offsets multiples of `grain`), `work` multiply-adds in all: over the pool, or on this
+// thread below kPoolWork; run(part, begin, end) gets each part's own output range.
+template <class Part, class Run>
+void run_parts(const std::vector<Part>& parts, int64_t total, double work, size_t grain, const Run& run) {
+  auto range = [&](size_t begin, size_t end, int) {
+    for (const Part& part : parts) {
+      const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), part.offset);
+      const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), part.offset + part.rows);
+      if (lo < hi) run(part, lo - part.offset, hi - part.offset);
+    }
+  };
+  if (work < kPoolWork) return range(0, static_cast<size_t>(total), 0);
+  parallel_for(static_cast<size_t>(total), range, grain);
+}
 }  // namespace nextn
 #endif
 
@@ -323,11 +339,11 @@ bool bf16_dot() {
 using RunFn = void (*)(const Job&, int64_t, int64_t, int64_t);
 
 // The job of y = x W^T (+ bias), its activations prepared for w's type in this thread's
-// buffers (valid until its next call), and the function that runs its outputs. `same`: a
-// job over the same x for a matrix of the same type and width, whose prepared activations
-// are taken as they are.
+// buffers (valid until its next call), and the function that runs its outputs. `reuse`:
+// this thread's last call prepared the same x for a matrix of the same type and width, so
+// the buffers are taken as they are.
 RunFn prepare(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias, Job& job,
-              const Job* same = nullptr) {
+              bool reuse = false) {
   const DF df;
   const int64_t n = static_cast<int64_t>(hn::Lanes(df));
   job.dtype = w.dtype;
@@ -350,7 +366,7 @@ RunFn prepare(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, c
   // BF16 with the dot product: the activations rounded to bf16.
   thread_local std::vector<uint16_t> rounded;
   if (w.dtype == DType::kBF16 && bf16_dot()) {
-    if (!same) {
+    if (!reuse) {
       rounded.resize(static_cast<size_t>(n_rows * w.cols));
       round_to_bf16(x, n_rows, w.cols, rounded.data());
     }
@@ -363,7 +379,7 @@ RunFn prepare(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, c
   thread_local std::vector<float> prepared;
   if (w.dtype == DType::kBF16 && job.blocks > 0) {
     const int64_t stride = job.blocks * 2 * n;
-    if (!same) {
+    if (!reuse) {
       prepared.resize(static_cast<size_t>(stride * n_rows));
       for (int64_t r = 0; r < n_rows; ++r) {
         const float* src = x + r * w.cols;
@@ -413,26 +429,15 @@ void MatmulEachImpl(const MatmulOutput* outputs, size_t count, const float* x, i
   for (size_t i = 0; i < count; ++i) {
     const WeightMatrix& w = *outputs[i].w;
     Part part{};
-    part.run = prepare(w, x, n_rows, outputs[i].y, outputs[i].bias, part.job, i > 0 ? &parts[0].job : nullptr);
+    part.run = prepare(w, x, n_rows, outputs[i].y, outputs[i].bias, part.job, i > 0);
     part.offset = total;
     part.rows = w.rows;
     parts.push_back(part);
     total += (w.rows + int64_t(kGrain) - 1) / int64_t(kGrain) * int64_t(kGrain);
     work += static_cast<double>(w.rows) * w.cols * n_rows;
   }
-  // Workers read the caller's list (`parts` is thread_local).
-  auto run = [&all = parts, n_rows](size_t begin, size_t end, int) {
-    for (const Part& part : all) {
-      const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), part.offset);
-      const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), part.offset + part.rows);
-      if (lo < hi) part.run(part.job, n_rows, lo - part.offset, hi - part.offset);
-    }
-  };
-  if (work < kPoolWork) {
-    run(0, static_cast<size_t>(total), 0);
-    return;
-  }
-  parallel_for(static_cast<size_t>(total), run, kGrain);
+  run_parts(parts, total, work, kGrain,
+            [n_rows](const Part& part, int64_t begin, int64_t end) { part.run(part.job, n_rows, begin, end); });
 }
 
 void MatmulImpl(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias) {
@@ -549,19 +554,8 @@ void matmul_each(std::span<const MatmulOutput> outputs, const float* x, int64_t 
     total += (out.w->rows + kAlign - 1) / kAlign * kAlign;
     work += static_cast<double>(out.w->rows) * out.w->cols * n_rows;
   }
-  // Workers read the caller's list (`parts` is thread_local).
-  auto run = [&all = parts](size_t begin, size_t end, int) {
-    for (const Part& part : all) {
-      const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), part.offset);
-      const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), part.offset + part.rows);
-      if (lo < hi) part.format->matmul(part.job, lo - part.offset, hi - part.offset);
-    }
-  };
-  if (work < kPoolWork) {
-    run(0, static_cast<size_t>(total), 0);
-    return;
-  }
-  parallel_for(static_cast<size_t>(total), run, kAlign);
+  run_parts(parts, total, work, kAlign,
+            [](const Part& part, int64_t begin, int64_t end) { part.format->matmul(part.job, begin, end); });
 }
 
 void matmul_outputs(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t o_begin, int64_t o_end) {

@@ -11,6 +11,7 @@
 
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
+#include "matmul_each_check.h"
 #include "util/dtype.h"
 #include "util/thread_pool.h"
 
@@ -172,21 +173,10 @@ TEST_F(MatmulTargets, MatmulEachEqualsSeparateMatmuls) {
               ThreadPool::set_global_threads(threads);
               const std::vector<float> x = random_vector(n_rows * cols, rng);
               std::vector<WeightMatrix> matrices;
-              std::vector<std::vector<float>> each(count), alone(count);
-              std::vector<MatmulOutput> outputs;
               for (size_t m = 0; m < count; ++m) matrices.push_back(ws[m].matrix());
-              for (size_t m = 0; m < count; ++m) {
-                each[m].assign(n_rows * matrices[m].rows, -1.0f);
-                alone[m].assign(n_rows * matrices[m].rows, -2.0f);
-                const float* b = m % 2 == 0 ? bias.data() : nullptr;
-                outputs.push_back({&matrices[m], each[m].data(), b});
-                matmul(matrices[m], x.data(), n_rows, alone[m].data(), b);
-              }
-              matmul_each(outputs, x.data(), n_rows);
-              for (size_t m = 0; m < count; ++m)
-                ASSERT_EQ(0, std::memcmp(each[m].data(), alone[m].data(), each[m].size() * sizeof(float)))
-                    << simd_target_name() << " " << dtype_name(matrices[m].dtype) << " cols=" << cols
-                    << " rows=" << n_rows << " threads=" << threads << " of " << count;
+              expect_each_equals_alone(matrices, bias.data(), x, n_rows,
+                                       std::string(simd_target_name()) + " cols=" + std::to_string(cols) +
+                                           " threads=" + std::to_string(threads));
             }
       }
   }

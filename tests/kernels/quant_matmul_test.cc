@@ -16,6 +16,7 @@
 
 #include "hwy/targets.h"
 #include "kernels/kernels.h"
+#include "matmul_each_check.h"
 #include "kernels/weight_format.h"
 #include "util/dtype.h"
 #include "util/error.h"
@@ -236,20 +237,9 @@ TEST_F(QuantMatmulTargets, MatmulEachEqualsSeparateMatmuls) {
           std::vector<WeightMatrix> matrices;
           for (const QuantWeights& w : ws) matrices.push_back(w.matrix());
           if (with_float) matrices.push_back(float_matrix);
-          std::vector<std::vector<float>> each(matrices.size()), alone(matrices.size());
-          std::vector<MatmulOutput> outputs;
-          for (size_t m = 0; m < matrices.size(); ++m) {
-            each[m].assign(n_rows * matrices[m].rows, -1.0f);
-            alone[m].assign(n_rows * matrices[m].rows, -2.0f);
-            const float* b = m % 2 == 0 ? bias.data() : nullptr;
-            outputs.push_back({&matrices[m], each[m].data(), b});
-            matmul(matrices[m], x.data(), n_rows, alone[m].data(), b);
-          }
-          matmul_each(outputs, x.data(), n_rows);
-          for (size_t m = 0; m < matrices.size(); ++m)
-            ASSERT_EQ(0, std::memcmp(each[m].data(), alone[m].data(), each[m].size() * sizeof(float)))
-                << hwy::TargetName(target) << " " << dtype_name(matrices[m].dtype) << " rows=" << n_rows
-                << " threads=" << threads << (with_float ? " with a float matrix" : "");
+          expect_each_equals_alone(matrices, bias.data(), x, n_rows,
+                                   std::string(hwy::TargetName(target)) + " threads=" + std::to_string(threads) +
+                                       (with_float ? " with a float matrix" : ""));
         }
       }
   }

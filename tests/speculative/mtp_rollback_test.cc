@@ -39,15 +39,18 @@ void target_rows(Model& m, SequenceState& kv, const std::vector<int32_t>& tokens
   m.forward(std::span<SequenceRows>(&rows, 1), out);
 }
 
+// The MiMo checkpoint with its MTP drafter and a greedy sampler for the drafts.
+struct MtpRig {
+  std::unique_ptr<Model> model = Model::load(mimo_checkpoint());
+  int vocab = model->config().vocab_size, hidden = model->config().hidden_size;
+  std::unique_ptr<Drafter> drafter = make_drafter(*model, SpeculativeOptions{.mode = "mtp"});
+  Sampler sampler{SamplingParams{}, vocab, {}};
+};
+
 TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
-  auto model = Model::load(mimo_checkpoint());
-  const int vocab = model->config().vocab_size, hidden = model->config().hidden_size;
-  SpeculativeOptions so;
-  so.mode = "mtp";
-  auto drafter = make_drafter(*model, so);
-  ASSERT_TRUE(drafter);
-  SamplingParams sp;  // greedy drafts
-  Sampler sampler(sp, vocab, {});
+  MtpRig rig;
+  ASSERT_TRUE(rig.drafter);
+  auto& [model, vocab, hidden, drafter, sampler] = rig;
 
   std::vector<int32_t> prompt = {5, 9, 17, 33, 2, 71};
   int32_t last = 40;
@@ -112,15 +115,9 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
 // is that of a session that saw the same rows before the stretch and then only those, and
 // stays so through a speculative step.
 TEST(MtpSession, FarBehindCatchesUpOnlyTheLastRows) {
-  auto model = Model::load(mimo_checkpoint());
-  const int vocab = model->config().vocab_size;
-  SpeculativeOptions so;
-  so.mode = "mtp";
-  auto drafter = make_drafter(*model, so);
-  ASSERT_TRUE(drafter);
-  SamplingParams sp;  // greedy drafts
-  Sampler sampler(sp, vocab, {});
-  const int hidden = model->config().hidden_size;
+  MtpRig rig;
+  ASSERT_TRUE(rig.drafter);
+  auto& [model, vocab, hidden, drafter, sampler] = rig;
 
   std::vector<int32_t> tokens;
   for (int i = 0; i < 40; ++i) tokens.push_back(int32_t((i * 37 + 11) % vocab));
@@ -173,14 +170,9 @@ TEST(MtpSession, FarBehindCatchesUpOnlyTheLastRows) {
 // A drafting step that accepts more rows than kMtpMaxCatchUp keeps all of them: the head
 // then equals one that was fed the same rows as a prompt.
 TEST(MtpSession, LongAcceptedStepIsCaughtUpWhole) {
-  auto model = Model::load(mimo_checkpoint());
-  const int vocab = model->config().vocab_size, hidden = model->config().hidden_size;
-  SpeculativeOptions so;
-  so.mode = "mtp";
-  auto drafter = make_drafter(*model, so);
-  ASSERT_TRUE(drafter);
-  SamplingParams sp;  // greedy drafts
-  Sampler sampler(sp, vocab, {});
+  MtpRig rig;
+  ASSERT_TRUE(rig.drafter);
+  auto& [model, vocab, hidden, drafter, sampler] = rig;
   const int step = kMtpMaxCatchUp + 5;  // the step's kept rows: its accepted drafts + 1
   std::vector<int32_t> tokens;
   for (int i = 0; i < 6 + step; ++i) tokens.push_back(int32_t((i * 53 + 7) % vocab));
