@@ -33,9 +33,11 @@ struct MatmulOutput {
   const float* bias = nullptr;
 };
 // Several matrices applied to the same rows x (q, k and v; gate and up), each output the
-// same bits as matmul() gives it. Quantized matrices of one width share one quantization of
-// x and one pass of the pool over all their outputs: a decode step's small matmuls each
-// paid both (the pool's hand-off, the activations' rounding on the calling thread).
+// same bits as matmul() gives it. Quantized matrices of one width (any formats), or float
+// matrices of one type and width, share one preparation of x (int8 quantization, bf16
+// rounding) and one pass of the pool over all their outputs: a decode step's small
+// matmuls each paid both (the pool's hand-off, the preparation on the calling thread).
+// Other mixes run one matmul each.
 void matmul_each(std::span<const MatmulOutput> outputs, const float* x, int64_t n_rows);
 
 // Whether BF16-weight matmuls on the chosen target round the activations to bf16 (nearest
@@ -57,8 +59,7 @@ void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, fl
 void rope(float* x, int64_t n_rows, int64_t n_heads, int64_t head_dim, const int32_t* positions,
           const float* inv_freq);
 // The rotation's (cos, sin) for row r and frequency i at [(r · half + i) · 2], computed in
-// double and rounded to float; valid until this thread's second next call with other positions
-// or frequencies.
+// double and rounded to float; valid until this thread has asked for two other tables.
 const float* rope_angles(const int32_t* positions, int64_t n_rows, const float* inv_freq, int64_t half);
 
 // out[i] = silu(gate[i]) * up[i]. out may alias gate.
