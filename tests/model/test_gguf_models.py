@@ -30,10 +30,12 @@ SRC = os.environ.get("NEXTN_SOURCE_DIR") or str(pathlib.Path(__file__).resolve()
 sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
 sys.path.insert(0, os.path.join(SRC, "tools", "checkpoint"))
 sys.path.insert(0, os.path.join(SRC, "tests", "model"))
+sys.path.insert(0, os.path.join(SRC, "tests", "server"))
 import ggml_quants as Q  # noqa: E402
 import quantized_check  # noqa: E402
 import safetensors_reader  # noqa: E402
 import safetensors_writer  # noqa: E402
+import serverlib  # noqa: E402
 
 BIN = os.environ.get("NEXTN_BIN", os.path.join(SRC, "build", "nextn"))
 TMP = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
@@ -186,6 +188,16 @@ class TinyModelGguf(unittest.TestCase):
     def test_greedy_mtp_equals_plain_greedy(self):
         prompt = "def parse_args(argv):\n    parser = argparse."
         check_greedy_mtp_equals_plain(self, self.files, ["--prompt", prompt], 40)
+
+    def test_serves_chat_with_mtp(self):
+        # The file alone: tokenizer, chat template and MTP layer from its metadata and tensors.
+        with serverlib.Server("--mtp", "--num-mtp-tokens", "2", model=self.files["q4_k_m"]) as s:
+            status, body = s.post("/v1/chat/completions", {
+                "messages": [{"role": "user", "content": "What is a compiler?"}], "max_tokens": 24,
+                "temperature": 0})
+            self.assertEqual(status, 200, body)
+            self.assertTrue(body["choices"][0]["message"]["content"])
+            self.assertGreater(body["timings"]["draft_n"], 0)
 
     def test_tokenizer_from_gguf_matches_tokenizer_json(self):
         corpus = os.path.join(TMP, "tokenizer-corpus.jsonl")  # the tokenizer tests' corpus (same path)
