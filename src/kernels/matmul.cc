@@ -47,21 +47,40 @@ namespace nextn {
 // Below this many multiply-adds a matmul runs on the calling thread: waking the pool costs more.
 constexpr double kPoolWork = 64 * 1024;
 
-// matmul_each's matrices with their outputs laid end to end (Part::offset, Part::rows;
-// offsets multiples of `grain`), `work` multiply-adds in all: over the pool, or on this
-// thread below kPoolWork; run(part, begin, end) gets each part's own output range.
-template <class Part, class Run>
-void run_parts(const std::vector<Part>& parts, int64_t total, double work, size_t grain, const Run& run) {
-  auto range = [&](size_t begin, size_t end, int) {
-    for (const Part& part : parts) {
-      const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), part.offset);
-      const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), part.offset + part.rows);
-      if (lo < hi) run(part, lo - part.offset, hi - part.offset);
-    }
+// matmul_each's matrices with their outputs laid end to end, each at a multiple of
+// `align` (so the pool's chunks of `align` outputs never cut one's groups), over the pool,
+// or on this thread below kPoolWork multiply-adds in all. Part carries a matrix's job.
+template <class Part>
+struct EndToEnd {
+  struct Placed {
+    Part part;
+    int64_t offset, rows;
   };
-  if (work < kPoolWork) return range(0, static_cast<size_t>(total), 0);
-  parallel_for(static_cast<size_t>(total), range, grain);
-}
+  int64_t align;
+  std::vector<Placed> placed;
+  int64_t total = 0;
+  double work = 0;
+
+  explicit EndToEnd(int64_t a) : align(a) {}
+  void add(const Part& part, const WeightMatrix& w, int64_t n_rows) {
+    placed.push_back({part, total, w.rows});
+    total += (w.rows + align - 1) / align * align;
+    work += static_cast<double>(w.rows) * w.cols * n_rows;
+  }
+  // run(part, begin, end) for each part's own output range.
+  template <class Run>
+  void run(const Run& run) const {
+    auto range = [&](size_t begin, size_t end, int) {
+      for (const Placed& p : placed) {
+        const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), p.offset);
+        const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), p.offset + p.rows);
+        if (lo < hi) run(p.part, lo - p.offset, hi - p.offset);
+      }
+    };
+    if (work < kPoolWork) return range(0, static_cast<size_t>(total), 0);
+    parallel_for(static_cast<size_t>(total), range, static_cast<size_t>(align));
+  }
+};
 }  // namespace nextn
 #endif
 
@@ -420,24 +439,14 @@ void MatmulEachImpl(const MatmulOutput* outputs, size_t count, const float* x, i
   struct Part {
     Job job;
     RunFn run;
-    int64_t offset, rows;
   };
-  thread_local std::vector<Part> parts;
-  parts.clear();
-  int64_t total = 0;
-  double work = 0;
+  EndToEnd<Part> parts(kGrain);
   for (size_t i = 0; i < count; ++i) {
-    const WeightMatrix& w = *outputs[i].w;
     Part part{};
-    part.run = prepare(w, x, n_rows, outputs[i].y, outputs[i].bias, part.job, i > 0);
-    part.offset = total;
-    part.rows = w.rows;
-    parts.push_back(part);
-    total += (w.rows + int64_t(kGrain) - 1) / int64_t(kGrain) * int64_t(kGrain);
-    work += static_cast<double>(w.rows) * w.cols * n_rows;
+    part.run = prepare(*outputs[i].w, x, n_rows, outputs[i].y, outputs[i].bias, part.job, i > 0);
+    parts.add(part, *outputs[i].w, n_rows);
   }
-  run_parts(parts, total, work, kGrain,
-            [n_rows](const Part& part, int64_t begin, int64_t end) { part.run(part.job, n_rows, begin, end); });
+  parts.run([n_rows](const Part& part, int64_t begin, int64_t end) { part.run(part.job, n_rows, begin, end); });
 }
 
 void MatmulImpl(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, const float* bias) {
@@ -532,30 +541,20 @@ void matmul_each(std::span<const MatmulOutput> outputs, const float* x, int64_t 
     for (const MatmulOutput& out : outputs) matmul(*out.w, x, n_rows, out.y, out.bias);
     return;
   }
-  // The matrices' outputs laid end to end, each starting at a multiple of kAlign (every
-  // format's group of rows divides it), so that the pool's chunks never cut a group.
-  constexpr int64_t kAlign = 16;
   const QuantizedRows rows = quantize_activations(x, n_rows, outputs[0].w->cols);
   const uint64_t id = next_input_id();
   struct Part {
     const WeightFormat* format;
     QuantMatmulJob job;
-    int64_t offset, rows;
   };
-  thread_local std::vector<Part> parts;
-  parts.clear();
-  int64_t total = 0;
-  double work = 0;
+  EndToEnd<Part> parts(16);  // every format's group of rows divides it
   for (const MatmulOutput& out : outputs) {
     const WeightFormat* format = weight_format(out.w->dtype);
-    if (kAlign % std::max(1, format->group_rows) != 0)
+    if (parts.align % std::max(1, format->group_rows) != 0)
       fail(ErrorKind::kInternal, "matmul_each: {} groups {} rows", dtype_name(out.w->dtype), format->group_rows);
-    parts.push_back({format, quantized_job(*out.w, rows, out.y, out.bias, id), total, out.w->rows});
-    total += (out.w->rows + kAlign - 1) / kAlign * kAlign;
-    work += static_cast<double>(out.w->rows) * out.w->cols * n_rows;
+    parts.add({format, quantized_job(*out.w, rows, out.y, out.bias, id)}, *out.w, n_rows);
   }
-  run_parts(parts, total, work, kAlign,
-            [](const Part& part, int64_t begin, int64_t end) { part.format->matmul(part.job, begin, end); });
+  parts.run([](const Part& part, int64_t begin, int64_t end) { part.format->matmul(part.job, begin, end); });
 }
 
 void matmul_outputs(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, int64_t o_begin, int64_t o_end) {

@@ -37,3 +37,18 @@ def check_logits(test, bin_path, model, ref_dir, out_prefix, mtp, label, referen
         merr = np.max(np.abs(mtp_got[:n] - mtp_ref[:n])) / np.max(np.abs(mtp_ref[:n]))
         test.assertLess(merr, 0.1, f"{label}: relative MTP logit error {merr:.4f}")
     return err
+
+
+def check_serves_chat_with_mtp(test, model):
+    """`nextn serve --mtp` on `model` answers a chat request with text, drafting on the way,
+    and reports itself healthy."""
+    import serverlib  # tests/server, on the callers' path
+    with serverlib.Server("--mtp", "--num-mtp-tokens", "2", model=model) as s:
+        status, body = s.post("/v1/chat/completions", {
+            "messages": [{"role": "user", "content": "What is a compiler?"}], "max_tokens": 24,
+            "temperature": 0})
+        test.assertEqual(status, 200, body)
+        test.assertTrue(body["choices"][0]["message"]["content"])
+        test.assertGreater(body["timings"]["draft_n"], 0)
+        status, health = s.get("/health")
+        test.assertEqual(status, 200)

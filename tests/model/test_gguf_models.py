@@ -35,7 +35,6 @@ import ggml_quants as Q  # noqa: E402
 import quantized_check  # noqa: E402
 import safetensors_reader  # noqa: E402
 import safetensors_writer  # noqa: E402
-import serverlib  # noqa: E402
 
 BIN = os.environ.get("NEXTN_BIN", os.path.join(SRC, "build", "nextn"))
 TMP = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
@@ -191,13 +190,7 @@ class TinyModelGguf(unittest.TestCase):
 
     def test_serves_chat_with_mtp(self):
         # The file alone: tokenizer, chat template and MTP layer from its metadata and tensors.
-        with serverlib.Server("--mtp", "--num-mtp-tokens", "2", model=self.files["q4_k_m"]) as s:
-            status, body = s.post("/v1/chat/completions", {
-                "messages": [{"role": "user", "content": "What is a compiler?"}], "max_tokens": 24,
-                "temperature": 0})
-            self.assertEqual(status, 200, body)
-            self.assertTrue(body["choices"][0]["message"]["content"])
-            self.assertGreater(body["timings"]["draft_n"], 0)
+        quantized_check.check_serves_chat_with_mtp(self, self.files["q4_k_m"])
 
     def test_tokenizer_from_gguf_matches_tokenizer_json(self):
         corpus = os.path.join(TMP, "tokenizer-corpus.jsonl")  # the tokenizer tests' corpus (same path)

@@ -37,8 +37,7 @@ import quantized_check  # noqa: E402
 import safetensors_writer  # noqa: E402
 
 BIN = os.environ.get("NEXTN_BIN", os.path.join(SRC, "build", "nextn"))
-os.environ.setdefault("NEXTN_BIN", BIN)
-import serverlib  # noqa: E402
+os.environ.setdefault("NEXTN_BIN", BIN)  # for serverlib (quantized_check.check_serves_chat_with_mtp)
 
 TMP = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
 TINY = os.path.join(SRC, "models", "nextn-tiny")
@@ -141,15 +140,7 @@ class TinyModelMlx(unittest.TestCase):
             self.assertEqual(plain.splitlines()[0], mtp.splitlines()[0], f"depth {depth}")
 
     def test_serves_chat_with_mtp(self):
-        with serverlib.Server("--mtp", "--num-mtp-tokens", "2", model=self.dir) as s:
-            status, body = s.post("/v1/chat/completions", {
-                "messages": [{"role": "user", "content": "What is a compiler?"}], "max_tokens": 24,
-                "temperature": 0})
-            self.assertEqual(status, 200, body)
-            self.assertTrue(body["choices"][0]["message"]["content"])
-            self.assertGreater(body["timings"]["draft_n"], 0)
-            status, health = s.get("/health")
-            self.assertEqual(status, 200)
+        quantized_check.check_serves_chat_with_mtp(self, self.dir)
 
 
 class BadMlxCheckpoints(unittest.TestCase):

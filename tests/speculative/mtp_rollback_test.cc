@@ -39,11 +39,17 @@ void target_rows(Model& m, SequenceState& kv, const std::vector<int32_t>& tokens
   m.forward(std::span<SequenceRows>(&rows, 1), out);
 }
 
+SpeculativeOptions mtp_options() {
+  SpeculativeOptions options;
+  options.mode = "mtp";
+  return options;
+}
+
 // The MiMo checkpoint with its MTP drafter and a greedy sampler for the drafts.
 struct MtpRig {
   std::unique_ptr<Model> model = Model::load(mimo_checkpoint());
   int vocab = model->config().vocab_size, hidden = model->config().hidden_size;
-  std::unique_ptr<Drafter> drafter = make_drafter(*model, SpeculativeOptions{.mode = "mtp"});
+  std::unique_ptr<Drafter> drafter = make_drafter(*model, mtp_options());
   Sampler sampler{SamplingParams{}, vocab, {}};
 };
 
