@@ -4,7 +4,7 @@
 // from the stream, the server from /metrics). DOM is built with createElement and
 // textContent only: model output never becomes HTML.
 import { parseMarkdown, textOf } from "./markdown.js";
-import { parsePrometheus, serverSummary, formatBytes } from "./metrics.js";
+import { parsePrometheus, serverSummary, formatBytes, formatDepths } from "./metrics.js";
 import { SseParser, Provenance, splitByRuns } from "./stream.js";
 
 const $ = (id) => document.getElementById(id);
@@ -275,6 +275,7 @@ function renderAnswerStats(stats) {
     ["no drafting", String(c.target || 0)],
     ["acceptance", pct(s.acceptanceRate)],
     ["mean accepted length", num(s.meanAcceptedLength)],
+    ["depths chosen", formatDepths(s.stepsPerDepth)],
   ]);
   bars($("answer-pos"), s.acceptancePerPos || []);
 }
@@ -290,6 +291,7 @@ async function refreshServerStats() {
       ["tokens/s (avg)", num(m.tokensPerSecond, 1)],
       ["acceptance", pct(m.acceptanceRate)],
       ["mean accepted length", num(m.meanAcceptedLength)],
+      ["depths chosen", formatDepths(m.stepsPerDepth)],
       ["KV cache", formatBytes(m.kvBytes) + (m.kvCompression > 1.01 ? ` (×${m.kvCompression.toFixed(1)} smaller)` : "")],
       ["memory (RSS)", formatBytes(m.residentBytes)],
     ]);

@@ -42,6 +42,18 @@ export function serverSummary(metrics) {
     if (Number.isInteger(k) && k >= 0 && k < 64) perPos[k] = s.value;
   }
   for (let k = 0; k < perPos.length; k++) perPos[k] ||= 0;
+  // The depth histogram's cumulative buckets, back to steps per depth.
+  const cumulative = [];
+  for (const s of metrics["nextn:spec_decode_draft_depth_bucket"] || []) {
+    const k = parseInt(s.labels.le, 10);
+    if (Number.isInteger(k) && k >= 0 && k < 64) cumulative[k] = s.value;
+  }
+  const stepsPerDepth = [];
+  for (let k = 0, below = 0; k < cumulative.length; k++) {
+    const upto = cumulative[k] ?? below;
+    stepsPerDepth[k] = upto - below;
+    below = upto;
+  }
   return {
     requests: sample(metrics, "nextn:requests_total"),
     generatedTokens: sample(metrics, "nextn:generation_tokens_total"),
@@ -53,10 +65,18 @@ export function serverSummary(metrics) {
     meanAcceptedLength: drafts > 0 ? 1 + accepted / drafts : null,
     // vLLM's per-position rate: accepted at position k over the drafting steps.
     acceptancePerPos: drafts > 0 ? perPos.map((a) => a / drafts) : [],
+    stepsPerDepth,
     kvBytes: sample(metrics, "nextn:kv_cache_bytes"),
     kvCompression: sample(metrics, "nextn:kv_cache_compression_ratio", 1),
     residentBytes: sample(metrics, "nextn:process_resident_memory_bytes"),
   };
+}
+
+// "0 ×12 · 2 ×30": decode steps per chosen depth, depths never chosen left out.
+export function formatDepths(stepsPerDepth) {
+  const parts = [];
+  (stepsPerDepth || []).forEach((n, k) => { if (n > 0) parts.push(`${k} ×${n}`); });
+  return parts.length ? parts.join(" · ") : "–";
 }
 
 export function formatBytes(n) {

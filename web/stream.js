@@ -50,6 +50,7 @@ export class Provenance {
     this.accepted = 0;
     this.draftedPerPos = [];
     this.acceptedPerPos = [];
+    this.stepsPerDepth = [];  // steps per drafts carried (0: a plain decode row)
   }
 
   static append(runs, cls, length) {
@@ -67,6 +68,12 @@ export class Provenance {
     if (!entry.source) return;  // text released at the end: no token
     this.tokens++;
     if (entry.source in this.counts) this.counts[entry.source]++;
+    // Every step ends with the target's own token, which tells the step's depth.
+    if (entry.source !== "draft") {
+      const depth = entry.drafts || 0;
+      for (let k = this.stepsPerDepth.length; k <= depth; k++) this.stepsPerDepth[k] = 0;
+      this.stepsPerDepth[depth]++;
+    }
     // A step ends with the target's token; it tells how many drafts were made and
     // accepted (position - 1).
     if ((entry.source === "correction" || entry.source === "bonus") && entry.drafts > 0) {
@@ -96,6 +103,7 @@ export class Provenance {
       acceptancePerPos: this.draftedPerPos.map((d, k) => (d ? this.acceptedPerPos[k] / d : 0)),
       acceptedPerPos: [...this.acceptedPerPos],
       draftedPerPos: [...this.draftedPerPos],
+      stepsPerDepth: [...this.stepsPerDepth],
     };
   }
 }

@@ -2,13 +2,34 @@
 
 #include <cstdlib>
 
-#include "speculative/step.h"  // kMaxDraftsPerStep
+#include "speculative/drafter.h"  // assistant_default_draft_tokens
+#include "speculative/step.h"     // kMaxDraftsPerStep
 #include "util/error.h"
 
 namespace nextn {
 
 namespace {
+// `auto` (the default): the planner picks each sequence's depth per step, up to this.
 constexpr int kAdaptiveMaxDrafts = 8;
+
+// "N" fixes the drafts per step; "auto" or nothing leaves them to the depth planner, up
+// to `bound`.
+void resolve_depth(const std::string& flag, const std::string& value, int bound, SpeculativeOptions& o) {
+  if (value.empty() || value == "auto") {
+    o.adaptive = true;
+    o.num_draft_tokens = bound;
+    return;
+  }
+  size_t used = 0;
+  int n = -1;
+  try {
+    n = std::stoi(value, &used);
+  } catch (...) {
+  }
+  if (used != value.size() || n < 0)
+    fail(ErrorKind::kBadInput, "{}: expected a number or 'auto', got '{}'", flag, value);
+  o.num_draft_tokens = n;
+}
 }  // namespace
 
 void add_engine_flags(CLI::App& app, EngineFlags& f) {
@@ -18,10 +39,14 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("-c,--ctx-size", o.ctx_size, "Context size in tokens per sequence")->capture_default_str();
   app.add_option("--prefill-size", o.prefill_size, "Prompt tokens per prefill chunk")->capture_default_str();
   app.add_flag("--mtp", f.mtp, "Draft with the MTP layers inside the checkpoint");
-  app.add_option("--num-mtp-tokens", f.num_mtp_tokens, "Tokens drafted per step by MTP (N or auto; default 3, or the assistant checkpoint's num_assistant_tokens)");
+  app.add_option("--num-mtp-tokens", f.num_mtp_tokens,
+                 "Tokens drafted per step by MTP or the assistant: N fixes it; auto (the default) lets the "
+                 "planner choose per sequence and step from measured costs and acceptance, up to 8 (an "
+                 "assistant: its num_assistant_tokens)");
   app.add_option("--mtp-assistant-model", o.speculative.assistant_dir, "Checkpoint holding only MTP layers for the target");
   app.add_option("--draft-model", o.speculative.draft_model_dir, "Smaller model with the same tokenizer used as drafter");
-  app.add_option("--num-draft-tokens", f.num_draft_tokens, "Tokens drafted per step by --draft-model / ngram")->capture_default_str();
+  app.add_option("--num-draft-tokens", f.num_draft_tokens,
+                 "Tokens drafted per step by --draft-model / ngram: N, or auto (the default)");
   app.add_option("--spec-type", f.spec_type, "Drafter without a model: ngram (prompt lookup)");
   app.add_option("--spec-synthetic-accept", o.speculative.synthetic_accept,
                  "Accept each draft with this probability regardless of the target (benchmarking only)");
@@ -59,25 +84,14 @@ EngineOptions resolve_engine_options(const EngineFlags& f) {
   } else if (!f.spec_type.empty()) {
     fail(ErrorKind::kBadInput, "--spec-type: unknown drafter '{}' (known: ngram)", f.spec_type);
   }
-  if (o.speculative.mode == "mtp" || o.speculative.mode == "assistant") {
-    if (f.num_mtp_tokens.empty()) {
-      // Not given: 3, or what the assistant checkpoint asks for (Gemma 4: num_assistant_tokens, else 4).
-      o.speculative.num_draft_tokens =
-          o.speculative.mode == "assistant" ? assistant_default_draft_tokens(o.speculative.assistant_dir, 3) : 3;
-    } else if (f.num_mtp_tokens == "auto") {
-      o.speculative.adaptive = true;
-      // --num-mtp-tokens auto: the adaptive policy picks k per step, up to this bound,
-      // from the acceptance it measures at each draft position.
-      o.speculative.num_draft_tokens = kAdaptiveMaxDrafts;
-    } else {
-      try {
-        o.speculative.num_draft_tokens = std::stoi(f.num_mtp_tokens);
-      } catch (...) {
-        fail(ErrorKind::kBadInput, "--num-mtp-tokens: expected a number or 'auto', got '{}'", f.num_mtp_tokens);
-      }
-    }
+  if (o.speculative.mode == "mtp") {
+    resolve_depth("--num-mtp-tokens", f.num_mtp_tokens, kAdaptiveMaxDrafts, o.speculative);
+  } else if (o.speculative.mode == "assistant") {
+    // An assistant checkpoint's num_assistant_tokens (Gemma 4: else 4) bounds `auto`.
+    resolve_depth("--num-mtp-tokens", f.num_mtp_tokens,
+                  assistant_default_draft_tokens(o.speculative.assistant_dir, kAdaptiveMaxDrafts), o.speculative);
   } else {
-    o.speculative.num_draft_tokens = f.num_draft_tokens;
+    resolve_depth("--num-draft-tokens", f.num_draft_tokens, kAdaptiveMaxDrafts, o.speculative);
   }
   if (o.speculative.num_draft_tokens < 0 || o.speculative.num_draft_tokens > kMaxDraftsPerStep)
     fail(ErrorKind::kBadInput, "number of draft tokens must be in 0..{}, got {}", kMaxDraftsPerStep,

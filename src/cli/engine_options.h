@@ -12,8 +12,8 @@ namespace nextn {
 struct EngineFlags {
   EngineOptions options;
   bool mtp = false;
-  std::string num_mtp_tokens;  // N or "auto"; empty: 3 (an assistant checkpoint may say otherwise)
-  int num_draft_tokens = 4;
+  std::string num_mtp_tokens;    // N or "auto"; empty: auto
+  std::string num_draft_tokens;  // N or "auto" (--draft-model, ngram); empty: auto
   std::string spec_type;             // "" or "ngram"
   bool turbo_kv = false;
   std::string kv_type = "f16";

@@ -201,6 +201,8 @@ int run_generate(GenerateFlags& f) {
                 format_acceptance_per_pos(t.speculative.drafted_per_pos, t.speculative.accepted_per_pos).c_str(),
                 t.draft_ms, t.predicted_ms);
   }
+  // Steps per depth (drafts in the step, 0: a plain row): what `auto` chose.
+  if (!t.draft_depths.empty()) std::printf("depths: %s\n", format_depths(t.draft_depths).c_str());
   if (compiled) {
     // Over every run: the first run walks the trie for each new state, later ones reuse the masks.
     auto c = compiled->stats();

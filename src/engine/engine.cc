@@ -1,12 +1,10 @@
 // engine/engine.cc — the scheduler. One engine thread runs steps; each step:
 //  1. admits queued requests into free slots (reusing the slot's cached prompt prefix),
-//  2. collects rows from every active sequence — a prefill chunk, or [last, d1..dk]
-//     from speculative/step.h's draft_rows (k = 0: a plain decode row),
-//  3. runs ONE batched Model::forward over all of them,
-//  4. per sequence: verify_rows turns the scored rows into tokens; the engine emits
-//     them, returns the sequence state to the accepted length (attention KV truncated,
-//     recurrent layers to the snapshot of the last accepted row) and lets the drafter
-//     catch up on the accepted rows.
+//  2. hands every active sequence to the speculative step (speculative/speculator.h) —
+//     a prefill chunk, or a decoding sequence with its last token and the room it has —
+//     which plans depths, drafts for the batch, runs ONE batched target forward,
+//     verifies, returns each state to its accepted length and commits the drafters,
+//  3. emits each sequence's tokens (the first one after its prompt is sampled here).
 // Cancellation (callback returning false, cancel(id)) takes effect within a step.
 #include "engine/engine.h"
 
@@ -18,11 +16,8 @@
 #include <thread>
 #include <unordered_set>
 
-#include "model/routed_mlp.h"
-#include "speculative/adaptive_depth.h"
 #include "speculative/counters.h"
-#include "speculative/drafter.h"
-#include "speculative/step.h"
+#include "speculative/speculator.h"
 #include "util/error.h"
 #include "util/log.h"
 #include "util/thread_pool.h"
@@ -79,28 +74,20 @@ struct Active {
   uint64_t id = 0;
   GenerationRequest req;
   std::unique_ptr<Sampler> sampler;
-  int draft_limit = 0;   // max drafts per step for this request (0: no drafting)
   int prefilled = 0;     // prompt tokens in the sequence state
   bool decoding = false;
   int32_t last = 0;      // emitted token not yet in the KV cache
   int generated = 0;
   Timings timings;
   double t_admit = 0, t_first = 0;
-  bool done = false;
-  // this step
-  int rows = 0;              // rows in the batch
-  size_t first_logit = 0;    // index of its first logits row in the forward's result
-  size_t first_hidden = 0;   // index of its first hidden row (when the drafter needs them)
-  DraftedRows drafted;       // decode: [last, d1..dk]
 };
 
 struct Slot {
   int index = 0;
   std::unique_ptr<SequenceState> state;
   KvOptions kv_options;
-  std::vector<int32_t> cached;           // tokens in state
-  std::unique_ptr<DraftSession> draft;
-  int draft_len = 0;                     // target rows the draft session has seen
+  std::vector<int32_t> cached;  // tokens in state
+  SequenceSpeculation spec;     // the draft session and this request's speculation record
   std::unique_ptr<Active> active;
 };
 
@@ -114,9 +101,7 @@ struct Queued {
 struct Engine::Impl {
   EngineOptions opt;
   std::unique_ptr<Model> model;
-  std::unique_ptr<Drafter> drafter;
-  VerifyCostModel costs{kMaxRowsPerStep};
-  std::unique_ptr<AdaptiveDepth> adaptive;
+  std::unique_ptr<Speculator> speculator;
   std::vector<Slot> slots;
 
   mutable std::mutex mu;
@@ -128,20 +113,19 @@ struct Engine::Impl {
   EngineStats stats;
   std::thread thread;
 
-  ForwardResult result;
-  std::vector<SequenceRows> batch;
-  std::vector<Active*> batch_owner;
+  std::vector<StepSequence> batch;
+  std::vector<Slot*> batch_slots;
 
   void run();
   void admit();
   bool step();
   void start(Slot& slot, Queued q);
-  void collect(Slot& slot, size_t& logit_rows, size_t& hidden_rows);
-  void process(Slot& slot);
-  void finish_prefill_chunk(Slot& slot, const float* logits, const float* hidden);
+  StepSequence collect(Slot& slot);
+  void emit_step(Slot& slot, const StepSequence& q);
+  void finish_prefill_chunk(Slot& slot, const StepSequence& q);
   bool emit(Slot& slot, const TokenEvent& provenance, const float* logits_row);
   void finish(Slot& slot, FinishReason reason, const std::string& error = {});
-  int choose_k(Active& a, Slot& slot);
+  void update_memory_stats();
 };
 
 Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
@@ -150,15 +134,13 @@ Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
   if (s.opt.parallel < 1) fail(ErrorKind::kBadInput, "--parallel must be >= 1, got {}", s.opt.parallel);
   if (s.opt.threads > 0) ThreadPool::set_global_threads(s.opt.threads);
   s.model = Model::load(s.opt.model_dir, s.opt.load);
-  if (s.opt.speculative.num_draft_tokens > 0) s.drafter = make_drafter(*s.model, s.opt.speculative);
-  if (s.drafter && s.opt.speculative.adaptive) s.adaptive = std::make_unique<AdaptiveDepth>(s.opt.speculative.num_draft_tokens);
-  for (const LayerSpec& l : s.model->config().layers)
-    if (l.mlp.routed()) s.costs.set_routing(l.mlp.experts, l.mlp.top_k);
+  s.speculator = std::make_unique<Speculator>(*s.model, s.opt.speculative, s.opt.parallel);
   s.slots.resize(size_t(s.opt.parallel));
   for (int i = 0; i < s.opt.parallel; ++i) s.slots[size_t(i)].index = i;
-  if (s.drafter)
-    log_info("speculative decoding: drafter {} with {} draft tokens per step{}{}", s.drafter->name(),
-             s.opt.speculative.num_draft_tokens, s.opt.speculative.adaptive ? " (adaptive, upper bound)" : "",
+  if (const Drafter* drafter = s.speculator->drafter())
+    log_info("speculative decoding: drafter {} with {} draft tokens per step{}{}", drafter->name(),
+             s.opt.speculative.num_draft_tokens,
+             s.speculator->adaptive() ? " at most, the depth per sequence and step chosen by measured costs" : "",
              s.opt.speculative.synthetic_accept >= 0
                  ? fmt::format(" — SYNTHETIC acceptance {:.2f} (benchmark only)", s.opt.speculative.synthetic_accept)
                  : "");
@@ -242,8 +224,7 @@ void Engine::Impl::run() {
           finish(slot, FinishReason::kError, e.what());
           slot.state.reset();  // state unknown: start over
           slot.cached.clear();
-          slot.draft.reset();
-          slot.draft_len = 0;
+          speculator->reset(slot.spec);
         }
     }
   }
@@ -307,13 +288,9 @@ void Engine::Impl::start(Slot& slot, Queued q) {
     slot.cached.clear();
   }
   // Drafting for this request?
-  if (drafter && a->req.speculative && a->req.num_draft_tokens != 0) {
-    a->draft_limit = a->req.num_draft_tokens > 0 ? std::min(a->req.num_draft_tokens, kMaxDraftsPerStep) : opt.speculative.num_draft_tokens;
-    if (!slot.draft) {
-      slot.draft = drafter->new_session(opt.ctx_size, kvo);
-      slot.draft_len = 0;
-    }
-    a->timings.drafter = drafter->name();
+  speculator->start(slot.spec, a->req.speculative ? a->req.num_draft_tokens : 0, opt.ctx_size, kvo);
+  if (slot.spec.limit > 0) {
+    a->timings.drafter = speculator->drafter()->name();
     if (opt.speculative.synthetic_accept >= 0) a->timings.synthetic_accept = opt.speculative.synthetic_accept;
   }
   // Prefix cache: keep the common prefix, but recompute at least the last prompt row,
@@ -322,15 +299,11 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   const auto& prompt = a->req.prompt;
   size_t c = 0;
   while (c < slot.cached.size() && c < prompt.size() && slot.cached[c] == prompt[c]) ++c;
-  int keep = std::min<int>(int(c), int(prompt.size()) - 1);
-  if (a->draft_limit > 0) keep = std::min(keep, slot.draft_len);
+  int keep = speculator->reusable_prefix(slot.spec, std::min<int>(int(c), int(prompt.size()) - 1));
   keep = slot.state->longest_returnable(std::max(keep, 0));
   slot.state->return_to(keep);
   slot.cached.resize(size_t(keep));
-  if (slot.draft) {
-    slot.draft->rollback(std::min(keep, slot.draft_len));
-    slot.draft_len = std::min(keep, slot.draft_len);
-  }
+  speculator->return_to(slot.spec, keep);
   a->prefilled = keep;
   a->timings.cache_n = keep;
   a->timings.kv_type = kv_type_name(slot.kv_options.type);
@@ -343,44 +316,25 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   else if (slot.active->req.constraint && slot.active->req.constraint->complete(0)) finish(slot, FinishReason::kStop);
 }
 
-int Engine::Impl::choose_k(Active& a, Slot& slot) {
-  if (a.draft_limit <= 0) return 0;
-  int k = a.draft_limit;
-  if (adaptive) k = std::min(k, adaptive->choose(costs));
-  // Never draft past max_tokens (the step emits up to k+1 tokens) or the context.
-  k = std::min(k, a.req.max_tokens - a.generated - 1);
-  k = std::min(k, opt.ctx_size - slot.state->length() - 2);
-  return std::max(k, 0);
-}
-
-// Adds the slot's rows for this step to the batch; logit_rows and hidden_rows count
-// the rows of the forward's result taken so far.
-void Engine::Impl::collect(Slot& slot, size_t& logit_rows, size_t& hidden_rows) {
+// The slot's part of this step: its next prompt chunk, or its last token and the most
+// drafts the step may carry (never past max_tokens, since a step emits up to k + 1
+// tokens, nor past the context).
+StepSequence Engine::Impl::collect(Slot& slot) {
   Active& a = *slot.active;
-  SequenceRows rows;
-  rows.state = slot.state.get();
-  bool want_hidden = a.draft_limit > 0 && drafter->needs_hidden();
+  StepSequence q;
+  q.state = slot.state.get();
+  q.spec = &slot.spec;
+  q.sampler = a.sampler.get();
   if (!a.decoding) {
-    int n_prompt = int(a.req.prompt.size());
-    int n = std::min(opt.prefill_size, n_prompt - a.prefilled);
-    rows.tokens = std::span<const int32_t>(a.req.prompt.data() + a.prefilled, size_t(n));
-    if (a.prefilled + n == n_prompt) rows.logit_rows.push_back(n - 1);
-    a.rows = n;
+    const int n_prompt = int(a.req.prompt.size());
+    const int n = std::min(opt.prefill_size, n_prompt - a.prefilled);
+    q.prefill = std::span<const int32_t>(a.req.prompt.data() + a.prefilled, size_t(n));
+    q.last_chunk = a.prefilled + n == n_prompt;
   } else {
-    draft_rows(slot.draft.get(), a.last, choose_k(a, slot), *a.sampler, a.drafted, slot.state.get());
-    rows.tokens = std::span<const int32_t>(a.drafted.rows);  // a.drafted keeps the storage alive
-    a.rows = int(a.drafted.rows.size());
-    for (int i = 0; i < a.rows; ++i) rows.logit_rows.push_back(i);
-    rows.snapshots = a.rows > 1;  // verify rows: the state must be able to return to any of them
+    q.last = a.last;
+    q.room = std::max(0, std::min(a.req.max_tokens - a.generated - 1, opt.ctx_size - slot.state->length() - 2));
   }
-  if (want_hidden)
-    for (int i = 0; i < a.rows; ++i) rows.hidden_rows.push_back(i);
-  a.first_logit = logit_rows;
-  a.first_hidden = hidden_rows;
-  logit_rows += rows.logit_rows.size();
-  hidden_rows += rows.hidden_rows.size();
-  batch.push_back(std::move(rows));
-  batch_owner.push_back(&a);
+  return q;
 }
 
 bool Engine::Impl::step() {
@@ -396,42 +350,32 @@ bool Engine::Impl::step() {
       if (slot.active && cancels.count(slot.active->id)) finish(slot, FinishReason::kCancelled);
   }
   batch.clear();
-  batch_owner.clear();
-  std::vector<Slot*> in_batch;
-  bool any_prefill = false;
-  size_t logit_rows = 0, hidden_rows = 0;
-  Stopwatch step_watch;
-  for (auto& slot : slots) {
-    if (!slot.active) continue;
-    any_prefill |= !slot.active->decoding;
-    collect(slot, logit_rows, hidden_rows);
-    in_batch.push_back(&slot);
-  }
+  batch_slots.clear();
+  for (auto& slot : slots)
+    if (slot.active) {
+      batch.push_back(collect(slot));
+      batch_slots.push_back(&slot);
+    }
   if (batch.empty()) return false;
-  int total_rows = 0;
-  for (auto& r : batch) total_rows += int(r.tokens.size());
-  const RoutedCounters& routed = routed_counters();
-  const uint64_t forwards0 = routed.forwards.load(), experts0 = routed.distinct_experts.load();
-  model->forward(std::span<SequenceRows>(batch), result);
-  // The verify cost of a Mixture-of-Experts model follows the distinct experts it ran.
-  const uint64_t routed_forwards = routed.forwards.load() - forwards0;
-  const double experts_per_layer =
-      routed_forwards ? double(routed.distinct_experts.load() - experts0) / double(routed_forwards) : -1.0;
-  double drafting = 0;
-  for (const Active* a : batch_owner) drafting += a->drafted.draft_seconds;
+  StepReport report = speculator->step(batch);
+  {
+    std::lock_guard lock(mu);
+    stats.speculative.add(report.counters);
+    if (stats.draft_depths.size() < report.depths.size()) stats.draft_depths.resize(report.depths.size(), 0);
+    for (size_t k = 0; k < report.depths.size(); ++k) stats.draft_depths[k] += report.depths[k];
+  }
+  for (size_t i = 0; i < batch.size(); ++i) emit_step(*batch_slots[i], batch[i]);
+  update_memory_stats();
+  return true;
+}
 
-  for (Slot* slot : in_batch) process(*slot);
-  // A step's cost for the adaptive depth: everything but drafting (measured apart, per
-  // drafted token): the forward, and the verification, sampling and commits around it,
-  // which on a small model are a large share of a step.
-  if (!any_prefill) costs.record(total_rows, step_watch.seconds() - drafting, experts_per_layer);
-
+void Engine::Impl::update_memory_stats() {
   std::lock_guard lock(mu);
   size_t used = 0, f16 = 0, recurrent = 0, snapshots = 0, per_sequence = 0;
   for (auto& slot : slots)
     if (slot.state) {
       const SequenceState& st = *slot.state;
-      size_t kv = st.attention_bytes() + (slot.draft ? slot.draft->kv_bytes() : 0);
+      size_t kv = st.attention_bytes() + (slot.spec.session ? slot.spec.session->kv_bytes() : 0);
       used += kv;
       f16 += st.attention_f16_equivalent_bytes();
       recurrent += st.recurrent_bytes();
@@ -443,44 +387,22 @@ bool Engine::Impl::step() {
   stats.recurrent_bytes = recurrent;
   stats.snapshot_bytes = snapshots;
   stats.state_bytes_per_sequence_max = per_sequence;
-  return true;
 }
 
-void Engine::Impl::process(Slot& slot) {
+// Emits what the step made of the slot's sequence: the tokens of a decode step, with how
+// each came about; after the last prompt chunk, the first token.
+void Engine::Impl::emit_step(Slot& slot, const StepSequence& q) {
   Active& a = *slot.active;
-  const int vocab = model->config().vocab_size;
-  const float* logits = result.logits.data() + a.first_logit * size_t(vocab);
-  const float* hidden = a.draft_limit > 0 && drafter->needs_hidden()
-                            ? result.hidden_post.data() + a.first_hidden * size_t(model->config().hidden_size)
-                            : nullptr;
-  if (!a.decoding) {
-    finish_prefill_chunk(slot, logits, hidden);
+  if (!q.decoding()) {
+    finish_prefill_chunk(slot, q);
     return;
   }
-
-  // Decode / verify: rows [last, d1..dk] at KV positions base.. .
-  const int k = a.drafted.num_drafts();
-  const int base = slot.state->length() - a.rows;
-  VerifyRules rules;
-  rules.synthetic_accept = opt.speculative.synthetic_accept;
-  rules.on_reject = opt.speculative.rejection_rule;
-  StepTokens step = verify_rows(a.drafted, logits, vocab, *a.sampler, rules);
-  // Keep [last, d1..da]; drop the rejected rows.
-  std::span<const int32_t> kept(a.drafted.rows.data(), size_t(step.accepted + 1));
-  slot.state->return_to(base + int(kept.size()));
-  slot.cached.insert(slot.cached.end(), kept.begin(), kept.end());
-  if (a.draft_limit > 0) {
-    slot.draft->commit(base, kept, hidden);
-    slot.draft_len = base + int(kept.size());
-  }
-  if (k > 0) {
-    a.timings.speculative.record(k, step.accepted);
-    std::lock_guard lock(mu);
-    stats.speculative.record(k, step.accepted);
-  }
-  if (adaptive && a.draft_limit > 0) adaptive->record(k, step.accepted, a.drafted.draft_seconds);
-  a.timings.draft_ms += a.drafted.draft_seconds * 1e3;
-
+  const int vocab = model->config().vocab_size;
+  const StepTokens& step = q.tokens;
+  // The state holds [last, d1..da] now.
+  slot.cached.push_back(a.last);
+  slot.cached.insert(slot.cached.end(), step.tokens.begin(), step.tokens.begin() + step.accepted);
+  const int k = q.drafts;
   for (size_t i = 0; i < step.tokens.size(); ++i) {
     TokenEvent ev;
     ev.token = step.tokens[i];
@@ -490,23 +412,18 @@ void Engine::Impl::process(Slot& slot) {
                 : k == 0              ? TokenSource::kTarget
                 : step.accepted == k  ? TokenSource::kBonus
                                       : TokenSource::kCorrection;
-    if (!emit(slot, ev, logits + i * size_t(vocab))) return;
+    if (!emit(slot, ev, q.logits + i * size_t(vocab))) return;
   }
 }
 
 // A prefill chunk is in the KV cache: the drafter sees it too; after the last chunk the
 // first token comes from the last prompt row.
-void Engine::Impl::finish_prefill_chunk(Slot& slot, const float* logits, const float* hidden) {
+void Engine::Impl::finish_prefill_chunk(Slot& slot, const StepSequence& q) {
   Active& a = *slot.active;
-  int start = a.prefilled;
-  std::span<const int32_t> chunk(a.req.prompt.data() + start, size_t(a.rows));
-  slot.cached.insert(slot.cached.end(), chunk.begin(), chunk.end());
-  if (a.draft_limit > 0) {
-    slot.draft->commit(start, chunk, hidden);
-    slot.draft_len = start + a.rows;
-  }
-  a.prefilled += a.rows;
-  if (a.prefilled < int(a.req.prompt.size())) return;
+  slot.cached.insert(slot.cached.end(), q.prefill.begin(), q.prefill.end());
+  a.prefilled += int(q.prefill.size());
+  if (!q.last_chunk) return;
+  const float* logits = q.logits;
   a.decoding = true;
   a.t_first = now_seconds();
   a.timings.prompt_n = int(a.req.prompt.size()) - a.timings.cache_n;
@@ -562,6 +479,9 @@ void Engine::Impl::finish(Slot& slot, FinishReason reason, const std::string& er
   std::unique_ptr<Active> a = std::move(slot.active);
   double t_end = now_seconds();
   Timings& t = a->timings;
+  t.speculative = slot.spec.counters;
+  t.draft_depths = slot.spec.depths;
+  t.draft_ms = slot.spec.draft_seconds * 1e3;
   if (a->decoding) {
     t.predicted_n = a->generated;
     t.predicted_ms = (t_end - a->t_first) * 1e3;
@@ -586,6 +506,7 @@ void Engine::Impl::finish(Slot& slot, FinishReason reason, const std::string& er
     if (t.synthetic_accept >= 0) line += fmt::format(" | SYNTHETIC_ACCEPT={:.2f}", t.synthetic_accept);
     line += " | MTP_ACCEPTED=" + format_acceptance(t.speculative.accepted, t.speculative.draft_tokens);
   }
+  if (!t.draft_depths.empty()) line += " | DEPTHS=" + format_depths(t.draft_depths);
   log_info("{}", line);
   if (a->req.on_done) a->req.on_done(reason, t, error);
 }

@@ -87,6 +87,7 @@ struct Timings {
   int predicted_n = 0;
   double predicted_ms = 0;
   SpeculativeCounters speculative;    // drafts made and accepted by this request
+  std::vector<uint64_t> draft_depths; // decode steps per depth chosen (index: drafts in the step); empty: no drafting
   double draft_ms = 0;        // time spent drafting (inside predicted_ms)
   std::string kv_type;
   double synthetic_accept = -1.0;     // stamped when synthetic acceptance was used
@@ -119,6 +120,7 @@ struct EngineStats {
   uint64_t prompt_tokens_total = 0, generated_tokens_total = 0;
   double prompt_seconds_total = 0, decode_seconds_total = 0;
   SpeculativeCounters speculative;  // every request's drafts, summed
+  std::vector<uint64_t> draft_depths;  // decode steps of drafting requests per depth (index: drafts in the step)
   // Memory of every slot's sequence state: attention KV (kv_bytes_used also counts the
   // drafters' KV), recurrent state, and the recurrent snapshots kept for rollback.
   size_t kv_bytes_used = 0, kv_bytes_f16_equivalent = 0;

@@ -136,43 +136,60 @@ class Gemma4AssistantImpl : public Gemma4Assistant {
   int default_draft_tokens() const override { return default_tokens_; }
   int num_layers() const override { return int(layers_.size()); }
 
-  void step(SequenceState& target, int32_t token, const float* h, float* logits, float* h_next) override {
-    const int p = target.length() - 1;
-    if (p < 0) fail(ErrorKind::kInternal, "Gemma 4 assistant: the target holds no tokens");
-    const size_t Ht = size_t(target_hidden_);
-    cat_.resize(2 * Ht);
-    embed_rows(target_.embedding(), &token, 1, cat_.data());  // the TARGET's table, scaled like its input
-    for (size_t i = 0; i < Ht; ++i) cat_[i] *= target_.config().embedding_scale;
-    std::copy_n(h, Ht, cat_.data() + Ht);
-    u_.resize(size_t(hidden_));
-    matmul(pre_projection_, cat_.data(), 1, u_.data());
-
-    const int32_t position = p;
-    StateSegment seg;
-    seg.state = &target;
-    seg.n = 1;
-    seg.pos = p;
-    seg.read_only = true;
-    BlockRows rows{u_.data(), 1, &position, std::span<const StateSegment>(&seg, 1)};
+  void step(std::span<const AssistantRow> batch, float* logits, float* h_next) override {
+    const int n = int(batch.size());
+    if (n == 0) return;
+    const size_t Ht = size_t(target_hidden_), Hd = size_t(hidden_);
+    cat_.resize(size_t(n) * 2 * Ht);
+    positions_.resize(size_t(n));
+    segments_.resize(size_t(n));
+    tokens_.resize(size_t(n));
+    for (int r = 0; r < n; ++r) {
+      const AssistantRow& row = batch[size_t(r)];
+      const int p = row.target->length() - 1;
+      if (p < 0) fail(ErrorKind::kInternal, "Gemma 4 assistant: the target holds no tokens");
+      tokens_[size_t(r)] = row.token;
+      positions_[size_t(r)] = p;
+      StateSegment& seg = segments_[size_t(r)];
+      seg = StateSegment{};
+      seg.state = row.target;
+      seg.row0 = r;
+      seg.n = 1;
+      seg.pos = p;
+      seg.read_only = true;
+    }
+    // [the TARGET's embedding, scaled like its input ; h] per row.
+    e_.resize(size_t(n) * Ht);
+    embed_rows(target_.embedding(), tokens_.data(), n, e_.data());
+    for (int r = 0; r < n; ++r) {
+      float* row = cat_.data() + size_t(r) * 2 * Ht;
+      const float* e = e_.data() + size_t(r) * Ht;
+      for (size_t i = 0; i < Ht; ++i) row[i] = e[i] * target_.config().embedding_scale;
+      std::copy_n(batch[size_t(r)].h, Ht, row + Ht);
+    }
+    u_.resize(size_t(n) * Hd);
+    matmul(pre_projection_, cat_.data(), n, u_.data());
+    BlockRows rows{u_.data(), n, positions_.data(), segments_};
     for (size_t l = 0; l < layers_.size(); ++l) layers_[l]->forward(donors_[l], rows, scratch_);
-    n_.resize(size_t(hidden_));
-    rms_norm(u_.data(), norm_, 1, hidden_, eps_, n_.data());
+    n_.resize(size_t(n) * Hd);
+    rms_norm(u_.data(), norm_, n, hidden_, eps_, n_.data());
 
     if (ordering_.empty()) {
-      matmul(embedding_, n_.data(), 1, logits);
+      matmul(embedding_, n_.data(), n, logits);
     } else {
-      masked_logits(logits);
+      for (int r = 0; r < n; ++r) masked_logits(n_.data() + size_t(r) * Hd, logits + size_t(r) * size_t(vocab_));
     }
-    if (softcap_ > 0) softcap(logits, vocab_, softcap_);
-    matmul(post_projection_, n_.data(), 1, h_next);
+    if (softcap_ > 0) softcap(logits, int64_t(n) * vocab_, softcap_);
+    matmul(post_projection_, n_.data(), n, h_next);
   }
 
  private:
   // Only the tokens of the top_k_ centroids are scored (E_d rows by canonical id).
-  void masked_logits(float* logits) {
+  // n: one normed row [H_d]; logits: its row [vocab].
+  void masked_logits(const float* n, float* logits) {
     const int C = int(centroids_.rows);
     scores_.resize(size_t(C));
-    matmul(centroids_, n_.data(), 1, scores_.data());
+    matmul(centroids_, n, 1, scores_.data());
     order_.resize(size_t(C));
     std::iota(order_.begin(), order_.end(), 0);
     std::partial_sort(order_.begin(), order_.begin() + top_k_, order_.end(), [&](int a, int b) {
@@ -188,7 +205,7 @@ class Gemma4AssistantImpl : public Gemma4Assistant {
       WeightMatrix row = embedding_;
       row.rows = 1;
       row.data = static_cast<const unsigned char*>(embedding_.data) + size_t(candidates_[c]) * row_bytes;
-      matmul(row, n_.data(), 1, &kept_[c]);
+      matmul(row, n, 1, &kept_[c]);
       lowest = std::min(lowest, kept_[c]);
     }
     std::fill_n(logits, vocab_, lowest - 1.0f);
@@ -211,8 +228,10 @@ class Gemma4AssistantImpl : public Gemma4Assistant {
   std::vector<int32_t> ordering_;  // masked_embedding.token_ordering [V]: centroid c owns ids [c * V/C, (c+1) * V/C)
   int top_k_ = 0, per_centroid_ = 0;
   BlockScratch scratch_;
-  std::vector<float> cat_, u_, n_, scores_, kept_;
+  std::vector<float> e_, cat_, u_, n_, scores_, kept_;
   std::vector<int> order_;
+  std::vector<int32_t> positions_, tokens_;
+  std::vector<StateSegment> segments_;
   std::vector<int32_t> candidates_;
 };
 

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,13 @@
 namespace nextn {
 
 class Model;
+
+// One sequence's draft step in a batched call.
+struct AssistantRow {
+  SequenceState* target = nullptr;  // its last position p = length() - 1 is the draft position; only read
+  int32_t token = 0;                // the token x fed at p
+  const float* h = nullptr;         // [target hidden]: the target's post-norm hidden at p, then the step's h_next
+};
 
 class Gemma4Assistant {
  public:
@@ -33,10 +41,14 @@ class Gemma4Assistant {
   // The checkpoint's num_assistant_tokens, else 4.
   virtual int default_draft_tokens() const = 0;
   virtual int num_layers() const = 0;
-  // One draft step over `target` (its last position p = length() - 1 is the draft
-  // position): token x and h [target hidden] in; logits [vocab] and h_next [target
-  // hidden] out. `target` is only read.
-  virtual void step(SequenceState& target, int32_t token, const float* h, float* logits, float* h_next) = 0;
+  // One draft step of every row's sequence in one batch: logits [rows, vocab] and
+  // h_next [rows, target hidden] out (each row's h is read before h_next is written).
+  virtual void step(std::span<const AssistantRow> rows, float* logits, float* h_next) = 0;
+  // One sequence.
+  void step(SequenceState& target, int32_t token, const float* h, float* logits, float* h_next) {
+    AssistantRow row{&target, token, h};
+    step(std::span<const AssistantRow>(&row, 1), logits, h_next);
+  }
 };
 
 }  // namespace nextn

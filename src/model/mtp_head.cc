@@ -90,22 +90,32 @@ class MtpHeadImpl : public MtpHead {
 
   WeightMatrix output_head(int layer) const override { return layers_.at(size_t(layer)).head; }
 
-  void forward(int layer, SequenceState& state, const float* hidden, std::span<const int32_t> tokens,
-               const std::vector<int>& logit_rows, std::vector<float>& logits,
-               std::vector<float>& hidden_out) override {
+  void forward(int layer, std::span<const MtpRows> sequences, std::vector<float>& logits,
+               std::vector<float>& hidden_out, int vocab_rows) override {
     if (layer < 0 || layer >= spec_.num_layers)
       fail(ErrorKind::kInternal, "MTP layer {} out of range (head has {})", layer, spec_.num_layers);
     const MtpLayerWeights& w = layers_[layer];
-    const int n = static_cast<int>(tokens.size());
-    const int64_t H = spec_.block.hidden, V = w.head.rows;
-    const int pos = state.length();
-    if (pos + n > state.max_tokens())
-      fail(ErrorKind::kResource, "MTP context is full: {} + {} tokens exceed the KV cache capacity of {}", pos, n,
-           state.max_tokens());
-    for (int r : logit_rows)
-      if (r < 0 || r >= n) fail(ErrorKind::kInternal, "MTP forward: logit row {} out of range (0..{})", r, n - 1);
+    const int64_t H = spec_.block.hidden;
+    WeightMatrix head = w.head;
+    if (vocab_rows > 0) head.rows = std::min<int64_t>(head.rows, vocab_rows);
+    const int64_t V = head.rows;
+    // Lay the rows of every sequence one after another.
+    int n = 0, n_logits = 0;
+    segments_.clear();
+    for (const MtpRows& seq : sequences) {
+      const int rows = static_cast<int>(seq.tokens.size());
+      const int pos = seq.state->length();
+      if (pos + rows > seq.state->max_tokens())
+        fail(ErrorKind::kResource, "MTP context is full: {} + {} tokens exceed the KV cache capacity of {}", pos,
+             rows, seq.state->max_tokens());
+      for (int r : seq.logit_rows)
+        if (r < 0 || r >= rows) fail(ErrorKind::kInternal, "MTP forward: logit row {} out of range (0..{})", r, rows - 1);
+      if (rows > 0) segments_.push_back({seq.state, n, rows, pos, false});
+      n += rows;
+      n_logits += static_cast<int>(seq.logit_rows.size());
+    }
     if (n == 0) {
-      logits.resize(logit_rows.size() * V);
+      logits.resize(size_t(n_logits) * V);
       hidden_out.clear();
       return;
     }
@@ -113,16 +123,28 @@ class MtpHeadImpl : public MtpHead {
     grow(hn_, n * H);
     grow(cat_, n * 2 * H);
     grow(u_, n * H);
-    if (positions_.size() < size_t(n)) positions_.resize(n);
-    for (int r = 0; r < n; ++r) positions_[r] = pos + r;
-
-    embed_rows(target_.embedding(), tokens.data(), n, e_.data());
-    if (pos == 0) std::fill_n(e_.data(), H, 0.0f);  // position-0 mask (vLLM)
+    if (positions_.size() < size_t(n)) positions_.resize(n), tokens_.resize(n);
+    {
+      int row = 0;
+      for (const MtpRows& seq : sequences) {
+        const int pos = seq.state->length();
+        for (size_t i = 0; i < seq.tokens.size(); ++i, ++row) {
+          positions_[row] = pos + static_cast<int>(i);
+          tokens_[row] = seq.tokens[i];
+        }
+      }
+    }
+    embed_rows(target_.embedding(), tokens_.data(), n, e_.data());
+    for (const StateSegment& seg : segments_)
+      if (seg.pos == 0) std::fill_n(e_.data() + size_t(seg.row0) * H, H, 0.0f);  // position-0 mask (vLLM)
     const float eps = spec_.block.eps;
     rms_norm(e_.data(), w.token_norm, n, H, eps, e_.data());
-    // `hidden` is consumed here, before the outputs are resized: it may live in hidden_out.
-    rms_norm(hidden, w.hidden_norm, n, H, eps, hn_.data());
-    logits.resize(logit_rows.size() * V);
+    // Each `hidden` is consumed here, before the outputs are resized: it may live in hidden_out.
+    for (size_t s = 0, row = 0; s < sequences.size(); row += sequences[s].tokens.size(), ++s)
+      if (!sequences[s].tokens.empty())
+        rms_norm(sequences[s].hidden, w.hidden_norm, int64_t(sequences[s].tokens.size()), H, eps,
+                 hn_.data() + row * size_t(H));
+    logits.resize(size_t(n_logits) * V);
     hidden_out.resize(size_t(n) * H);
     const bool hidden_first = spec_.layout == MtpLayout::kMiMo;  // DeepSeek, Qwen3.5: [e; h]
     for (int r = 0; r < n; ++r) {
@@ -131,18 +153,20 @@ class MtpHeadImpl : public MtpHead {
       std::memcpy(row + (hidden_first ? H : 0), e_.data() + size_t(r) * H, H * sizeof(float));
     }
     apply(w.proj, cat_.data(), n, u_.data());
-    StateSegment segment{&state, 0, n, pos, false};
-    state.begin_rows(n, false);
-    w.block->forward(layer, BlockRows{u_.data(), n, positions_.data(), std::span<const StateSegment>(&segment, 1)},
-                     scratch_);
-    state.end_rows();
+    for (const StateSegment& seg : segments_) seg.state->begin_rows(seg.n, false);
+    w.block->forward(layer, BlockRows{u_.data(), n, positions_.data(), segments_}, scratch_);
+    for (const StateSegment& seg : segments_) seg.state->end_rows();
     rms_norm(u_.data(), w.out_norm, n, H, eps, hidden_out.data());
 
-    if (!logit_rows.empty()) {
-      grow(gathered_, logit_rows.size() * H);
-      for (size_t i = 0; i < logit_rows.size(); ++i)
-        std::memcpy(gathered_.data() + i * H, hidden_out.data() + size_t(logit_rows[i]) * H, H * sizeof(float));
-      matmul(w.head, gathered_.data(), static_cast<int64_t>(logit_rows.size()), logits.data());
+    if (n_logits > 0) {
+      grow(gathered_, size_t(n_logits) * H);
+      size_t out = 0, row0 = 0;
+      for (const MtpRows& seq : sequences) {
+        for (int r : seq.logit_rows)
+          std::memcpy(gathered_.data() + (out++) * H, hidden_out.data() + (row0 + size_t(r)) * H, H * sizeof(float));
+        row0 += seq.tokens.size();
+      }
+      matmul(head, gathered_.data(), n_logits, logits.data());
     }
   }
 
@@ -157,7 +181,8 @@ class MtpHeadImpl : public MtpHead {
   std::vector<MtpLayerWeights> layers_;
   BlockScratch scratch_;
   std::vector<float> e_, hn_, cat_, u_, gathered_;
-  std::vector<int32_t> positions_;
+  std::vector<int32_t> positions_, tokens_;
+  std::vector<StateSegment> segments_;
 };
 
 // What backs an assistant head's weights (destroyed store-first).

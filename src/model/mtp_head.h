@@ -20,6 +20,15 @@ namespace nextn {
 
 class Model;
 
+// One sequence's rows in a batched head call: row r consumes (hidden[r], tokens[r]) and
+// is stored in `state` at position state->length() + r.
+struct MtpRows {
+  SequenceState* state = nullptr;   // the head's state of the layer being run
+  const float* hidden = nullptr;    // [n, hidden_size]: the target's (or the head's own) h per row
+  std::span<const int32_t> tokens;  // [n]: the token that followed each row's h
+  std::vector<int> logit_rows;      // indices into tokens whose logits are wanted
+};
+
 class MtpHead {
  public:
   // A checkpoint that holds only MTP layers (config names the target's hidden size
@@ -36,12 +45,21 @@ class MtpHead {
   // shared_head.head). Drafters use a prefix of its rows for a reduced draft vocabulary.
   virtual WeightMatrix output_head(int layer) const = 0;
 
-  // Runs MTP layer `layer` over n = tokens.size() rows. hidden: [n, hidden_size].
-  // logits: [logit_rows.size(), vocab]; hidden_out: [n, hidden_size], the state
-  // recycled as the next step's h (post final norm).
-  virtual void forward(int layer, SequenceState& state, const float* hidden, std::span<const int32_t> tokens,
-                       const std::vector<int>& logit_rows, std::vector<float>& logits,
-                       std::vector<float>& hidden_out) = 0;
+  // Runs MTP layer `layer` over the rows of every sequence in one batch (each sequence
+  // attends over its own state only), as Model::forward batches target rows.
+  // logits: [total logit rows, vocab_rows], sequence after sequence, in each list's order;
+  // only the first `vocab_rows` rows of the output projection are applied (0: all, the
+  // full vocabulary). hidden_out: [total rows, hidden_size], sequence after sequence: the
+  // post-final-norm state recycled as the next step's h.
+  virtual void forward(int layer, std::span<const MtpRows> sequences, std::vector<float>& logits,
+                       std::vector<float>& hidden_out, int vocab_rows = 0) = 0;
+
+  // One sequence: n = tokens.size() rows, hidden [n, hidden_size]; logits [logit_rows.size(), vocab].
+  void forward(int layer, SequenceState& state, const float* hidden, std::span<const int32_t> tokens,
+               const std::vector<int>& logit_rows, std::vector<float>& logits, std::vector<float>& hidden_out) {
+    MtpRows rows{&state, hidden, tokens, logit_rows};
+    forward(layer, std::span<const MtpRows>(&rows, 1), logits, hidden_out);
+  }
 };
 
 }  // namespace nextn

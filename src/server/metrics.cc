@@ -69,6 +69,19 @@ std::string render_metrics(const MetricsInput& in) {
       out += fmt::format("nextn:spec_decode_num_accepted_tokens_per_pos_total{{position=\"{}\"}} {}\n", k,
                          e.speculative.accepted_per_pos[k]);
   }
+  if (!e.draft_depths.empty()) {
+    // A Prometheus histogram of the drafts per decode step (0: a plain row), one bucket a depth.
+    out += "# HELP nextn:spec_decode_draft_depth Drafts per decode step of drafting requests, as chosen each step\n";
+    out += "# TYPE nextn:spec_decode_draft_depth histogram\n";
+    uint64_t count = 0, sum = 0;
+    for (size_t k = 0; k < e.draft_depths.size(); ++k) {
+      count += e.draft_depths[k];
+      sum += uint64_t(k) * e.draft_depths[k];
+      out += fmt::format("nextn:spec_decode_draft_depth_bucket{{le=\"{}\"}} {}\n", k, count);
+    }
+    out += fmt::format("nextn:spec_decode_draft_depth_bucket{{le=\"+Inf\"}} {}\n", count);
+    out += fmt::format("nextn:spec_decode_draft_depth_sum {}\nnextn:spec_decode_draft_depth_count {}\n", sum, count);
+  }
   metric(out, "uptime_seconds", "gauge", "Seconds since the server started", in.uptime_s);
   return out;
 }
@@ -85,7 +98,8 @@ json render_health(const MetricsInput& in) {
                {"acceptance_rate", ratio(double(e.speculative.accepted), double(e.speculative.draft_tokens))},
                {"mean_acceptance_length",
                 e.speculative.drafts > 0 ? 1.0 + double(e.speculative.accepted) / double(e.speculative.drafts) : 1.0},
-               {"accepted_per_pos", e.speculative.accepted_per_pos}};
+               {"accepted_per_pos", e.speculative.accepted_per_pos},
+               {"steps_per_depth", e.draft_depths}};
   return {{"status", "ok"},
           {"model", m.id},
           {"model_path", m.path},

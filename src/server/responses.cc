@@ -66,6 +66,8 @@ json timings_json(const Timings& t) {
     j["draft_drafted_per_pos"] = c.drafted_per_pos;
     j["draft_acceptance_per_pos"] = per_pos;
   }
+  // Decode steps per depth the planner (or a fixed depth) chose: index = drafts in the step.
+  if (!t.draft_depths.empty()) j["draft_depths"] = t.draft_depths;
   if (t.synthetic_accept >= 0) j["synthetic_accept"] = t.synthetic_accept;
   return j;
 }

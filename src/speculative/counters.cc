@@ -48,4 +48,11 @@ std::string format_acceptance_per_pos(const std::vector<uint64_t>& drafted, cons
   return out;
 }
 
+std::string format_depths(const std::vector<uint64_t>& steps_per_depth) {
+  std::string out;
+  for (size_t k = 0; k < steps_per_depth.size(); ++k)
+    if (steps_per_depth[k]) out += fmt::format("{}{}:{}", out.empty() ? "" : " ", k, steps_per_depth[k]);
+  return out;
+}
+
 }  // namespace nextn

@@ -25,6 +25,8 @@ struct SpeculativeCounters {
 
 // "a/t (x.x%)"
 std::string format_acceptance(uint64_t accepted, uint64_t total);
+// "0:12 2:30" — decode steps per chosen depth (depths never chosen left out).
+std::string format_depths(const std::vector<uint64_t>& steps_per_depth);
 // "p0 a/t (x%), p1 ..." — acceptance per draft position.
 std::string format_acceptance_per_pos(const std::vector<uint64_t>& drafted, const std::vector<uint64_t>& accepted);
 

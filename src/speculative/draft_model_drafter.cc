@@ -1,12 +1,14 @@
 // speculative/draft_model_drafter.cc — drafting with an independent smaller model that
 // shares the target's tokenizer (--draft-model). The draft model keeps its own KV;
 // each proposal first feeds whatever the target committed since (catch-up, reusing
-// the longest prefix already in the draft KV), then k-1 single-token steps.
+// the longest prefix already in the draft KV), then k-1 single-token steps — for a
+// batch, one draft-model forward per depth over every sequence.
 #include <algorithm>
 
 #include "model/model.h"
 #include "speculative/drafter.h"
 #include "util/error.h"
+#include "util/timer.h"
 
 namespace nextn {
 
@@ -31,56 +33,56 @@ class DraftModelSession : public DraftSession {
     }
   }
 
-  void propose(int32_t last, int k, Sampler& sampler, DraftProposal& out) override {
-    out.clear();
-    if (k <= 0) return;
-    // Keep the longest prefix of the draft KV that matches seq_ + [last], but feed at least `last`.
+  // Batched drafting, first half: returns the draft KV to the longest prefix that
+  // matches the target's committed tokens and readies what must be fed: the rest of
+  // them and `last` (a feed longer than a chunk runs alone first, all but its last
+  // chunk). Lowers k to what the draft KV still holds; false when nothing can be drafted.
+  bool prepare(int32_t last, int& k) {
     size_t keep = 0;
     size_t limit = std::min(kv_seq_.size(), seq_.size());
     while (keep < limit && kv_seq_[keep] == seq_[keep]) ++keep;
     keep = size_t(kv_->longest_returnable(int(keep)));  // a recurrent draft model may have to start over
     if (int(keep) < kv_->length()) kv_->return_to(int(keep));
     kv_seq_.resize(keep);
-    std::vector<int32_t> feed(seq_.begin() + long(keep), seq_.end());
-    feed.push_back(last);
-    int room = kv_->max_tokens() - int(keep) - int(feed.size());
-    k = std::min(k, room);
-    if (k <= 0) return;
-    for (size_t begin = 0; begin < feed.size(); begin += kChunk) {
-      size_t n = std::min<size_t>(kChunk, feed.size() - begin);
-      run(std::span<const int32_t>(feed.data() + begin, n), begin + n == feed.size());
+    feed_.assign(seq_.begin() + long(keep), seq_.end());
+    feed_.push_back(last);
+    k = std::min(k, kv_->max_tokens() - int(keep) - int(feed_.size()));
+    if (k <= 0) return false;
+    while (feed_.size() > size_t(kChunk)) {
+      run(std::span<const int32_t>(feed_.data(), size_t(kChunk)));
+      feed_.erase(feed_.begin(), feed_.begin() + kChunk);
     }
-    out.tokens.push_back(choose(sampler, out));
-    for (int step = 1; step < k; ++step) {
-      int32_t tok = out.tokens.back();
-      run(std::span<const int32_t>(&tok, 1), true);
-      out.tokens.push_back(choose(sampler, out));
-    }
+    return true;
   }
+  // Rows of a batched forward: the feed (first pass), or the session's latest draft.
+  SequenceRows rows(std::span<const int32_t> tokens) {
+    SequenceRows r;
+    r.state = kv_.get();
+    r.tokens = tokens;
+    r.logit_rows.push_back(int(tokens.size()) - 1);
+    kv_seq_.insert(kv_seq_.end(), tokens.begin(), tokens.end());
+    return r;
+  }
+  std::span<const int32_t> feed() const { return feed_; }
 
   size_t kv_bytes() const override { return kv_->bytes_used(); }
 
  private:
-  void run(std::span<const int32_t> tokens, bool want_logits) {
-    SequenceRows rows;
-    rows.state = kv_.get();
-    rows.tokens = tokens;
-    if (want_logits) rows.logit_rows.push_back(int(tokens.size()) - 1);
-    model_.forward(std::span<SequenceRows>(&rows, 1), result_);
+  // Feeds `tokens` alone, without logits.
+  void run(std::span<const int32_t> tokens) {
+    SequenceRows r;
+    r.state = kv_.get();
+    r.tokens = tokens;
+    model_.forward(std::span<SequenceRows>(&r, 1), result_);
     kv_seq_.insert(kv_seq_.end(), tokens.begin(), tokens.end());
-  }
-
-  int32_t choose(Sampler& sampler, DraftProposal& out) {
-    return choose_draft(result_.logits.data(), model_.config().vocab_size, sampler, out, work_, order_);
   }
 
   Model& model_;
   std::unique_ptr<SequenceState> kv_;
   std::vector<int32_t> seq_;     // the target's committed tokens
   std::vector<int32_t> kv_seq_;  // tokens in the draft KV (committed prefix + last drafts)
+  std::vector<int32_t> feed_;    // prepare(): what the first pass feeds
   ForwardResult result_;
-  std::vector<float> work_;
-  std::vector<int32_t> order_;
 };
 
 class DraftModelDrafter : public Drafter {
@@ -92,8 +94,57 @@ class DraftModelDrafter : public Drafter {
     return std::make_unique<DraftModelSession>(*model_, model_->new_state(max_tokens + 32, KvOptions{}));
   }
 
+  // One draft-model forward per depth over every sequence still drafting: the first
+  // feeds each sequence what it has not seen, the next ones its latest draft.
+  void propose(std::span<const DraftJob> jobs, DraftPasses& passes) override {
+    Stopwatch sw;
+    active_.clear();
+    depth_.clear();
+    rows_.clear();
+    for (const DraftJob& job : jobs) {
+      job.out->clear();
+      int k = job.k;
+      if (k > 0 && session(job).prepare(job.last, k)) {
+        active_.push_back(&job);
+        depth_.push_back(k);
+        rows_.push_back(session(job).rows(session(job).feed()));
+      }
+    }
+    for (int d = 0; !active_.empty(); ++d) {
+      model_->forward(std::span<SequenceRows>(rows_), result_);
+      const int vocab = model_->config().vocab_size;
+      for (size_t i = 0; i < active_.size(); ++i) {
+        const DraftJob& job = *active_[i];
+        job.out->tokens.push_back(
+            choose_draft(result_.logits.data() + i * size_t(vocab), vocab, *job.sampler, *job.out, work_, order_));
+      }
+      passes.add(int(active_.size()), sw.seconds());
+      sw.reset();
+      size_t n = 0;
+      rows_.clear();
+      for (size_t i = 0; i < active_.size(); ++i)
+        if (depth_[i] > d + 1) {
+          active_[n] = active_[i];
+          depth_[n++] = depth_[i];
+          const DraftJob& job = *active_[i];
+          rows_.push_back(session(job).rows(std::span<const int32_t>(&job.out->tokens.back(), 1)));
+        }
+      active_.resize(n);
+      depth_.resize(n);
+    }
+  }
+
  private:
+  static DraftModelSession& session(const DraftJob& job) { return *static_cast<DraftModelSession*>(job.session); }
+
   std::unique_ptr<Model> model_;
+  // One batched call's working set.
+  std::vector<const DraftJob*> active_;
+  std::vector<int> depth_;
+  std::vector<SequenceRows> rows_;
+  ForwardResult result_;
+  std::vector<float> work_;
+  std::vector<int32_t> order_;
 };
 }  // namespace
 

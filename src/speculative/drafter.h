@@ -1,9 +1,8 @@
-// speculative/drafter.h — the Drafter interface: something that proposes the next k tokens
-// of a sequence cheaply so the target can verify them in one batched forward.
-// A Drafter is shared by all sequences (it owns weights); each sequence gets a
-// DraftSession holding its own state (MTP KV, draft-model KV, n-gram index) that
-// follows the target: commit() after rows are accepted, rollback() when the
-// target's KV is truncated. Adding a drafter = one file + one line in
+// speculative/drafter.h — the Drafter interface: something that proposes the next tokens
+// of many sequences cheaply so the target can verify them all in one batched forward.
+// A Drafter is shared by all sequences (it owns weights) and drafts for a whole batch
+// in one call; each sequence gets a DraftSession holding its own state (MTP KV,
+// draft-model KV, n-gram index). Adding a drafter = one file + one line in
 // drafter_registry.cc.
 #pragma once
 #include <cstdint>
@@ -32,6 +31,37 @@ struct DraftProposal {
   }
 };
 
+class DraftSession;
+
+// One sequence's part of a batched draft call.
+struct DraftJob {
+  DraftSession* session = nullptr;   // made by the drafter the job is given to
+  int32_t last = 0;                  // the token at the target's committed length, sampled but not in its KV
+  int k = 0;                         // drafts wanted (>= 1)
+  Sampler* sampler = nullptr;        // greedy: argmax drafts; else drawn with its params and rng (q filled)
+  SequenceState* target = nullptr;   // the target's state: drafters that attend over it read it, never change it
+  DraftProposal* out = nullptr;      // 0..k drafts that follow `last`
+};
+
+// The passes of one batched draft call: pass d ran one forward (or lookup) for
+// `sequences[d]` sequences and took `seconds[d]`. The depth planner learns what a draft
+// step over b sequences costs from them.
+struct DraftPasses {
+  std::vector<int> sequences;
+  std::vector<double> seconds;
+  void clear() {
+    sequences.clear();
+    seconds.clear();
+  }
+  void add(int b, double s) {
+    sequences.push_back(b);
+    seconds.push_back(s);
+  }
+};
+
+// The state one sequence's drafting keeps between steps (MTP KV, draft-model KV, n-gram
+// index). It follows the target: commit() after rows are accepted, rollback() when
+// the target's state returns to fewer tokens.
 class DraftSession {
  public:
   virtual ~DraftSession() = default;
@@ -42,15 +72,8 @@ class DraftSession {
   virtual void commit(int start, std::span<const int32_t> tokens, const float* hidden) = 0;
   // The target's state returned to n tokens (prefix cache, cancellation).
   virtual void rollback(int n) = 0;
-  // Drafts up to k tokens that follow `last` (the token at position committed
-  // length, sampled by the target but not yet in its KV). Greedy drafts when
-  // sampler.greedy(), else drawn with sampler's params and rng (q filled).
-  virtual void propose(int32_t last, int k, Sampler& sampler, DraftProposal& out) = 0;
   // Memory held by the session's caches.
   virtual size_t kv_bytes() const { return 0; }
-  // The target sequence's state, given before each propose(): drafters that attend over
-  // the target's own KV (the Gemma 4 assistant) read it; they must not change it.
-  virtual void set_target_state(SequenceState* state) {}
 };
 
 class Drafter {
@@ -60,6 +83,11 @@ class Drafter {
   // Whether commit() needs the target's hidden states (MTP heads do).
   virtual bool needs_hidden() const = 0;
   virtual std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions& kv) = 0;
+  // Drafts for every job at once (sessions made by this drafter). Drafters with a
+  // model run one forward per draft depth over every sequence still drafting at that
+  // depth, as Model::forward batches the target's rows; `passes` gets one entry per
+  // pass. A job may get fewer drafts than asked (none at all: nothing to draft from).
+  virtual void propose(std::span<const DraftJob> jobs, DraftPasses& passes) = 0;
 };
 
 // The next draft from a row of the drafter's logits: the argmax when the sampler is

@@ -9,14 +9,14 @@
 #include "model/model.h"
 #include "speculative/drafter.h"
 #include "util/error.h"
+#include "util/timer.h"
 
 namespace nextn {
 namespace {
 
 class Gemma4AssistantSession : public DraftSession {
  public:
-  Gemma4AssistantSession(Gemma4Assistant& assistant, int hidden, int vocab)
-      : assistant_(assistant), hidden_(hidden), vocab_(vocab) {}
+  explicit Gemma4AssistantSession(int hidden) : hidden_(hidden) {}
 
   void commit(int start, std::span<const int32_t> tokens, const float* hidden) override {
     committed_ = start + int(tokens.size());
@@ -35,33 +35,20 @@ class Gemma4AssistantSession : public DraftSession {
     committed_ = std::min(committed_, n);
   }
 
-  void set_target_state(SequenceState* state) override { target_ = state; }
-
-  void propose(int32_t last, int k, Sampler& sampler, DraftProposal& out) override {
-    out.clear();
-    // Draft only from the target's current end: its last row produced `last`.
-    if (k <= 0 || !target_ || !has_hidden_ || committed_ == 0 || target_->length() != committed_) return;
-    k = std::min(k, target_->max_tokens() - committed_ - 1);
-    logits_.resize(size_t(vocab_));
-    h_ = last_hidden_;
-    next_.resize(size_t(hidden_));
-    int32_t token = last;
-    for (int s = 0; s < k; ++s) {
-      assistant_.step(*target_, token, h_.data(), logits_.data(), next_.data());
-      token = choose_draft(logits_.data(), vocab_, sampler, out, work_, order_);
-      out.tokens.push_back(token);
-      h_.swap(next_);
-    }
+  // Whether drafting can start at the target's current end (its last row produced the
+  // job's `last`); lowers k to the room left in the target's cache.
+  bool ready(const SequenceState* target, int& k) const {
+    if (k <= 0 || !target || !has_hidden_ || committed_ == 0 || target->length() != committed_) return false;
+    k = std::min(k, target->max_tokens() - committed_ - 1);
+    return k > 0;
   }
+  const float* last_hidden() const { return last_hidden_.data(); }
 
  private:
-  Gemma4Assistant& assistant_;
-  int hidden_, vocab_;
-  SequenceState* target_ = nullptr;
+  int hidden_;
   int committed_ = 0;
   bool has_hidden_ = false;
-  std::vector<float> last_hidden_, h_, next_, logits_, work_;
-  std::vector<int32_t> order_;
+  std::vector<float> last_hidden_;
 };
 
 class Gemma4AssistantDrafter : public Drafter {
@@ -71,12 +58,58 @@ class Gemma4AssistantDrafter : public Drafter {
   const char* name() const override { return "assistant"; }
   bool needs_hidden() const override { return true; }
   std::unique_ptr<DraftSession> new_session(int, const KvOptions&) override {
-    return std::make_unique<Gemma4AssistantSession>(*assistant_, hidden_, vocab_);
+    return std::make_unique<Gemma4AssistantSession>(hidden_);
+  }
+
+  // One assistant step per depth over every sequence still drafting.
+  void propose(std::span<const DraftJob> jobs, DraftPasses& passes) override {
+    Stopwatch sw;
+    active_.clear();
+    depth_.clear();
+    rows_.clear();
+    for (const DraftJob& job : jobs) {
+      job.out->clear();
+      int k = job.k;
+      auto& s = *static_cast<Gemma4AssistantSession*>(job.session);
+      if (!s.ready(job.target, k)) continue;
+      active_.push_back(&job);
+      depth_.push_back(k);
+      rows_.push_back(AssistantRow{job.target, job.last, s.last_hidden()});
+    }
+    for (int d = 0; !active_.empty(); ++d) {
+      const size_t n = active_.size();
+      logits_.resize(n * size_t(vocab_));
+      next_.resize(n * size_t(hidden_));
+      assistant_->step(rows_, logits_.data(), next_.data());
+      h_.swap(next_);  // the rows' h for the next depth
+      size_t kept = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const DraftJob& job = *active_[i];
+        int32_t token = choose_draft(logits_.data() + i * size_t(vocab_), vocab_, *job.sampler, *job.out, work_, order_);
+        job.out->tokens.push_back(token);
+        if (depth_[i] <= d + 1) continue;
+        active_[kept] = active_[i];
+        depth_[kept] = depth_[i];
+        rows_[kept] = AssistantRow{job.target, token, h_.data() + i * size_t(hidden_)};
+        ++kept;
+      }
+      passes.add(int(n), sw.seconds());
+      sw.reset();
+      active_.resize(kept);
+      depth_.resize(kept);
+      rows_.resize(kept);
+    }
   }
 
  private:
   std::unique_ptr<Gemma4Assistant> assistant_;
   int hidden_, vocab_;
+  // One batched call's working set.
+  std::vector<const DraftJob*> active_;
+  std::vector<int> depth_;
+  std::vector<AssistantRow> rows_;
+  std::vector<float> h_, next_, logits_, work_;
+  std::vector<int32_t> order_;
 };
 
 }  // namespace

@@ -4,7 +4,10 @@
 // accepted (prompt rows included; the last row waits for the next sampled token),
 // and that catch-up's last row yields the first draft. Further drafts recurse:
 // layer = step mod num_layers, feeding back the head's output hidden and the token
-// it just drafted at the next position. Drafted rows are dropped from the head's
+// it just drafted at the next position. A batch drafts together: one head forward
+// catches every sequence up (and gives each its first draft), then one forward per
+// further depth runs a row of every sequence still drafting, so B sequences stream
+// the head's weights once per depth, not B times. Drafted rows are dropped from the head's
 // KV at the next commit, so it mirrors the target's accepted rows — except after a long
 // stretch without drafts (the adaptive depth chose k = 0), when it skips all but the last
 // kMtpMaxCatchUp of them (see commit).
@@ -18,6 +21,7 @@
 
 #include "model/model.h"
 #include "util/error.h"
+#include "util/timer.h"
 
 namespace nextn {
 
@@ -28,8 +32,7 @@ constexpr int kEagerCatchUpMin = 16;
 
 class MtpSession : public DraftSession {
  public:
-  MtpSession(MtpHead& head, int hidden, int vocab, int draft_vocab, int max_tokens)
-      : head_(head), hidden_(hidden), vocab_(vocab), draft_vocab_(draft_vocab) {
+  MtpSession(MtpHead& head, int hidden, int max_tokens) : head_(head), hidden_(hidden) {
     // One cache per MTP layer (a cache's length is its longest layer's), F16.
     for (int l = 0; l < head.num_layers(); ++l) kv_.push_back(head.new_state(max_tokens, KvOptions{}));
   }
@@ -47,7 +50,7 @@ class MtpSession : public DraftSession {
     // kept (or the whole latest step, if longer): a stretch of steps without drafts (the
     // adaptive depth chose k = 0) then costs the head nothing.
     if (!drafting_ || int(tokens.size()) > kEagerCatchUpMin) {
-      if (int(pending_tokens_.size()) > kEagerCatchUpMin) catch_up(int(pending_tokens_.size()) - 1, 0, false);
+      if (int(pending_tokens_.size()) > kEagerCatchUpMin) catch_up(int(pending_tokens_.size()) - 1);
     } else if (int skip = int(pending_tokens_.size()) - std::max(kMtpMaxCatchUp, int(tokens.size())); skip > 0) {
       // The head's attention then lacks the skipped rows and sees the rest at positions
       // shifted back by them (RoPE is relative: only the distance to the rows before the
@@ -82,9 +85,10 @@ class MtpSession : public DraftSession {
     committed_ = n;
   }
 
-  void propose(int32_t last, int k, Sampler& sampler, DraftProposal& out) override {
-    out.clear();
-    if (k <= 0) return;
+  // Batched drafting, first half: readies the rows this session's catch-up runs (the
+  // pending rows, the last one paired with `last`). Returns false when there is nothing
+  // to draft from; lowers k to what the head's cache still holds.
+  bool prepare(int32_t last, int& k) {
     drafting_ = true;
     drop_drafted();
     if (pending_tokens_.empty() && done_ > 0 && done_ == committed_ && !last_hidden_.empty()) {
@@ -94,20 +98,21 @@ class MtpSession : public DraftSession {
       pending_tokens_.push_back(last_token_);
       pending_hidden_ = last_hidden_;
     }
-    if (pending_tokens_.empty()) return;
     k = std::min(k, kv_[0]->max_tokens() - committed_);
-    catch_up(int(pending_tokens_.size()), last, true);
-
-    // The catch-up's last row gives draft 1; then recurse one row per draft.
-    g_.assign(hidden_out_.end() - hidden_, hidden_out_.end());
-    out.tokens.push_back(choose(sampler, out));
-    for (int step = 1; step < k; ++step) {
-      int32_t tok = out.tokens.back();
-      run_all_layers(step % head_.num_layers(), g_.data(), std::span<const int32_t>(&tok, 1), {0});
-      g_.assign(hidden_out_.end() - hidden_, hidden_out_.end());
-      out.tokens.push_back(choose(sampler, out));
-    }
+    if (pending_tokens_.empty() || k <= 0) return false;
+    // A long stretch (a prompt not caught up at commit) runs alone first, in chunks.
+    if (int(pending_tokens_.size()) > kCatchUpChunk) catch_up(int(pending_tokens_.size()) - 1);
+    next_tokens_.assign(pending_tokens_.begin() + 1, pending_tokens_.end());
+    next_tokens_.push_back(last);
+    return true;
   }
+  // The catch-up rows of prepare(), as one sequence of a batched head call of `layer`.
+  MtpRows catch_up_rows(int layer) const {
+    return MtpRows{kv_[size_t(layer)].get(), pending_hidden_.data(), next_tokens_, {int(next_tokens_.size()) - 1}};
+  }
+  // The catch-up ran: its rows leave the pending list.
+  void caught_up() { finish_catch_up(int(pending_tokens_.size())); }
+  SequenceState& layer_state(int layer) { return *kv_[size_t(layer)]; }
 
   size_t kv_bytes() const override {
     size_t n = 0;
@@ -117,21 +122,24 @@ class MtpSession : public DraftSession {
 
  private:
   // Runs the head over the first `rows` pending rows p = done_.. (row p pairs with token
-  // x_{p+1}: the next pending token, or `next` for the last pending row), in chunks;
-  // with `logits`, the last row's logits are computed. Those rows leave the pending list.
-  void catch_up(int rows, int32_t next, bool logits) {
+  // x_{p+1}, the next pending token; rows < pending), alone and in chunks (prompts);
+  // those rows leave the pending list.
+  void catch_up(int rows) {
     if (rows <= 0) return;
     const size_t r = size_t(rows);
-    std::vector<int32_t> next_tokens(pending_tokens_.begin() + 1, pending_tokens_.begin() + std::ptrdiff_t(r));
-    next_tokens.push_back(r < pending_tokens_.size() ? pending_tokens_[r] : next);
+    std::vector<int32_t> next_tokens(pending_tokens_.begin() + 1, pending_tokens_.begin() + std::ptrdiff_t(r) + 1);
     for (int begin = 0; begin < rows; begin += kCatchUpChunk) {
       int n = std::min(kCatchUpChunk, rows - begin);
       std::span<const int32_t> toks(next_tokens.data() + begin, size_t(n));
       const float* h = pending_hidden_.data() + size_t(begin) * size_t(hidden_);
-      std::vector<int> logit_rows;
-      if (logits && begin + n == rows) logit_rows.push_back(n - 1);
-      run_all_layers(0, h, toks, logit_rows);
+      for (int layer = 0; layer < head_.num_layers(); ++layer)
+        head_.forward(layer, *kv_[size_t(layer)], h, toks, {}, scratch_logits_, scratch_hidden_);
     }
+    finish_catch_up(rows);
+  }
+
+  void finish_catch_up(int rows) {
+    const size_t r = size_t(rows);
     done_ += rows;
     last_token_ = pending_tokens_[r - 1];
     last_hidden_.assign(pending_hidden_.begin() + std::ptrdiff_t((r - 1) * size_t(hidden_)),
@@ -146,31 +154,8 @@ class MtpSession : public DraftSession {
   }
   // Rows in the head's KV: the target rows it has run, less those it skipped.
   int kv_rows() const { return done_ - skipped_; }
-  // Runs `layer` for logits/hidden and, with several MTP layers, the others over
-  // the same rows so every layer's KV covers every position.
-  void run_all_layers(int layer, const float* h, std::span<const int32_t> toks, const std::vector<int>& logit_rows) {
-    for (int other = 0; other < head_.num_layers(); ++other) {
-      if (other == layer) continue;
-      head_.forward(other, *kv_[size_t(other)], h, toks, {}, scratch_logits_, scratch_hidden_);
-    }
-    if (draft_vocab_ >= vocab_) {
-      head_.forward(layer, *kv_[size_t(layer)], h, toks, logit_rows, logits_, hidden_out_);
-      return;
-    }
-    // Reduced draft vocabulary: the first draft_vocab_ rows of the output projection.
-    head_.forward(layer, *kv_[size_t(layer)], h, toks, {}, logits_, hidden_out_);
-    WeightMatrix w = head_.output_head(layer);
-    w.rows = draft_vocab_;
-    logits_.assign(size_t(vocab_), -INFINITY);
-    for (int r : logit_rows) matmul(w, hidden_out_.data() + size_t(r) * size_t(hidden_), 1, logits_.data());
-  }
-
-  int32_t choose(Sampler& sampler, DraftProposal& out) {
-    return choose_draft(logits_.data() + logits_.size() - size_t(vocab_), vocab_, sampler, out, work_, order_);
-  }
-
   MtpHead& head_;
-  int hidden_, vocab_, draft_vocab_;
+  int hidden_;
   std::vector<std::unique_ptr<SequenceState>> kv_;  // the head's attention KV, one state per MTP layer
   int committed_ = 0;  // target rows committed
   int done_ = 0;       // target rows the head has passed (run or skipped); drafted rows beyond
@@ -180,8 +165,8 @@ class MtpSession : public DraftSession {
   std::vector<float> pending_hidden_;    // their target hidden states
   int32_t last_token_ = 0;               // the token and hidden of row done_-1 (to redo it)
   std::vector<float> last_hidden_;
-  std::vector<float> logits_, hidden_out_, scratch_logits_, scratch_hidden_, g_, work_;
-  std::vector<int32_t> order_;
+  std::vector<int32_t> next_tokens_;     // prepare(): the catch-up rows' next tokens
+  std::vector<float> scratch_logits_, scratch_hidden_;
 };
 
 class MtpDrafter : public Drafter {
@@ -193,14 +178,101 @@ class MtpDrafter : public Drafter {
   const char* name() const override { return name_; }
   bool needs_hidden() const override { return true; }
   std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions&) override {
-    return std::make_unique<MtpSession>(*head_, hidden_, vocab_, draft_vocab_, max_tokens + 32);
+    return std::make_unique<MtpSession>(*head_, hidden_, max_tokens + 32);
+  }
+
+  void propose(std::span<const DraftJob> jobs, DraftPasses& passes) override {
+    // Pass 0: every session's catch-up rows in one forward; its last row gives draft 1.
+    Stopwatch sw;
+    active_.clear();
+    depth_.clear();
+    for (const DraftJob& job : jobs) {
+      job.out->clear();
+      int k = job.k;
+      if (k > 0 && session(job).prepare(job.last, k)) {
+        active_.push_back(&job);
+        depth_.push_back(k);
+      }
+    }
+    if (active_.empty()) return;
+    rows_.resize(active_.size());
+    run_layers(0, [&](size_t i, int layer) { rows_[i] = session(*active_[i]).catch_up_rows(layer); });
+    // Each sequence's h for the next depth: the last catch-up row's output.
+    h_.resize(active_.size() * size_t(hidden_));
+    for (size_t i = 0, row = 0; i < active_.size(); ++i) {
+      row += rows_[i].tokens.size();
+      std::copy_n(hidden_out_.data() + (row - 1) * size_t(hidden_), hidden_, h_.data() + i * size_t(hidden_));
+      session(*active_[i]).caught_up();
+    }
+    for (size_t i = 0; i < active_.size(); ++i) choose(*active_[i], i);
+    passes.add(int(active_.size()), sw.seconds());
+
+    // Depth d: one row of every sequence that wants more than d drafts.
+    for (int d = 1;; ++d) {
+      sw.reset();
+      size_t n = 0;
+      for (size_t i = 0; i < active_.size(); ++i)
+        if (depth_[i] > d) {
+          active_[n] = active_[i];
+          depth_[n] = depth_[i];
+          std::copy_n(h_.data() + i * size_t(hidden_), hidden_, h_.data() + n * size_t(hidden_));
+          ++n;
+        }
+      active_.resize(n);
+      depth_.resize(n);
+      if (n == 0) break;
+      rows_.resize(n);
+      run_layers(d % head_->num_layers(), [&](size_t i, int layer) {
+        const DraftJob& job = *active_[i];
+        rows_[i] = MtpRows{&session(job).layer_state(layer), h_.data() + i * size_t(hidden_),
+                           std::span<const int32_t>(&job.out->tokens.back(), 1), {0}};
+      });
+      std::copy_n(hidden_out_.data(), n * size_t(hidden_), h_.data());
+      for (size_t i = 0; i < n; ++i) choose(*active_[i], i);
+      passes.add(int(n), sw.seconds());
+    }
   }
 
  private:
+  static MtpSession& session(const DraftJob& job) { return *static_cast<MtpSession*>(job.session); }
+
+  // Runs `layer` over every active sequence's rows (fill(i, layer) sets rows_[i] for a
+  // layer) for logits and hidden_out_, and, with several MTP layers, the others over the
+  // same rows so every layer's KV covers every position.
+  template <class Fill>
+  void run_layers(int layer, Fill fill) {
+    for (int other = 0; other < head_->num_layers(); ++other) {
+      if (other == layer) continue;
+      for (size_t i = 0; i < rows_.size(); ++i) fill(i, other), rows_[i].logit_rows.clear();
+      head_->forward(other, rows_, scratch_logits_, scratch_hidden_);
+    }
+    for (size_t i = 0; i < rows_.size(); ++i) fill(i, layer);
+    head_->forward(layer, rows_, logits_, hidden_out_, draft_vocab_ < vocab_ ? draft_vocab_ : 0);
+  }
+
+  // The next draft of active sequence i from its row of logits_ (a reduced draft
+  // vocabulary scores only its first ids: the rest are -inf).
+  void choose(const DraftJob& job, size_t i) {
+    const int dv = std::min(draft_vocab_, vocab_);
+    const float* row = logits_.data() + i * size_t(dv);
+    if (dv < vocab_) {
+      full_.assign(size_t(vocab_), -INFINITY);
+      std::copy_n(row, dv, full_.data());
+      row = full_.data();
+    }
+    job.out->tokens.push_back(choose_draft(row, vocab_, *job.sampler, *job.out, work_, order_));
+  }
+
   const char* name_;
   MtpHead* head_;
   std::unique_ptr<MtpHead> owned_;
   int hidden_, vocab_, draft_vocab_;
+  // One batched call's working set.
+  std::vector<const DraftJob*> active_;  // sequences still drafting
+  std::vector<int> depth_;               // their drafts wanted
+  std::vector<MtpRows> rows_;
+  std::vector<float> h_, logits_, hidden_out_, scratch_logits_, scratch_hidden_, full_, work_;
+  std::vector<int32_t> order_;
 };
 }  // namespace
 

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "speculative/drafter.h"
+#include "util/timer.h"
 
 namespace nextn {
 
@@ -35,7 +36,7 @@ class NgramSession : public DraftSession {
     for (int i = 0; i < n; ++i) index_end(i);
   }
 
-  void propose(int32_t last, int k, Sampler&, DraftProposal& out) override {
+  void propose(int32_t last, int k, DraftProposal& out) {
     out.clear();
     if (k <= 0) return;
     seq_.push_back(last);  // the query suffix ends with the pending token
@@ -64,6 +65,12 @@ class NgramDrafter : public Drafter {
   const char* name() const override { return "ngram"; }
   bool needs_hidden() const override { return false; }
   std::unique_ptr<DraftSession> new_session(int, const KvOptions&) override { return std::make_unique<NgramSession>(); }
+  // A lookup per sequence: nothing to batch.
+  void propose(std::span<const DraftJob> jobs, DraftPasses& passes) override {
+    Stopwatch sw;
+    for (const DraftJob& job : jobs) static_cast<NgramSession*>(job.session)->propose(job.last, job.k, *job.out);
+    passes.add(int(jobs.size()), sw.seconds());
+  }
 };
 }  // namespace
 

@@ -1,46 +1,8 @@
 // speculative/step.cc — see step.h.
 #include "speculative/step.h"
 
-#include "util/timer.h"
 
 namespace nextn {
-
-namespace {
-// Structured output: the drafts the constraint allows, in order, up to the first one it
-// forbids (n-gram drafts are not chosen under the constraint; MTP and draft-model drafts
-// are, through choose_draft()). The constraint returns to `depth`, its state before the
-// drafts: only verification's accepted tokens move it for good.
-void keep_allowed_drafts(Constraint& c, int depth, DraftProposal& proposal) {
-  c.rollback(c.depth() - depth);
-  size_t n = 0;
-  while (n < proposal.tokens.size() && c.allows(proposal.tokens[n])) c.accept(proposal.tokens[n++]);
-  c.rollback(int(n));
-  proposal.tokens.resize(n);
-  if (!proposal.q.empty()) proposal.q.resize(n);
-}
-}  // namespace
-
-void draft_rows(DraftSession* session, int32_t last, int k, Sampler& sampler, DraftedRows& out,
-                SequenceState* target) {
-  // The drafter fills a DraftProposal; its vectors are the step's, swapped in and out.
-  DraftProposal proposal;
-  proposal.tokens.swap(out.rows);
-  proposal.q.swap(out.q);
-  proposal.clear();
-  out.draft_seconds = 0;
-  if (k > 0 && session) {
-    Stopwatch sw;
-    session->set_target_state(target);
-    Constraint* constraint = sampler.constraint();
-    int depth = constraint ? constraint->depth() : 0;
-    session->propose(last, k, sampler, proposal);
-    if (constraint) keep_allowed_drafts(*constraint, depth, proposal);
-    out.draft_seconds = sw.seconds();
-  }
-  proposal.tokens.insert(proposal.tokens.begin(), last);
-  out.rows.swap(proposal.tokens);
-  out.q.swap(proposal.q);
-}
 
 StepTokens verify_rows(const DraftedRows& rows, const float* logits, int vocab, Sampler& sampler,
                        const VerifyRules& rules) {

@@ -1,8 +1,8 @@
-// speculative/step.h — one speculative step of one sequence, in two halves around the
-// target's batched forward. Drafting builds the rows the target scores ([last, d1..dk]);
-// verification turns the scored rows into the tokens the step emits. The engine
-// (engine/engine.cc) schedules steps, batches the rows of every sequence into one
-// forward, and owns the slots, their KV caches and draft sessions.
+// speculative/step.h — one sequence's part of a speculative step, in two halves around
+// the target's batched forward: the rows drafting hands to the target ([last, d1..dk]),
+// and verification, which turns the scored rows into the tokens the step emits. The
+// batch's step as a whole (planning, drafting, the forward, rollback, commits, counts)
+// is speculative/speculator.h.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -28,17 +28,10 @@ static_assert(kMaxRowsPerStep <= kMinWindowSlackRows, "verify rows exceed the sl
 struct DraftedRows {
   std::vector<int32_t> rows;      // the target's input rows: [last, d1..dk]
   std::vector<Distribution> q;    // q[i]: the distribution d(i+1) was drawn from; empty: one-hot drafts
-  double draft_seconds = 0;       // time the drafter took
+  double draft_seconds = 0;       // this sequence's share of the batch's drafting time
   int num_drafts() const { return int(rows.size()) - 1; }
   std::span<const int32_t> drafts() const { return std::span<const int32_t>(rows).subspan(1); }
 };
-
-// Builds the rows of one decode step: `last` (the token emitted last, not yet in the
-// target's KV) followed by up to k drafts from `session` (k = 0: a plain decode row;
-// session may then be null). `target` is the sequence's state (for drafters that read
-// the target's KV).
-void draft_rows(DraftSession* session, int32_t last, int k, Sampler& sampler, DraftedRows& out,
-                SequenceState* target = nullptr);
 
 // The tokens one step emits.
 struct StepTokens {

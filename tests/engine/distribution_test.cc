@@ -21,8 +21,10 @@ using namespace nextn::testing;
 constexpr int kRequests = 20000;
 constexpr int kTokens = 5;  // per request: 100,000 tokens per run
 
+// mixed_depths: request i asks for at most i mod 5 drafts per step (0: none), so every
+// batched step verifies sequences of different depths together.
 std::map<std::pair<int, int32_t>, double> histogram(EngineOptions o, uint64_t seed_base, double* acceptance,
-                                                   const char* gbnf = nullptr) {
+                                                   const char* gbnf = nullptr, bool mixed_depths = false) {
   o.parallel = 8;
   o.queue_size = kRequests;
   Engine engine(o);
@@ -40,6 +42,7 @@ std::map<std::pair<int, int32_t>, double> histogram(EngineOptions o, uint64_t se
     r.sampling.min_p = 0.02f;
     r.sampling.seed = seed_base + uint64_t(i);
     r.sampling.has_seed = true;
+    if (mixed_depths) r.num_draft_tokens = i % 5;
     reqs.push_back(std::move(r));
   }
   auto results = run_all(engine, std::move(reqs));
@@ -77,6 +80,22 @@ void expect_lossless(EngineOptions o, const char* name) {
 }
 
 TEST(Distribution, MtpIsLossless) { expect_lossless(spec_options(target_model(), "mtp", 3), "mtp"); }
+
+TEST(Distribution, MtpWithMixedDepthsInEachBatchIsLossless) {
+  double acc = 0;
+  auto spec = histogram(spec_options(target_model(), "mtp", 4), 2000000, &acc, nullptr, true);
+  auto r = homogeneity(plain_histogram(), spec);
+  EXPECT_GT(r.p_value, 0.01) << "mtp, mixed depths: chi2 " << r.statistic << " dof " << r.dof;
+  EXPECT_GT(acc, 0.0);
+  std::printf("mtp, mixed depths: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
+}
+
+TEST(Distribution, MtpWithPlannedDepthsIsLossless) {
+  // `auto`: the planner picks each sequence's depth per step from costs and acceptance.
+  EngineOptions o = spec_options(target_model(), "mtp", 4);
+  o.speculative.adaptive = true;
+  expect_lossless(o, "mtp auto");
+}
 
 TEST(Distribution, MtpOnQwen3_5HybridIsLossless) {
   // The hybrid's own plain run as the reference distribution.

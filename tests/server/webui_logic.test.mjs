@@ -7,7 +7,7 @@ import test from "node:test";
 import assert from "node:assert/strict";
 
 import { parseMarkdown, parseInline, toHtml, textOf } from "../../web/markdown.js";
-import { parsePrometheus, serverSummary, formatBytes } from "../../web/metrics.js";
+import { parsePrometheus, serverSummary, formatBytes, formatDepths } from "../../web/metrics.js";
 import { SseParser, Provenance, splitByRuns, sourceClass } from "../../web/stream.js";
 
 function textNodes(nodes, out = []) {
@@ -98,6 +98,12 @@ nextn:spec_decode_num_accepted_tokens_total 150
 nextn:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 80
 nextn:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 50
 nextn:spec_decode_num_accepted_tokens_per_pos_total{position="2"} 20
+nextn:spec_decode_draft_depth_bucket{le="0"} 12
+nextn:spec_decode_draft_depth_bucket{le="1"} 12
+nextn:spec_decode_draft_depth_bucket{le="2"} 42
+nextn:spec_decode_draft_depth_bucket{le="+Inf"} 42
+nextn:spec_decode_draft_depth_sum 60
+nextn:spec_decode_draft_depth_count 42
 odd_metric{a="x\\"y",b="line\\nbreak"} +Inf 1700000000
 garbage line here
 nan_metric NaN
@@ -116,10 +122,14 @@ test("metrics: Prometheus text", () => {
   assert.deepEqual(s.acceptancePerPos, [0.8, 0.5, 0.2]);
   assert.equal(s.kvBytes, 3145728);
   assert.equal(formatBytes(3145728), "3.0 MiB");
+  // The depth histogram's cumulative buckets back to steps per depth.
+  assert.deepEqual(s.stepsPerDepth, [12, 0, 30]);
+  assert.equal(formatDepths(s.stepsPerDepth), "0 ×12 · 2 ×30");
   // Before the first speculative step there are no counters.
   const empty = serverSummary(parsePrometheus("nextn:requests_total 0\n"));
   assert.equal(empty.acceptanceRate, null);
   assert.deepEqual(empty.acceptancePerPos, []);
+  assert.equal(formatDepths(empty.stepsPerDepth), "–");
 });
 
 test("sse: the same events however the bytes are split", () => {
@@ -165,6 +175,7 @@ test("provenance: runs follow the text and steps rebuild acceptance", () => {
   assert.equal(s.acceptanceRate, 5 / 6);
   assert.equal(s.meanAcceptedLength, 1 + 5 / 2);
   assert.deepEqual(s.acceptancePerPos, [1, 1, 0.5]);
+  assert.deepEqual(s.stepsPerDepth, [2, 0, 0, 2]);  // two plain steps, two of 3 drafts
   assert.equal(sourceClass({ source: "draft", position: 9 }), "src-d4");
   // The rendered text "Hello world!" cut anywhere gets the classes of its characters.
   const text = "Hello world!";

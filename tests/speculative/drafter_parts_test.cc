@@ -1,12 +1,13 @@
 // tests/speculative/drafter_parts_test.cc — n-gram prompt lookup, statistics text,
-// the verify cost model and the adaptive depth policy.
+// the cost models and the depth planner (on fake cost tables: deterministic).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
 #include "model/model.h"
-#include "speculative/adaptive_depth.h"
+#include "speculative/cost_model.h"
+#include "speculative/depth_planner.h"
 #include "speculative/counters.h"
 #include "speculative/drafter.h"
 
@@ -28,32 +29,47 @@ class NoModel final : public Model {
   std::string dir_;
 };
 
-std::unique_ptr<DraftSession> ngram_session() {
+Drafter& ngram_drafter() {
   static NoModel model;
-  return make_ngram_drafter(model, SpeculativeOptions{})->new_session(1024, KvOptions{});
+  static std::unique_ptr<Drafter> drafter = make_ngram_drafter(model, SpeculativeOptions{});
+  return *drafter;
 }
 
+std::unique_ptr<DraftSession> ngram_session() { return ngram_drafter().new_session(1024, KvOptions{}); }
+
+// A batch of one.
+struct OneSession {
+  DraftSession* session;
+  void propose(int32_t last, int k, Sampler& sampler, DraftProposal& out) {
+    DraftJob job{session, last, k, &sampler, nullptr, &out};
+    DraftPasses passes;
+    ngram_drafter().propose(std::span<const DraftJob>(&job, 1), passes);
+  }
+};
+
 TEST(Ngram, ProposesTheContinuationOfTheLatestMatch) {
-  auto s = ngram_session();
+  auto session = ngram_session();
+  OneSession s{session.get()};
   SamplingParams sp;
   Sampler sampler(sp, 100, {});
   std::vector<int32_t> seq = {1, 2, 3, 4, 5, 9, 9, 1, 2, 3, 7, 8, 1, 2};
-  s->commit(0, seq, nullptr);
+  session->commit(0, seq, nullptr);
   DraftProposal out;
-  s->propose(3, 3, sampler, out);  // suffix "1 2 3": latest occurrence is followed by 7 8 1
+  s.propose(3, 3, sampler, out);  // suffix "1 2 3": latest occurrence is followed by 7 8 1
   EXPECT_EQ(out.tokens, (std::vector<int32_t>{7, 8, 1}));
   EXPECT_TRUE(out.q.empty());
-  s->propose(42, 3, sampler, out);  // never seen
+  s.propose(42, 3, sampler, out);  // never seen
   EXPECT_TRUE(out.tokens.empty());
   // Rollback forgets the later occurrence: "1 2 3" -> "4 5 9".
-  s->rollback(9);
-  s->propose(3, 3, sampler, out);
+  session->rollback(9);
+  s.propose(3, 3, sampler, out);
   EXPECT_EQ(out.tokens, (std::vector<int32_t>{4, 5, 9}));
   // A repeating tail drafts up to the pending token.
-  auto r = ngram_session();
+  auto repeating = ngram_session();
+  OneSession r{repeating.get()};
   std::vector<int32_t> rep = {5, 6, 5, 6, 5};
-  r->commit(0, rep, nullptr);
-  r->propose(6, 4, sampler, out);
+  repeating->commit(0, rep, nullptr);
+  r.propose(6, 4, sampler, out);
   EXPECT_EQ(out.tokens, (std::vector<int32_t>{5, 6}));
 }
 
@@ -121,7 +137,30 @@ TEST(VerifyCostModel, MixtureOfExpertsFollowsDistinctExperts) {
   EXPECT_DOUBLE_EQ(dense.work(3), 3.0);
 }
 
-TEST(AdaptiveDepth, MixtureOfExpertsNeverDraftsSlowerThanPlainDecode) {
+// One sequence through the planner and its probes, as the speculative step drives them:
+// choose() plans and probes, record() feeds back the verified step and its draft passes.
+class OneSequence {
+ public:
+  OneSequence(const VerifyCostModel& costs, int max_depth) : costs_(costs), acceptance_(max_depth), max_(max_depth) {}
+  int choose() {
+    const PlanSequence seq{&acceptance_, max_};
+    const DepthPlanner planner(costs_, draft_, 0.05 * costs_.cost(1));
+    const std::vector<int> depths = planner.plan(std::span<const PlanSequence>(&seq, 1), 0);
+    return acceptance_.probe(depths[0], max_, planner.deeper_could_win(std::span<const PlanSequence>(&seq, 1), depths, 0, 0));
+  }
+  void record(int k, int accepted, double draft_seconds) {
+    acceptance_.record(k, accepted);
+    for (int d = 0; d < k; ++d) draft_.record(d, 1, draft_seconds / k);
+  }
+
+ private:
+  const VerifyCostModel& costs_;
+  DraftCostModel draft_;
+  AcceptanceEstimate acceptance_;
+  int max_;
+};
+
+TEST(DepthPlanner, MixtureOfExpertsNeverDraftsSlowerThanPlainDecode) {
   // Verify cost dominated by the experts (each distinct expert 1/8 of a decode row):
   // k drafts cost about as many rows as the experts they add.
   VerifyCostModel moe(16);
@@ -135,18 +174,18 @@ TEST(AdaptiveDepth, MixtureOfExpertsNeverDraftsSlowerThanPlainDecode) {
   // At 0.3 drafting loses; at 0.9 k = 2 or 3 gains ~10 % (at 0.8 k = 1 would gain 3 %,
   // within the noise of the acceptance estimate).
   for (double accept : {0.3, 0.9}) {
-    AdaptiveDepth d(8);
+    OneSequence d(moe, 8);
     std::mt19937 rng(7);
     std::bernoulli_distribution ok(accept);
     for (int i = 0; i < 400; ++i) {
-      const int k = d.choose(moe);
+      const int k = d.choose();
       int accepted = 0;
       while (accepted < k && ok(rng)) ++accepted;
       d.record(k, accepted, 0.0);
     }
     // The most frequent choice over one probe period (one of 8 steps probes a neighbour).
     std::map<int, int> votes;
-    for (int i = 0; i < 8; ++i) ++votes[d.choose(moe)];
+    for (int i = 0; i < 8; ++i) ++votes[d.choose()];
     const int chosen = std::max_element(votes.begin(), votes.end(), [](auto& a, auto& b) {
                          return a.second < b.second;
                        })->first;
@@ -158,36 +197,36 @@ TEST(AdaptiveDepth, MixtureOfExpertsNeverDraftsSlowerThanPlainDecode) {
   }
 }
 
-TEST(AdaptiveDepth, DeepWhenAcceptedAndCheapShallowWhenRejected) {
+TEST(DepthPlanner, DeepWhenAcceptedAndCheapShallowWhenRejected) {
   VerifyCostModel cheap(16);
   for (int r = 1; r <= 9; ++r) measure(cheap, r, 1.0 + 0.1 * r);
-  AdaptiveDepth none(8);
+  OneSequence none(cheap, 8);
   for (int i = 0; i < 200; ++i) {
-    int k = none.choose(cheap);
+    int k = none.choose();
     none.record(k, 0, 0.2 * k);
   }
   // Everything rejected so far: no drafting (apart from periodic probes).
   int zero = 0;
-  for (int i = 0; i < 64; ++i) zero += none.choose(cheap) == 0;
+  for (int i = 0; i < 64; ++i) zero += none.choose() == 0;
   EXPECT_GE(zero, 50);
 
-  AdaptiveDepth all(8);
+  OneSequence all(cheap, 8);
   for (int i = 0; i < 200; ++i) {
-    int k = all.choose(cheap);
+    int k = all.choose();
     all.record(k, k, 0.001 * k);
   }
-  EXPECT_EQ(all.choose(cheap), 8);
+  EXPECT_EQ(all.choose(), 8);
 
   // Verify cost linear in rows (compute-bound): drafting cannot pay off.
   VerifyCostModel linear(16);
   for (int r = 1; r <= 9; ++r) measure(linear, r, double(r));
-  AdaptiveDepth lin(8);
+  OneSequence lin(linear, 8);
   for (int i = 0; i < 100; ++i) {
-    int k = lin.choose(linear);
+    int k = lin.choose();
     lin.record(k, std::min(k, 1), 0.0);
   }
   int chosen_zero = 0;
-  for (int i = 0; i < 16; ++i) chosen_zero += lin.choose(linear) == 0;
+  for (int i = 0; i < 16; ++i) chosen_zero += lin.choose() == 0;
   EXPECT_GE(chosen_zero, 12);
 }
 
@@ -195,12 +234,12 @@ TEST(AdaptiveDepth, DeepWhenAcceptedAndCheapShallowWhenRejected) {
 // loses whatever the acceptance (each draft costs half a decode row) probes after 8, 32,
 // then every 128 steps; one whose drafts are all rejected after 8, 16, 32, 64, then
 // every 128; one that settles on drafting still probes its neighbours now and then.
-TEST(AdaptiveDepth, ProbesBackOffWhileTheChoiceHolds) {
+TEST(DepthPlanner, ProbesBackOffWhileTheChoiceHolds) {
   auto probes = [](const VerifyCostModel& costs, int accept_upto, double draft_seconds, int steps) {
-    AdaptiveDepth d(4);
+    OneSequence d(costs, 4);
     int n = 0;
     for (int i = 0; i < steps; ++i) {
-      const int k = d.choose(costs);
+      const int k = d.choose();
       n += k > 0;
       d.record(k, std::min(k, accept_upto), draft_seconds * k);
     }
@@ -220,14 +259,156 @@ TEST(AdaptiveDepth, ProbesBackOffWhileTheChoiceHolds) {
   EXPECT_GE(rejected, 5);
   EXPECT_LE(rejected, 9);
   // All accepted: k = 4 nearly always; the shallower probes are rare.
-  AdaptiveDepth all(4);
+  OneSequence all(cheap, 4);
   int deepest = 0;
   for (int i = 0; i < 1024; ++i) {
-    const int k = all.choose(cheap);
+    const int k = all.choose();
     deepest += k == 4;
     all.record(k, k, 0.01 * k);
   }
   EXPECT_GE(deepest, 1000);
+}
+
+// A fixed acceptance at every position (as many observations as the prior is worth
+// nothing next to).
+AcceptanceEstimate fixed_acceptance(double a, int max_depth = 8) {
+  AcceptanceEstimate e(max_depth);
+  std::mt19937 rng(11);
+  for (int i = 0; i < 4000; ++i) {
+    int accepted = 0;
+    std::bernoulli_distribution ok(a);
+    while (accepted < max_depth && ok(rng)) ++accepted;
+    e.record(max_depth, accepted);
+  }
+  return e;
+}
+
+// A machine whose forward streams the weights (1.0) up to 8 rows and is compute-bound
+// beyond (each further row 0.15): one sequence verifies deep drafts almost free; eight
+// sequences already fill the arithmetic with their plain rows.
+VerifyCostModel bandwidth_then_compute() {
+  VerifyCostModel m(64);
+  for (int r = 1; r <= 64; ++r) measure(m, r, 1.0 + 0.01 * std::min(r, 8) + 0.15 * std::max(0, r - 8));
+  return m;
+}
+
+TEST(DepthPlanner, DraftsDeepForOneClientAndLessOnceTheBatchIsComputeBound) {
+  const VerifyCostModel forward = bandwidth_then_compute();
+  DraftCostModel draft;
+  for (int b = 1; b <= 8; ++b) {  // a draft pass streams the head once: 0.05 whatever b is
+    draft.record(0, b, 0.05), draft.record(0, b, 0.05);
+    draft.record(1, b, 0.05), draft.record(1, b, 0.05);
+  }
+  const AcceptanceEstimate accepted = fixed_acceptance(0.8);
+  const DepthPlanner planner(forward, draft, 0.05);
+  auto plan = [&](int clients) {
+    std::vector<PlanSequence> seqs(size_t(clients), PlanSequence{&accepted, 8});
+    return planner.plan(seqs, 0);
+  };
+  const std::vector<int> one = plan(1);
+  EXPECT_GE(one[0], 4);  // 9 rows cost 1.23 against 1.01: deep drafts pay
+  const std::vector<int> eight = plan(8);
+  int rows = 0;
+  for (int k : eight) rows += k + 1;
+  // Every extra row now costs 0.15 of a decode step: at 0.8 acceptance the first draft
+  // still pays for some sequences (0.8 tokens for 0.15 + its share of a pass), deep ones do not.
+  EXPECT_LE(rows, 8 * 3);
+  // The planner's choice is never slower than plain decoding, and no worse than any
+  // uniform depth.
+  std::vector<PlanSequence> seqs(8, PlanSequence{&accepted, 8});
+  const double chosen = planner.rate(seqs, eight, 0);
+  for (int k = 0; k <= 8; ++k) {
+    std::vector<int> uniform(8, k);
+    EXPECT_GE(chosen, planner.rate(seqs, uniform, 0) * (1 - 1e-12)) << "uniform k " << k;
+  }
+}
+
+TEST(DepthPlanner, PlainDecodingWhenDraftingCannotPay) {
+  VerifyCostModel linear(64);  // compute-bound from the first row
+  for (int r = 1; r <= 32; ++r) measure(linear, r, double(r));
+  DraftCostModel draft;
+  const AcceptanceEstimate accepted = fixed_acceptance(0.6);
+  const DepthPlanner planner(linear, draft, 0.05);
+  std::vector<PlanSequence> seqs(4, PlanSequence{&accepted, 8});
+  EXPECT_EQ(planner.plan(seqs, 0), std::vector<int>(4, 0));
+}
+
+TEST(DepthPlanner, EachSequenceGetsTheDepthItsAcceptancePays) {
+  VerifyCostModel forward(64);  // each row 5 % of a decode step
+  for (int r = 1; r <= 40; ++r) measure(forward, r, 1.0 + 0.05 * r);
+  DraftCostModel draft;
+  const AcceptanceEstimate high = fixed_acceptance(0.95), low = fixed_acceptance(0.05);
+  const DepthPlanner planner(forward, draft, 0.02);
+  std::vector<PlanSequence> seqs = {{&high, 8}, {&low, 8}, {&high, 2}, {&low, 0}};
+  const std::vector<int> depths = planner.plan(seqs, 0);
+  EXPECT_GE(depths[0], 3);  // accepted nearly always: deep
+  EXPECT_EQ(depths[1], 0);  // rejected nearly always: a plain row
+  EXPECT_EQ(depths[2], 2);  // as deep as its own bound allows
+  EXPECT_EQ(depths[3], 0);  // not drafting
+}
+
+TEST(DepthPlanner, NearTheBestOfEveryCombination) {
+  // Exhaustive search over every combination of depths for three sequences on random
+  // cost tables: the planner's choice (uniform depths, then one sequence at a time) is
+  // within 2 % of the best rate.
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int trial = 0; trial < 40; ++trial) {
+    VerifyCostModel forward(32);
+    double cost = 1.0;
+    const double knee = 1 + 10 * unit(rng), before = 0.05 * unit(rng), after = 0.4 * unit(rng);
+    for (int r = 1; r <= 16; ++r) {
+      measure(forward, r, cost);
+      cost += r < knee ? before : after;
+    }
+    DraftCostModel draft;
+    for (int b = 1; b <= 3; ++b) {
+      const double pass = 0.2 * unit(rng) * (1 + 0.3 * (b - 1));
+      draft.record(0, b, pass), draft.record(0, b, pass);
+      draft.record(1, b, pass * 0.7), draft.record(1, b, pass * 0.7);
+    }
+    const AcceptanceEstimate a0 = fixed_acceptance(unit(rng), 4), a1 = fixed_acceptance(unit(rng), 4),
+                             a2 = fixed_acceptance(unit(rng), 4);
+    std::vector<PlanSequence> seqs = {{&a0, 4}, {&a1, 4}, {&a2, 3}};
+    const DepthPlanner planner(forward, draft, 0.05);
+    double best = 0;
+    for (int i = 0; i <= 4; ++i)
+      for (int j = 0; j <= 4; ++j)
+        for (int k = 0; k <= 3; ++k) {
+          std::vector<int> d = {i, j, k};
+          best = std::max(best, planner.rate(seqs, d, 0));
+        }
+    const std::vector<int> chosen = planner.plan(seqs, 0);
+    EXPECT_GE(planner.rate(seqs, chosen, 0), 0.98 * best) << "trial " << trial;
+  }
+}
+
+TEST(DraftCostModel, InterpolatesBetweenBatchSizesAndSeparatesTheFirstPass) {
+  DraftCostModel m;
+  EXPECT_DOUBLE_EQ(m.cost(0, 3, 0.5), 0.5);  // nothing measured: the fallback
+  m.record(0, 1, 9.0);                       // the first sample of a size is dropped
+  m.record(0, 1, 2.0);
+  m.record(0, 4, 3.0);
+  m.record(0, 4, 3.5);
+  EXPECT_DOUBLE_EQ(m.cost(0, 1, 0.5), 2.0);
+  EXPECT_DOUBLE_EQ(m.cost(0, 4, 0.5), 3.5);
+  EXPECT_DOUBLE_EQ(m.cost(0, 2, 0.5), 2.5);                // interpolated
+  EXPECT_DOUBLE_EQ(m.cost(0, 6, 0.5), 3.5 * (1 + 0.2));     // 10 % per extra sequence
+  EXPECT_DOUBLE_EQ(m.cost(1, 2, 0.5), 2.5);  // later passes unmeasured: as the first
+  m.record(1, 2, 1.0);
+  m.record(1, 2, 1.0);
+  EXPECT_DOUBLE_EQ(m.cost(5, 2, 0.25), 1.0);  // later passes apart
+  EXPECT_DOUBLE_EQ(m.cost(0, 2, 0.25), 2.5);
+}
+
+TEST(AcceptanceEstimate, StartsFromThePooledRatesAndLearnsItsOwn) {
+  AcceptanceEstimate pooled = fixed_acceptance(0.9, 4);
+  AcceptanceEstimate mine(4);
+  mine.start_from(pooled);
+  EXPECT_NEAR(mine.acceptance(0), 0.9, 0.1);  // decayed counts: the last ~30 draws
+  for (int i = 0; i < 30; ++i) mine.record(2, 0);  // this request's drafts are all rejected
+  EXPECT_LT(mine.acceptance(0), 0.2);
+  EXPECT_NEAR(mine.expected_tokens(0), 1.0, 1e-12);
 }
 
 }  // namespace

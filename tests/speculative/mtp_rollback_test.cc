@@ -45,6 +45,13 @@ SpeculativeOptions mtp_options() {
   return options;
 }
 
+// One session's drafts through the drafter's batched call.
+void propose(Drafter& drafter, DraftSession& session, int32_t last, int k, Sampler& sampler, DraftProposal& out) {
+  DraftJob job{&session, last, k, &sampler, nullptr, &out};
+  DraftPasses passes;
+  drafter.propose(std::span<const DraftJob>(&job, 1), passes);
+}
+
 // The MiMo checkpoint with its MTP drafter and a greedy sampler for the drafts.
 struct MtpRig {
   std::unique_ptr<Model> model = Model::load(mimo_checkpoint());
@@ -67,7 +74,7 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
   target_rows(*model, *kv_a, prompt, fr);
   a->commit(0, prompt, fr.hidden_post.data());
   DraftProposal pa;
-  a->propose(last, 3, sampler, pa);
+  propose(*drafter, *a, last, 3, sampler, pa);
   ASSERT_EQ(pa.tokens.size(), 3u);
   std::vector<int32_t> verify = {last, pa.tokens[0], pa.tokens[1], pa.tokens[2]};
   target_rows(*model, *kv_a, verify, fr);
@@ -77,7 +84,7 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
   a->commit(base, accepted, fr.hidden_post.data());
   int32_t next = 77;  // the target's correction (any token)
   DraftProposal pa2;
-  a->propose(next, 4, sampler, pa2);
+  propose(*drafter, *a, next, 4, sampler, pa2);
 
   // Session B: the accepted sequence only, fed in one go.
   auto kv_b = model->new_state(256, KvOptions{});
@@ -87,7 +94,7 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
   target_rows(*model, *kv_b, all, fr);
   b->commit(0, all, fr.hidden_post.data());
   DraftProposal pb2;
-  b->propose(next, 4, sampler, pb2);
+  propose(*drafter, *b, next, 4, sampler, pb2);
   EXPECT_EQ(pa2.tokens, pb2.tokens);
 
   // And with sampled drafts the q distributions agree too.
@@ -99,8 +106,8 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
   // Roll both back to the same point and redraft.
   a->rollback(int(all.size()));
   b->rollback(int(all.size()));
-  a->propose(next, 2, sa, pa2);
-  b->propose(next, 2, sb, pb2);
+  propose(*drafter, *a, next, 2, sa, pa2);
+  propose(*drafter, *b, next, 2, sb, pb2);
   ASSERT_EQ(pa2.q.size(), 2u);
   EXPECT_EQ(pa2.tokens, pb2.tokens);
   // The accepted rows' hidden states come from a 4-row pass in A and an 8-row pass in
@@ -136,7 +143,7 @@ TEST(MtpSession, FarBehindCatchesUpOnlyTheLastRows) {
   auto a = drafter->new_session(256, KvOptions{});
   a->commit(0, std::span<const int32_t>(tokens.data(), 6), all_hidden.data());
   DraftProposal pa;
-  a->propose(tokens[6], 2, sampler, pa);
+  propose(*drafter, *a, tokens[6], 2, sampler, pa);
   for (int p = 6; p < 40; ++p)
     a->commit(p, std::span<const int32_t>(tokens.data() + p, 1), all_hidden.data() + size_t(p) * size_t(hidden));
   // Session B: the same prompt and proposal, then only the last kMtpMaxCatchUp rows.
@@ -144,13 +151,13 @@ TEST(MtpSession, FarBehindCatchesUpOnlyTheLastRows) {
   auto b = drafter->new_session(256, KvOptions{});
   b->commit(0, std::span<const int32_t>(tokens.data(), 6), all_hidden.data());
   DraftProposal pb;
-  b->propose(tokens[6], 2, sampler, pb);
+  propose(*drafter, *b, tokens[6], 2, sampler, pb);
   b->commit(6, std::span<const int32_t>(tokens.data() + first, size_t(kMtpMaxCatchUp)),
             all_hidden.data() + size_t(first) * size_t(hidden));
   int32_t next = 77;
   DraftProposal pa2, pb2;
-  a->propose(next, 4, sampler, pa2);
-  b->propose(next, 4, sampler, pb2);
+  propose(*drafter, *a, next, 4, sampler, pa2);
+  propose(*drafter, *b, next, 4, sampler, pb2);
   ASSERT_EQ(pa2.tokens.size(), 4u);
   EXPECT_EQ(pa2.tokens, pb2.tokens);
   EXPECT_EQ(a->kv_bytes(), b->kv_bytes());
@@ -161,15 +168,15 @@ TEST(MtpSession, FarBehindCatchesUpOnlyTheLastRows) {
   target_rows(*model, *kv, step_tokens, fr);
   a->commit(40, accepted, fr.hidden_post.data());
   b->commit(6 + kMtpMaxCatchUp, accepted, fr.hidden_post.data());
-  a->propose(91, 3, sampler, pa2);
-  b->propose(91, 3, sampler, pb2);
+  propose(*drafter, *a, 91, 3, sampler, pa2);
+  propose(*drafter, *b, 91, 3, sampler, pb2);
   EXPECT_EQ(pa2.tokens, pb2.tokens);
   EXPECT_EQ(a->kv_bytes(), b->kv_bytes());
 
   // A rollback below the skipped rows restarts the head; drafting goes on.
   a->rollback(10);
   a->commit(10, std::span<const int32_t>(tokens.data() + 10, 3), all_hidden.data() + size_t(10) * size_t(hidden));
-  a->propose(tokens[13], 2, sampler, pa2);
+  propose(*drafter, *a, tokens[13], 2, sampler, pa2);
   EXPECT_EQ(pa2.tokens.size(), 2u);
 }
 
@@ -189,13 +196,13 @@ TEST(MtpSession, LongAcceptedStepIsCaughtUpWhole) {
   auto a = drafter->new_session(256, KvOptions{});
   a->commit(0, std::span<const int32_t>(tokens.data(), 6), fr.hidden_post.data());
   DraftProposal pa;
-  a->propose(tokens[6], step - 1, sampler, pa);
+  propose(*drafter, *a, tokens[6], step - 1, sampler, pa);
   a->commit(6, std::span<const int32_t>(tokens.data() + 6, size_t(step)), fr.hidden_post.data() + 6 * size_t(hidden));
   auto b = drafter->new_session(256, KvOptions{});
   b->commit(0, tokens, fr.hidden_post.data());
   DraftProposal pa2, pb2;
-  a->propose(77, 3, sampler, pa2);
-  b->propose(77, 3, sampler, pb2);
+  propose(*drafter, *a, 77, 3, sampler, pa2);
+  propose(*drafter, *b, 77, 3, sampler, pb2);
   EXPECT_EQ(pa2.tokens, pb2.tokens);
   EXPECT_EQ(a->kv_bytes(), b->kv_bytes());
 }

@@ -1,5 +1,5 @@
-// speculative/adaptive_depth.cc — the adaptive draft-length policy and the verify cost model.
-#include "speculative/adaptive_depth.h"
+// speculative/cost_model.cc — see cost_model.h.
+#include "speculative/cost_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,12 +7,7 @@
 namespace nextn {
 
 namespace {
-constexpr double kDecay = 0.97;       // per draft at a position: recent behaviour dominates
-constexpr double kPriorAccept = 1.4;  // prior pseudo-counts: 0.7 acceptance, weight 2
-constexpr double kPriorReached = 2.0;
 constexpr double kCostSmoothing = 0.2;
-constexpr int kProbeEvery = 8;
-constexpr int kProbeEveryMax = 128;
 
 // A running cost estimate: the first sample is dropped (the first forward of a size, or
 // the first draft, pays one-time allocations: the hybrid 0.8B's first 4-row verify took
@@ -106,60 +101,34 @@ double VerifyCostModel::cost(int rows) const {
   return ema_[size_t(lo)] + slope * (work(rows) - work(lo));
 }
 
-AdaptiveDepth::AdaptiveDepth(int max_k)
-    : max_k_(std::max(1, max_k)), reached_(size_t(max_k_), 0.0), accepted_(size_t(max_k_), 0.0) {}
-
-double AdaptiveDepth::acceptance(int pos) const {
-  return (accepted_[size_t(pos)] + kPriorAccept) / (reached_[size_t(pos)] + kPriorReached);
+void DraftCostModel::record(int pass, int sequences, double seconds) {
+  if (sequences <= 0) return;
+  const size_t p = pass > 0 ? 1 : 0, b = size_t(sequences);
+  if (ema_[p].size() <= b) ema_[p].resize(b + 1, -1.0), samples_[p].resize(b + 1, 0);
+  smooth_cost(ema_[p][b], samples_[p][b], seconds);
 }
 
-int AdaptiveDepth::choose(const VerifyCostModel& costs) {
-  double draft = draft_cost_ >= 0 ? draft_cost_ : 0.05 * costs.cost(1);
-  double base = costs.cost(1);
-  int best = 0;
-  double best_rate = 1.0 / base;
-  double expected = 1.0, chain = 1.0;
-  for (int k = 1; k <= max_k_; ++k) {
-    chain *= acceptance(k - 1);
-    expected += chain;
-    double rate = expected / (draft * k + costs.cost(k + 1));
-    if (rate > best_rate) {
-      best_rate = rate;
-      best = k;
+double DraftCostModel::cost(int pass, int sequences, double fallback) const {
+  const std::vector<double>& e = ema_[pass > 0 ? 1 : 0];
+  const int top = int(e.size()) - 1;
+  int lo = -1, hi = -1;
+  for (int b = std::min(sequences, top); b >= 1; --b)
+    if (e[size_t(b)] >= 0) {
+      lo = b;
+      break;
     }
-  }
-  // Probes keep the neighbours measured: alternately one deeper (its acceptance) and
-  // one shallower (its verify cost; k = 0 measures the plain decode row).
-  if (best != last_best_) {
-    last_best_ = best;
-    probe_interval_ = kProbeEvery;
-  }
-  if (++since_probe_ < probe_interval_) return best;
-  since_probe_ = 0;
-  // Four times as far while no deeper draft could win even if every draft were accepted
-  // (not at once to the longest: one cost sample inflated by a busy machine could then
-  // hold k = 0 for 128 steps).
-  probe_interval_ = std::min((deeper_could_win(costs, best, best_rate, draft) ? 2 : 4) * probe_interval_, kProbeEveryMax);
-  ++probes_;
-  const bool deeper = best == 0 || (best < max_k_ && probes_ % 2 == 1);
-  return deeper ? best + 1 : best - 1;
-}
-
-bool AdaptiveDepth::deeper_could_win(const VerifyCostModel& costs, int best, double best_rate, double draft) const {
-  for (int k = best + 1; k <= max_k_; ++k)
-    if (double(k + 1) / (draft * k + costs.cost(k + 1)) > best_rate) return true;
-  return false;
-}
-
-void AdaptiveDepth::record(int k, int accepted, double draft_seconds) {
-  // A position's counts decay only when it is reached again: recent drafts there
-  // dominate, and a position left untried (k = 0 for a while) keeps what it measured
-  // instead of drifting back to the prior between probes.
-  for (int i = 0; i < k && i <= accepted && i < max_k_; ++i) {
-    reached_[size_t(i)] = kDecay * reached_[size_t(i)] + 1.0;
-    accepted_[size_t(i)] = kDecay * accepted_[size_t(i)] + (i < accepted ? 1.0 : 0.0);
-  }
-  if (k > 0) smooth_cost(draft_cost_, draft_samples_, draft_seconds / k);
+  for (int b = sequences; b <= top; ++b)
+    if (e[size_t(b)] >= 0) {
+      hi = b;
+      break;
+    }
+  if (lo == sequences) return e[size_t(lo)];
+  // Later passes not measured yet: as the first (which also catches up: pessimistic).
+  if (lo < 0 && hi < 0) return pass > 0 ? cost(0, sequences, fallback) : fallback;
+  if (lo < 0) return e[size_t(hi)];
+  if (hi < 0) return e[size_t(lo)] * (1.0 + 0.1 * double(sequences - lo));
+  const double t = double(sequences - lo) / double(hi - lo);
+  return e[size_t(lo)] + t * (e[size_t(hi)] - e[size_t(lo)]);
 }
 
 }  // namespace nextn

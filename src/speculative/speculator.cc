@@ -1,0 +1,310 @@
+// speculative/speculator.cc — see speculator.h.
+#include "speculative/speculator.h"
+
+#include <algorithm>
+
+#include "model/routed_mlp.h"
+#include "util/log.h"
+#include "util/timer.h"
+
+namespace nextn {
+
+namespace {
+
+// Structured output: the drafts the constraint allows, in order, up to the first one it
+// forbids (n-gram drafts are not chosen under the constraint; MTP and draft-model drafts
+// are, through choose_draft()). The constraint returns to `depth`, its state before the
+// drafts: only verification's accepted tokens move it for good.
+void keep_allowed_drafts(Constraint& c, int depth, DraftProposal& proposal) {
+  c.rollback(c.depth() - depth);
+  size_t n = 0;
+  while (n < proposal.tokens.size() && c.allows(proposal.tokens[n])) c.accept(proposal.tokens[n++]);
+  c.rollback(int(n));
+  proposal.tokens.resize(n);
+  if (!proposal.q.empty()) proposal.q.resize(n);
+}
+
+// What one target forward cost.
+struct ForwardCost {
+  double seconds = 0;
+  double distinct_experts = -1.0;  // per routed layer (Mixture of Experts), < 0: none
+};
+
+// Runs the forward and measures it; the verify cost of a Mixture-of-Experts model
+// follows the distinct experts it ran.
+ForwardCost timed_forward(Model& model, std::span<SequenceRows> rows, ForwardResult& result) {
+  const RoutedCounters& routed = routed_counters();
+  const uint64_t forwards0 = routed.forwards.load(), experts0 = routed.distinct_experts.load();
+  Stopwatch sw;
+  model.forward(rows, result);
+  ForwardCost c;
+  c.seconds = sw.seconds();
+  const uint64_t forwards = routed.forwards.load() - forwards0;
+  if (forwards) c.distinct_experts = double(routed.distinct_experts.load() - experts0) / double(forwards);
+  return c;
+}
+
+// Start-up measurement of the forward costs stops after this long (a large model then
+// measures only its smaller row counts; the rest is learnt from its steps).
+constexpr double kCalibrationSeconds = 2.0;
+
+}  // namespace
+
+struct Speculator::Impl {
+  Model& target;
+  VerifyCostModel forward_costs{kMaxRowsPerStep};
+  DraftCostModel draft_costs;
+  AcceptanceEstimate pooled{kMaxDraftsPerStep};  // every request's acceptance: new requests start from it
+  VerifyRules rules;
+
+  // One step's working set.
+  std::vector<PlanSequence> plan;
+  std::vector<size_t> plan_index;  // batch index of each plan entry
+  std::vector<DraftProposal> proposals;
+  std::vector<DraftJob> jobs;
+  std::vector<size_t> job_index;
+  std::vector<int> constraint_depth;
+  std::vector<DraftedRows> drafted;  // per batch entry
+  std::vector<SequenceRows> rows;
+  DraftPasses passes;
+  ForwardResult result;
+
+  explicit Impl(Model& model) : target(model) {}
+};
+
+Speculator::Speculator(Model& target, const SpeculativeOptions& options, int max_sequences)
+    : options_(options), impl_(std::make_unique<Impl>(target)) {
+  if (options_.num_draft_tokens > 0) drafter_ = make_drafter(target, options_);
+  if (!drafter_) options_.adaptive = false;
+  for (const LayerSpec& l : target.config().layers)
+    if (l.mlp.routed()) impl_->forward_costs.set_routing(l.mlp.experts, l.mlp.top_k);
+  impl_->rules.synthetic_accept = options_.synthetic_accept;
+  impl_->rules.on_reject = options_.rejection_rule;
+  if (options_.adaptive) calibrate(max_sequences * (options_.num_draft_tokens + 1), kCalibrationSeconds);
+}
+
+Speculator::~Speculator() = default;
+
+void Speculator::start(SequenceSpeculation& spec, int request_depth, int max_tokens, const KvOptions& kv) {
+  spec.limit = 0;
+  spec.counters = {};
+  spec.depths.clear();
+  spec.draft_seconds = 0;
+  if (!drafter_ || request_depth == 0) return;
+  spec.limit = request_depth > 0 ? std::min(request_depth, kMaxDraftsPerStep) : options_.num_draft_tokens;
+  if (!spec.session) {
+    spec.session = drafter_->new_session(max_tokens, kv);
+    spec.session_len = 0;
+  }
+  spec.acceptance.start_from(impl_->pooled);
+}
+
+int Speculator::reusable_prefix(const SequenceSpeculation& spec, int n) const {
+  return spec.limit > 0 ? std::min(n, spec.session_len) : n;
+}
+
+void Speculator::return_to(SequenceSpeculation& spec, int n) {
+  if (!spec.session) return;
+  spec.session_len = std::min(n, spec.session_len);
+  spec.session->rollback(spec.session_len);
+}
+
+void Speculator::reset(SequenceSpeculation& spec) {
+  spec.session.reset();
+  spec.session_len = 0;
+}
+
+StepReport Speculator::step(std::span<StepSequence> batch) {
+  Impl& s = *impl_;
+  StepReport report;
+  Stopwatch step_watch;
+  const int vocab = s.target.config().vocab_size;
+  const bool hidden_wanted = drafter_ && drafter_->needs_hidden();
+
+  // 1. Plan: a depth per decoding sequence.
+  int extra_rows = 0;
+  s.plan.clear();
+  s.plan_index.clear();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    StepSequence& q = batch[i];
+    q.drafts = 0;
+    if (!q.decoding()) {
+      extra_rows += int(q.prefill.size());
+      continue;
+    }
+    const int max_depth = q.spec && q.spec->limit > 0 ? std::max(0, std::min(q.spec->limit, q.room)) : 0;
+    s.plan.push_back(PlanSequence{q.spec ? &q.spec->acceptance : &s.pooled, max_depth});
+    s.plan_index.push_back(i);
+  }
+  std::vector<int> depths(s.plan.size(), 0);
+  if (options_.adaptive && !s.plan.empty()) {
+    const DepthPlanner planner(s.forward_costs, s.draft_costs, 0.05 * s.forward_costs.cost(1));
+    depths = planner.plan(s.plan, extra_rows);
+    // Probes move single sequences to a neighbouring depth now and then.
+    const std::vector<int> chosen = depths;
+    for (size_t p = 0; p < s.plan.size(); ++p)
+      if (s.plan[p].max_depth > 0)
+        depths[p] = batch[s.plan_index[p]].spec->acceptance.probe(
+            chosen[p], s.plan[p].max_depth, planner.deeper_could_win(s.plan, chosen, p, extra_rows));
+  } else {
+    for (size_t p = 0; p < s.plan.size(); ++p) depths[p] = s.plan[p].max_depth;
+  }
+
+  // 2. Draft for every sequence together.
+  s.drafted.resize(batch.size());
+  s.proposals.resize(s.plan.size());
+  s.jobs.clear();
+  s.job_index.clear();
+  s.constraint_depth.clear();
+  for (size_t p = 0; p < s.plan.size(); ++p) {
+    StepSequence& q = batch[s.plan_index[p]];
+    s.proposals[p].clear();
+    if (depths[p] <= 0) continue;
+    Constraint* c = q.sampler->constraint();
+    s.constraint_depth.push_back(c ? c->depth() : 0);
+    s.jobs.push_back(DraftJob{q.spec->session.get(), q.last, depths[p], q.sampler, q.state, &s.proposals[p]});
+    s.job_index.push_back(p);
+  }
+  s.passes.clear();
+  double drafting = 0;
+  if (!s.jobs.empty()) {
+    Stopwatch sw;
+    drafter_->propose(s.jobs, s.passes);
+    drafting = sw.seconds();
+    for (size_t j = 0; j < s.jobs.size(); ++j)
+      if (Constraint* c = s.jobs[j].sampler->constraint())
+        keep_allowed_drafts(*c, s.constraint_depth[j], *s.jobs[j].out);
+    for (size_t d = 0; d < s.passes.sequences.size(); ++d)
+      s.draft_costs.record(int(d), s.passes.sequences[d], s.passes.seconds[d]);
+  }
+  for (size_t p = 0; p < s.plan.size(); ++p) {
+    StepSequence& q = batch[s.plan_index[p]];
+    DraftedRows& d = s.drafted[s.plan_index[p]];
+    d.rows.assign(1, q.last);
+    d.rows.insert(d.rows.end(), s.proposals[p].tokens.begin(), s.proposals[p].tokens.end());
+    d.q.swap(s.proposals[p].q);
+    d.draft_seconds = depths[p] > 0 ? drafting / double(s.jobs.size()) : 0.0;
+  }
+
+  // 3. One target forward over every sequence's rows.
+  s.rows.clear();
+  int total_rows = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    StepSequence& q = batch[i];
+    SequenceRows r;
+    r.state = q.state;
+    const bool hidden = hidden_wanted && q.spec && q.spec->limit > 0;
+    if (!q.decoding()) {
+      r.tokens = q.prefill;
+      if (q.last_chunk) r.logit_rows.push_back(int(q.prefill.size()) - 1);
+    } else {
+      r.tokens = s.drafted[i].rows;
+      for (int j = 0; j < int(r.tokens.size()); ++j) r.logit_rows.push_back(j);
+      r.snapshots = r.tokens.size() > 1;  // verify rows: the state must be able to return to any of them
+    }
+    if (hidden)
+      for (int j = 0; j < int(r.tokens.size()); ++j) r.hidden_rows.push_back(j);
+    total_rows += int(r.tokens.size());
+    s.rows.push_back(std::move(r));
+  }
+  const ForwardCost forward = timed_forward(s.target, s.rows, s.result);
+
+  // 4. Per sequence: verify, return the state, commit the drafter, count.
+  const size_t H = size_t(s.target.config().hidden_size);
+  size_t logit_row = 0, hidden_row = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    StepSequence& q = batch[i];
+    const SequenceRows& r = s.rows[i];
+    const float* logits = s.result.logits.data() + logit_row * size_t(vocab);
+    const float* hidden = r.hidden_rows.empty() ? nullptr : s.result.hidden_post.data() + hidden_row * H;
+    logit_row += r.logit_rows.size();
+    hidden_row += r.hidden_rows.size();
+    SequenceSpeculation* spec = q.spec;
+    const bool drafts = spec && spec->limit > 0 && spec->session;
+    if (!q.decoding()) {
+      const int start = q.state->length() - int(q.prefill.size());
+      if (drafts) {
+        spec->session->commit(start, q.prefill, hidden);
+        spec->session_len = start + int(q.prefill.size());
+      }
+      q.logits = q.last_chunk ? logits : nullptr;
+      continue;
+    }
+    const DraftedRows& d = s.drafted[i];
+    const int k = d.num_drafts();
+    const int base = q.state->length() - int(d.rows.size());
+    q.tokens = verify_rows(d, logits, vocab, *q.sampler, s.rules);
+    q.drafts = k;
+    q.logits = logits;
+    // Keep [last, d1..da]; drop the rejected rows.
+    std::span<const int32_t> kept(d.rows.data(), size_t(q.tokens.accepted + 1));
+    q.state->return_to(base + int(kept.size()));
+    if (drafts) {
+      spec->session->commit(base, kept, hidden);
+      spec->session_len = base + int(kept.size());
+    }
+    if (k > 0) {
+      report.counters.record(k, q.tokens.accepted);
+      if (spec) spec->counters.record(k, q.tokens.accepted);
+    }
+    if (spec && spec->limit > 0) {
+      if (k > 0) {
+        spec->acceptance.record(k, q.tokens.accepted);
+        s.pooled.record(k, q.tokens.accepted);
+      }
+      spec->draft_seconds += d.draft_seconds;
+      if (spec->depths.size() <= size_t(k)) spec->depths.resize(size_t(k) + 1, 0);
+      spec->depths[size_t(k)] += 1;
+      if (report.depths.size() <= size_t(k)) report.depths.resize(size_t(k) + 1, 0);
+      report.depths[size_t(k)] += 1;
+    }
+  }
+  // 5. What the step cost, less drafting (measured apart, per pass): the forward and the
+  // verification, sampling and commits around it, a large share of a step on small models.
+  if (extra_rows == 0)
+    s.forward_costs.record(total_rows, step_watch.seconds() - drafting, forward.distinct_experts);
+  return report;
+}
+
+void Speculator::calibrate(int max_rows, double budget_seconds) {
+  Impl& s = *impl_;
+  max_rows = std::max(1, max_rows);
+  const int vocab = s.target.config().vocab_size;
+  std::unique_ptr<SequenceState> state = s.target.new_state(max_rows + 1, KvOptions{});
+  std::vector<int32_t> tokens(static_cast<size_t>(max_rows));
+  for (int i = 0; i < max_rows; ++i) tokens[size_t(i)] = int32_t((i * 7919 + 11) % vocab);
+  // Rows 1..8, then growing by a quarter, and the largest: the step sizes a batch meets.
+  std::vector<int> sizes;
+  for (int r = 1; r <= max_rows; r = r < 8 ? r + 1 : std::max(r + 1, r * 5 / 4)) sizes.push_back(r);
+  if (sizes.back() != max_rows) sizes.push_back(max_rows);
+  const bool hidden = drafter_ && drafter_->needs_hidden();
+  auto run = [&](int r) {
+    SequenceRows rows;
+    rows.state = state.get();
+    rows.tokens = std::span<const int32_t>(tokens.data(), size_t(r));
+    for (int j = 0; j < r; ++j) rows.logit_rows.push_back(j);
+    if (hidden) rows.hidden_rows = rows.logit_rows;
+    rows.snapshots = r > 1;
+    const ForwardCost c = timed_forward(s.target, std::span<SequenceRows>(&rows, 1), s.result);
+    if (state->can_return_to(0)) state->return_to(0);
+    else state = s.target.new_state(max_rows + 1, KvOptions{});  // a sliding ring moved on
+    return c;
+  };
+  Stopwatch sw;
+  run(max_rows);  // one-time allocations at the largest size
+  int largest = 0;
+  // Three forwards a size (the cost model drops the first of each); sizes in turns so a
+  // busy moment does not fall on one size alone.
+  for (int round = 0; round < 3 && sw.seconds() < budget_seconds; ++round)
+    for (int r : sizes) {
+      if (sw.seconds() > budget_seconds) break;
+      const ForwardCost c = run(r);
+      s.forward_costs.record(r, c.seconds, c.distinct_experts);
+      if (round > 0) largest = std::max(largest, r);
+    }
+  log_info("speculation: measured the target forward over 1..{} rows in {:.0f} ms (the rest extrapolated, then "
+           "measured as steps run)",
+           largest, sw.seconds() * 1e3);
+}
+
+}  // namespace nextn
