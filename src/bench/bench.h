@@ -1,7 +1,8 @@
 // bench/bench.h — `nextn bench`: the end-to-end benchmark of served configurations.
 // Per configuration it boots the regular `nextn serve` binary (or uses --url),
 // waits for /health, warms up, sends one streaming request per prompt kind and
-// context length, samples the server's RSS from /proc, and reports TTFT,
+// context length (or C at once: --concurrency, aggregate and per-client tok/s),
+// samples the server's RSS from /proc, and reports TTFT,
 // generation TPS from real token counts, prefill speed, memory, KV bytes and
 // speculative acceptance as a console table, markdown, JSON and an SVG chart.
 #pragma once
@@ -27,6 +28,7 @@ struct BenchOptions {
   std::vector<std::string> prompts = {"prose", "code", "apple"};
   double temperature = 0.0;
   int repeat = 1;
+  int concurrency = 1;  // clients sending at once (the servers get --parallel C)
   int port = 5430;
   int threads = 0;
   std::vector<std::string> server_flags;  // appended to every configuration

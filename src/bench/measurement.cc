@@ -32,6 +32,7 @@ void fill_from_stream(Measurement& m, const StreamResult& r) {
   int tokens = m.completion_tokens > 0 ? m.completion_tokens : m.content_chunks;
   double gen_time = m.total_s - m.ttft_s;
   m.tps = tokens > 1 && gen_time > 0 ? (tokens - 1) / gen_time : 0;
+  m.aggregate_tps = m.total_s > 0 ? m.completion_tokens / m.total_s : 0;
   const auto& t = r.timings;
   if (t.is_object()) {
     m.cache_tokens = static_cast<int>(json_number(t, "cache_n"));
@@ -64,6 +65,37 @@ void fill_from_stream(Measurement& m, const StreamResult& r) {
   if (m.prefill_tps == 0 && m.ttft_s > 0) m.prefill_tps = (m.prompt_tokens - m.cache_tokens) / m.ttft_s;
 }
 
+Measurement merge_clients(const std::vector<Measurement>& parts, double wall_s) {
+  Measurement m = parts.at(0);
+  m.clients = int(parts.size());
+  double tps = 0, ttft = 0, prefill = 0;
+  int tokens = 0, drafted = 0, accepted = 0, steps = 0;
+  std::vector<double> per_pos;
+  for (const Measurement& p : parts) {
+    tps += p.tps;
+    ttft += p.ttft_s;
+    prefill += p.prefill_tps;
+    tokens += p.completion_tokens;
+    drafted += p.draft_n;
+    accepted += p.draft_accepted;
+    steps += p.draft_steps;
+    per_pos.resize(std::max(per_pos.size(), p.accept_per_pos.size()), 0.0);
+    for (size_t k = 0; k < p.accept_per_pos.size(); ++k) per_pos[k] += p.accept_per_pos[k] / double(parts.size());
+  }
+  const double n = double(parts.size());
+  m.tps = tps / n;
+  m.ttft_s = ttft / n;
+  m.prefill_tps = prefill / n;
+  m.total_s = wall_s;
+  m.completion_tokens = tokens;
+  m.aggregate_tps = wall_s > 0 ? tokens / wall_s : 0;
+  m.draft_n = drafted;
+  m.draft_accepted = accepted;
+  m.draft_steps = steps;
+  m.accept_per_pos = per_pos;
+  return m;
+}
+
 nlohmann::json Measurement::to_json() const {
   return {{"config", config_key},
           {"config_name", config_name},
@@ -75,6 +107,8 @@ nlohmann::json Measurement::to_json() const {
           {"ttft_s", ttft_s},
           {"total_s", total_s},
           {"tps", tps},
+          {"clients", clients},
+          {"aggregate_tps", aggregate_tps},
           {"tps_from_server_timings", tps_from_server},
           {"prefill_tps", prefill_tps},
           {"prompt_tokens", prompt_tokens},
@@ -99,6 +133,8 @@ nlohmann::json Summary::to_json() const {
   return {{"config", config_key},   {"config_name", config_name}, {"prompt", prompt},
           {"context", context},     {"status", status},           {"runs", runs},
           {"tps_median", tps_median}, {"tps_min", tps_min},       {"tps_max", tps_max},
+          {"clients", clients},     {"aggregate_tps_median", aggregate_tps_median},
+          {"aggregate_tps_min", aggregate_tps_min}, {"aggregate_tps_max", aggregate_tps_max},
           {"ttft_median_s", ttft_median}, {"prefill_tps_median", prefill_tps_median},
           {"rss_mb", rss_mb},       {"peak_rss_mb", peak_rss_mb}, {"kv_bytes", kv_bytes},
           {"accept_rate", accept_rate}, {"mean_accepted_length", mean_len},
@@ -123,7 +159,7 @@ std::vector<Summary> summarize(const std::vector<Measurement>& measurements) {
     s.prompt = runs[0]->prompt;
     s.context = runs[0]->context;
     s.status = "ok";
-    std::vector<double> tps, ttft, prefill;
+    std::vector<double> tps, ttft, prefill, aggregate;
     int draft_n = 0, accepted = 0, steps = 0;
     std::vector<double> per_pos_sum;
     int per_pos_runs = 0;
@@ -134,6 +170,8 @@ std::vector<Summary> summarize(const std::vector<Measurement>& measurements) {
       }
       ++s.runs;
       tps.push_back(m->tps);
+      aggregate.push_back(m->aggregate_tps);
+      s.clients = m->clients;
       ttft.push_back(m->ttft_s);
       prefill.push_back(m->prefill_tps);
       s.rss_mb = std::max(s.rss_mb, m->rss_mb);
@@ -153,6 +191,9 @@ std::vector<Summary> summarize(const std::vector<Measurement>& measurements) {
       s.tps_median = median(tps);
       s.tps_min = *std::min_element(tps.begin(), tps.end());
       s.tps_max = *std::max_element(tps.begin(), tps.end());
+      s.aggregate_tps_median = median(aggregate);
+      s.aggregate_tps_min = *std::min_element(aggregate.begin(), aggregate.end());
+      s.aggregate_tps_max = *std::max_element(aggregate.begin(), aggregate.end());
       s.ttft_median = median(ttft);
       s.prefill_tps_median = median(prefill);
     }

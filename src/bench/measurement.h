@@ -16,7 +16,9 @@ struct Measurement {
   std::string status = "ok";  // ok | FAIL | OOM
   std::string error;
   double ttft_s = 0, total_s = 0;
-  double tps = 0;          // (completion_tokens - 1) / (total - ttft)
+  double tps = 0;          // (completion_tokens - 1) / (total - ttft); several clients: their mean
+  int clients = 1;         // requests sent at once (--concurrency)
+  double aggregate_tps = 0;  // every client's completion tokens / (first send → last [DONE])
   bool tps_from_server = false;  // content came in one burst: the server's predicted_per_second
   double prefill_tps = 0;  // prompt tokens / TTFT (server prompt_per_second when given)
   int prompt_tokens = 0, completion_tokens = 0, content_chunks = 0, cache_tokens = 0;
@@ -37,6 +39,9 @@ struct Measurement {
 
 // Fills the token/timing fields of `m` from a finished stream and its `timings`.
 void fill_from_stream(Measurement& m, const StreamResult& r);
+// One measurement of `parts.size()` clients sent at once that took `wall_s` from the
+// first send to the last [DONE]: per-client figures averaged, tokens and drafts summed.
+Measurement merge_clients(const std::vector<Measurement>& parts, double wall_s);
 
 struct Summary {
   std::string config_key, config_name, prompt;
@@ -44,6 +49,8 @@ struct Summary {
   std::string status;  // ok, or the first failure's status
   int runs = 0;
   double tps_median = 0, tps_min = 0, tps_max = 0;
+  int clients = 1;
+  double aggregate_tps_median = 0, aggregate_tps_min = 0, aggregate_tps_max = 0;
   double ttft_median = 0, prefill_tps_median = 0;
   double rss_mb = 0, peak_rss_mb = 0, kv_bytes = 0;
   double accept_rate = -1, mean_len = -1;

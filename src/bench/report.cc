@@ -68,6 +68,9 @@ std::string format_console_table(const Report& r) {
       out += fmt::format("  {:<10} | {:<32} | {:>10} | {:>6} | {:>8} | {:>9} | {:>7} | {:>8}\n", s.context,
                          s.config_name, fmt::format("{:.1f} tok/s", s.tps_median), fmt::format("{:.2f}s", s.ttft_median),
                          gb(s.rss_mb), gb(s.peak_rss_mb), percent_or_na(s.accept_rate), len_or_na(s.mean_len));
+      if (s.clients > 1)
+        out += fmt::format("  {:<10} | {:<32} | {:>10} |  (all {} clients together; TPS above is per client)\n", "",
+                           "", fmt::format("{:.1f} tok/s", s.aggregate_tps_median), s.clients);
     }
     out += rule(80, "─") + "\n";
   }
@@ -84,17 +87,19 @@ std::string format_markdown(const Report& r) {
   out += "- Command: `" + r.command + "`\n\n";
   for (const auto& kind : prompt_kinds(r)) {
     out += "#### Prompt: " + kind + "\n\n";
-    out += "| Configuration | Context | TPS (median) | TPS min–max | TTFT | Prefill tok/s | RSS | Peak RSS | KV bytes | "
-           "Accept | Mean len | Accept per position |\n";
-    out += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+    out += "| Configuration | Context | Clients | TPS (median) | TPS min–max | Aggregate tok/s (median, min–max) | TTFT | "
+           "Prefill tok/s | RSS | Peak RSS | KV bytes | Accept | Mean len | Accept per position |\n";
+    out += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
     for (const auto& s : r.summaries) {
       if (s.prompt != kind) continue;
       if (s.status != "ok") {
-        out += fmt::format("| {} | {} | {} | | | | | | | | | |\n", s.config_name, s.context, s.status);
+        out += fmt::format("| {} | {} | {} | {} | | | | | | | | | | |\n", s.config_name, s.context, s.clients, s.status);
         continue;
       }
-      out += fmt::format("| {} | {} | {:.1f} tok/s | {:.1f}–{:.1f} | {:.2f}s | {:.0f} | {} | {} | {} | {} | {} | {} |\n",
-                         s.config_name, s.context, s.tps_median, s.tps_min, s.tps_max, s.ttft_median,
+      out += fmt::format("| {} | {} | {} | {:.1f} tok/s | {:.1f}–{:.1f} | {:.1f} ({:.1f}–{:.1f}) | {:.2f}s | {:.0f} | {} | "
+                         "{} | {} | {} | {} | {} |\n",
+                         s.config_name, s.context, s.clients, s.tps_median, s.tps_min, s.tps_max,
+                         s.aggregate_tps_median, s.aggregate_tps_min, s.aggregate_tps_max, s.ttft_median,
                          s.prefill_tps_median, gb(s.rss_mb), gb(s.peak_rss_mb),
                          s.kv_bytes > 0 ? fmt::format("{:.1f} MB", s.kv_bytes / 1e6) : "N/A",
                          percent_or_na(s.accept_rate), len_or_na(s.mean_len), per_pos(s.accept_per_pos));
@@ -102,7 +107,8 @@ std::string format_markdown(const Report& r) {
     out += "\n";
   }
   out += "> **TPS**: generated tokens after the first (from `usage.completion_tokens`) over the time after the first "
-         "content chunk. **TTFT**: request sent → first content chunk. **RSS / Peak RSS**: server process, sampled "
+         "content chunk, per client (several clients: their mean). **Aggregate tok/s**: every client's generated tokens "
+         "over the time from the first request sent to the last one finished. **TTFT**: request sent → first content chunk. **RSS / Peak RSS**: server process, sampled "
          "every 0.5 s from /proc (VmRSS, VmHWM). **Accept**: accepted / drafted tokens; **Mean len**: 1 + accepted "
          "per speculative step (tokens per target forward).\n";
   return out;

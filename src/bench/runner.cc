@@ -3,9 +3,11 @@
 // the server by PID; failures are recorded as FAIL/OOM rows, never dropped.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include "bench/bench.h"
 #include "bench/client.h"
@@ -74,6 +76,7 @@ int run_bench(const BenchOptions& o) {
       std::vector<std::string> args = {"--model", o.model_dir, "--ctx-size", std::to_string(ctx_size),
                                        "--max-tokens", std::to_string(std::max(o.max_tokens, 64))};
       if (o.threads > 0) args.insert(args.end(), {"--threads", std::to_string(o.threads)});
+      if (o.concurrency > 1) args.insert(args.end(), {"--parallel", std::to_string(o.concurrency)});
       args.insert(args.end(), o.server_flags.begin(), o.server_flags.end());
       args.insert(args.end(), config.flags.begin(), config.flags.end());
       server = std::make_unique<ServerProcess>(binary, o.port, args, o.server_log);
@@ -110,9 +113,14 @@ int run_bench(const BenchOptions& o) {
           }
           std::fprintf(stderr, "  >> %s context=%d tokens (generating %d tokens)%s...\n", prompt.c_str(), context,
                        o.max_tokens, o.repeat > 1 ? fmt::format(" run {}/{}", run + 1, o.repeat).c_str() : "");
-          nlohmann::json messages;
+          // One client, or C sending at once, each with its own first line (no shared prefix).
+          const int clients = std::max(1, o.concurrency);
+          std::vector<nlohmann::json> messages(static_cast<size_t>(clients));
           try {
-            messages = make_prompt_messages(prompt, context, [&](const std::string& t) { return client.count_tokens(t); });
+            for (auto& msg : messages) {
+              msg = make_prompt_messages(prompt, context, [&](const std::string& t) { return client.count_tokens(t); });
+              add_nonce(msg, fmt::format("request {}", ++request_counter));
+            }
           } catch (const Error& e) {
             m.status = "FAIL";
             m.error = e.what();
@@ -120,12 +128,21 @@ int run_bench(const BenchOptions& o) {
             std::fprintf(stderr, "     FAIL: %s\n", e.what());
             continue;
           }
-          add_nonce(messages, fmt::format("request {}", ++request_counter));
-          StreamResult r;
+          std::vector<StreamResult> streams(static_cast<size_t>(clients));
+          double wall_s = 0;
           {
             std::unique_ptr<MemorySampler> sampler;
             if (pid > 0) sampler = std::make_unique<MemorySampler>(pid);
-            r = client.stream_chat(messages, o.max_tokens, o.temperature, o.request_timeout_s, prompt_request_fields(prompt));
+            const auto start = std::chrono::steady_clock::now();
+            std::vector<std::thread> senders;
+            for (int c = 0; c < clients; ++c)
+              senders.emplace_back([&, c] {
+                Client own(base_url);  // one connection per client
+                streams[size_t(c)] = own.stream_chat(messages[size_t(c)], o.max_tokens, o.temperature,
+                                                     o.request_timeout_s, prompt_request_fields(prompt));
+              });
+            for (auto& t : senders) t.join();
+            wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             if (sampler) {
               MemorySample peak = sampler->peak();
               m.peak_rss_mb = std::max(peak.rss_mb, peak.peak_rss_mb);
@@ -133,7 +150,11 @@ int run_bench(const BenchOptions& o) {
               if (m.rss_mb == 0) m.rss_mb = sampler->last().rss_mb;
             }
           }
-          if (!r.ok) {
+          const StreamResult* failed = nullptr;
+          for (const auto& r : streams)
+            if (!r.ok && !failed) failed = &r;
+          if (failed) {
+            const StreamResult& r = *failed;
             bool died = server && !server->alive();
             m.status = died && server->killed_by_sigkill() ? "OOM" : "FAIL";
             m.error = died ? "server " + server->exit_description() + "; " + r.error : r.error;
@@ -141,7 +162,17 @@ int run_bench(const BenchOptions& o) {
             report.measurements.push_back(m);
             continue;
           }
-          fill_from_stream(m, r);
+          if (clients > 1) {
+            std::vector<Measurement> parts(size_t(clients), m);
+            for (int c = 0; c < clients; ++c) fill_from_stream(parts[size_t(c)], streams[size_t(c)]);
+            const double rss = m.rss_mb, peak = m.peak_rss_mb;
+            m = merge_clients(parts, wall_s);
+            m.rss_mb = rss;
+            m.peak_rss_mb = peak;
+          }
+          const StreamResult& r = streams[0];
+          if (clients == 1) fill_from_stream(m, r);
+
           if (m.kv_bytes == 0) {
             if (auto health = client.get_json("/health"); health && health->contains("kv_cache")) {
               const auto& kv = (*health)["kv_cache"];
@@ -156,9 +187,11 @@ int run_bench(const BenchOptions& o) {
               }
             }
           }
-          std::fprintf(stderr, "     TTFT=%.2fs  TPS=%.1f  prefill=%.0f tok/s  prompt=%d  tokens=%d  RSS=%.2fGB  "
+          std::fprintf(stderr, "     TTFT=%.2fs  TPS=%.1f%s  prefill=%.0f tok/s  prompt=%d  tokens=%d  RSS=%.2fGB  "
                                "Peak=%.2fGB%s\n",
-                       m.ttft_s, m.tps, m.prefill_tps, m.prompt_tokens, m.completion_tokens, m.rss_mb / 1024,
+                       m.ttft_s, m.tps,
+                       clients > 1 ? fmt::format(" per client, {:.1f} for all {}", m.aggregate_tps, clients).c_str() : "",
+                       m.prefill_tps, m.prompt_tokens, m.completion_tokens, m.rss_mb / 1024,
                        m.peak_rss_mb / 1024,
                        m.draft_n > 0 ? fmt::format("  accept={:.1f}% mean-len={:.2f}", 100 * m.accept_rate(),
                                                    m.mean_accepted_length()).c_str()

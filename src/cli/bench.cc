@@ -60,6 +60,11 @@ Command add_bench_command(CLI::App& root) {
   app->add_option("--prompts", f->prompts, "Prompt kinds: apple, prose, code, chat, json, json-schema (the json request under a JSON Schema), or a text file")->capture_default_str();
   app->add_option("--temperature", f->o.temperature, "Sampling temperature")->capture_default_str();
   app->add_option("--repeat", f->o.repeat, "Runs per measurement (median, min, max)")->capture_default_str();
+  app->add_option("--concurrency", f->o.concurrency,
+                  "Clients sending at once per measurement (servers started with --parallel C); reports "
+                  "per-client and aggregate tok/s")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   app->add_option("--port", f->o.port, "Port of the servers the benchmark starts")->capture_default_str();
   app->add_option("-t,--threads", f->o.threads, "--threads for the servers");
   app->add_option("--server-args", f->server_args, "Extra flags for every server, e.g. \"--prefill-size 256\"");
