@@ -4,7 +4,8 @@
 //   (or --chat TEXT: one user turn through the model's chat template)
 // Prints the generated text as it is produced (ids with --prompt-tokens or --ids),
 // then the timing line `prompt: N tokens, X tok/s | decode: M tokens, Y tok/s |
-// draft acceptance a/t (x%)` and, when drafting, the acceptance per draft position.
+// draft acceptance a/t (x%)` and, when drafting, the acceptance per draft position and the
+// depths chosen; --compare-plain adds the speed of the same request decoded without drafting.
 #include <cstdio>
 #include <condition_variable>
 #include <mutex>
@@ -44,6 +45,7 @@ struct GenerateFlags {
   bool quiet = false;
   bool verbose = false;
   int repeat = 1;
+  bool compare_plain = false;  // also decode the same request without drafting, alternating
   std::string json_schema_file, grammar_file;  // structured output
 };
 
@@ -127,7 +129,9 @@ int run_generate(GenerateFlags& f) {
   }
   bool first = true;
   bool echo = true;  // only the first of --repeat runs prints its tokens
+  std::vector<int32_t> run_tokens;  // this run's tokens (--compare-plain checks they agree)
   req.on_token = [&](const TokenEvent& ev) {
+    run_tokens.push_back(ev.token);
     if (!echo) return true;
     if (print_ids) {
       std::printf(first ? "%d" : " %d", ev.token);
@@ -154,25 +158,41 @@ int run_generate(GenerateFlags& f) {
     cv.notify_all();
   };
   // --repeat R: the same request R times on the warm engine; the timing line
-  // reports the run with the fastest decode (benchmarking on a noisy machine).
-  Timings best;
-  double best_tps = -1.0;
-  for (int run = 0; run < std::max(1, f.repeat); ++run) {
+  // reports the run with the fastest decode (benchmarking on a noisy machine). With
+  // --compare-plain every run is followed by the same request without drafting.
+  auto run_once = [&](bool speculative) {
     {
       std::lock_guard lock(mu);
       done = false;
     }
+    run_tokens.clear();
+    req.speculative = speculative;
     if (compiled)  // a fresh constraint per run: it follows one sequence
       req.constraint = std::make_shared<grammar::GrammarConstraint>(compiled, req.stop_tokens);
     engine.submit(req);
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return done; });
+    return timings.predicted_ms > 0 ? std::max(0, timings.predicted_n - 1) / timings.predicted_ms * 1e3 : 0.0;
+  };
+  Timings best, best_plain;
+  double best_tps = -1.0, best_plain_tps = -1.0;
+  bool same_tokens = true;
+  for (int run = 0; run < std::max(1, f.repeat); ++run) {
+    const double tps = run_once(true);
     echo = false;
     if (reason == FinishReason::kError) break;
-    double tps = timings.predicted_ms > 0 ? std::max(0, timings.predicted_n - 1) / timings.predicted_ms : 0.0;
     if (tps > best_tps) {
       best_tps = tps;
       best = timings;
+    }
+    if (!f.compare_plain) continue;
+    const std::vector<int32_t> speculative_tokens = run_tokens;
+    const double plain_tps = run_once(false);
+    if (reason == FinishReason::kError) break;
+    same_tokens = same_tokens && run_tokens == speculative_tokens;
+    if (plain_tps > best_plain_tps) {
+      best_plain_tps = plain_tps;
+      best_plain = timings;
     }
   }
   if (reason != FinishReason::kError) timings = best;
@@ -203,6 +223,12 @@ int run_generate(GenerateFlags& f) {
   }
   // Steps per depth (drafts in the step, 0: a plain row): what `auto` chose.
   if (!t.draft_depths.empty()) std::printf("depths: %s\n", format_depths(t.draft_depths).c_str());
+  if (f.compare_plain && best_plain_tps > 0) {
+    std::printf("plain decoding of the same request: %d tokens, %.1f tok/s | speculative %.1f tok/s = %.2fx plain "
+                "(fastest of %d alternating runs each; %s)\n",
+                best_plain.predicted_n, best_plain_tps, best_tps, best_tps / best_plain_tps, std::max(1, f.repeat),
+                same_tokens ? "the same tokens" : "different tokens (sampling draws differ)");
+  }
   if (compiled) {
     // Over every run: the first run walks the trie for each new state, later ones reuse the masks.
     auto c = compiled->stats();
@@ -240,6 +266,8 @@ Command add_generate_command(CLI::App& root) {
   app->add_flag("-q,--quiet", f->quiet, "Do not echo the prompt text");
   app->add_flag("-v,--verbose", f->verbose, "Log engine events (load, per-request line) to stderr");
   app->add_option("--repeat", f->repeat, "Run the request this many times; report the fastest decode");
+  app->add_flag("--compare-plain", f->compare_plain,
+                "After each run, decode the same request without drafting on the same engine and report both speeds");
   app->add_option("--json-schema", f->json_schema_file, "Constrain the output to JSON valid under this JSON Schema file");
   app->add_option("--grammar", f->grammar_file, "Constrain the output to this GBNF grammar file");
   return {app, [f]() { return run_generate(*f); }};

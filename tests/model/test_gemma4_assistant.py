@@ -8,10 +8,11 @@ after 16 decode steps (past the window). Relative error <= 1e-4 in F32. Delibera
 wrong drafters (advancing the draft position, the drafter's own embedding as input,
 [h; e] concatenation order) must miss by far more. A mismatched target/assistant pair is
 refused at startup (exit 2) naming both values. `nextn generate` with the assistant gives
-the plain greedy text and drafts num_assistant_tokens per step unless --num-mtp-tokens
-says otherwise (4 when the checkpoint does not say)."""
+the plain greedy text, its depth chosen per step up to num_assistant_tokens (4 when the
+checkpoint does not say) unless --num-mtp-tokens fixes it."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -153,21 +154,29 @@ class Gemma4AssistantTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         return p.stdout.split("\nprompt: ")[0], p.stdout + p.stderr  # the text, then the statistics
 
-    def test_generate_depth_defaults_to_num_assistant_tokens(self):
+    def deepest(self, log):
+        """The deepest step of the `depths: k:steps ...` line (what the planner chose)."""
+        line = re.search(r"^depths: (.*)$", log, re.M)
+        self.assertIsNotNone(line, log)
+        return max(int(item.split(":")[0]) for item in line.group(1).split())
+
+    def test_generate_depth_is_bounded_by_num_assistant_tokens(self):
+        # Without --num-mtp-tokens the depth is `auto`, at most num_assistant_tokens.
         plain, _ = self.generate(None)
         text, log = self.generate(self.assistant)  # num_assistant_tokens 3 in the tiny config
         self.assertEqual(text, plain)
-        self.assertIn("pos3", log)
+        self.assertLessEqual(self.deepest(log), 3)
         self.assertNotIn("pos4", log)
-        _, log = self.generate(self.assistant, "--num-mtp-tokens", "2")
+        _, log = self.generate(self.assistant, "--num-mtp-tokens", "2")  # a number fixes it
         self.assertIn("pos2", log)
         self.assertNotIn("pos3", log)
+        self.assertEqual(self.deepest(log), 2)
 
         def edit(c):
             del c["num_assistant_tokens"]
-        text, log = self.generate(self.edited_assistant("a-no-depth", edit))  # then 4
+        text, log = self.generate(self.edited_assistant("a-no-depth", edit), "--num-mtp-tokens", "auto")  # then 4
         self.assertEqual(text, plain)
-        self.assertIn("pos4", log)
+        self.assertLessEqual(self.deepest(log), 4)
         self.assertNotIn("pos5", log)
 
     def refused(self, name, assistant, expect):
