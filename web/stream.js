@@ -68,8 +68,9 @@ export class Provenance {
     if (!entry.source) return;  // text released at the end: no token
     this.tokens++;
     if (entry.source in this.counts) this.counts[entry.source]++;
-    // Every step ends with the target's own token, which tells the step's depth.
-    if (entry.source !== "draft") {
+    // Every decode step ends with the target's own token, which tells the step's depth
+    // (the answer's first token comes from the prompt pass: no step).
+    if (entry.source !== "draft" && this.tokens > 1) {
       const depth = entry.drafts || 0;
       for (let k = this.stepsPerDepth.length; k <= depth; k++) this.stepsPerDepth[k] = 0;
       this.stepsPerDepth[depth]++;

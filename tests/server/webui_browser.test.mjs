@@ -151,6 +151,9 @@ test("the chat page in Chromium", { timeout: 300000 }, async () => {
     const panel = await page.$$eval("#answer-stats dd", (dd) => dd.map((d) => d.textContent));
     assert.equal(panel[0], String(timings.predicted_n));
     assert.equal(panel[7], (1 + timings.draft_n_accepted / timings.draft_steps).toFixed(2));
+    // The depths chosen per step, rebuilt by the page, equal the server's count.
+    assert.deepEqual(answer.stats.stepsPerDepth, timings.draft_depths);
+    assert.ok(/^\d+ ×\d+/.test(panel[8]), "depths chosen: " + panel[8]);
 
     // The server panel shows /metrics (read here with the same counters from /health).
     // The server panel parses /metrics; /health has the same counters as JSON.
@@ -162,7 +165,9 @@ test("the chat page in Chromium", { timeout: 300000 }, async () => {
     assert.equal(serverPanel[1], String(health.tokens.generated_total));
     assert.equal(serverPanel[3], (100 * spec.num_accepted_tokens / spec.num_draft_tokens_total).toFixed(1) + "%");
     assert.equal(serverPanel[4], (1 + spec.num_accepted_tokens / spec.num_drafts).toFixed(2));
-    assert.ok(health.kv_cache.bytes_used > 0 && /[KMG]iB$/.test(serverPanel[5]), "KV cache size: " + serverPanel[5]);
+    const depths = spec.steps_per_depth.map((n, k) => (n > 0 ? `${k} ×${n}` : "")).filter((x) => x).join(" · ");
+    assert.equal(serverPanel[5], depths);
+    assert.ok(health.kv_cache.bytes_used > 0 && /[KMG]iB$/.test(serverPanel[6]), "KV cache size: " + serverPanel[6]);
     const metricsText = await (await fetch(url + "/metrics")).text();
     await page.screenshot({ path: path.join(SHOTS, "chat-desktop.png") });
 

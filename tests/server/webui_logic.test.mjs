@@ -175,7 +175,7 @@ test("provenance: runs follow the text and steps rebuild acceptance", () => {
   assert.equal(s.acceptanceRate, 5 / 6);
   assert.equal(s.meanAcceptedLength, 1 + 5 / 2);
   assert.deepEqual(s.acceptancePerPos, [1, 1, 0.5]);
-  assert.deepEqual(s.stepsPerDepth, [2, 0, 0, 2]);  // two plain steps, two of 3 drafts
+  assert.deepEqual(s.stepsPerDepth, [1, 0, 0, 2]);  // the first token is the prompt's; one plain step, two of 3 drafts
   assert.equal(sourceClass({ source: "draft", position: 9 }), "src-d4");
   // The rendered text "Hello world!" cut anywhere gets the classes of its characters.
   const text = "Hello world!";
