@@ -29,6 +29,7 @@ struct BenchOptions {
   double temperature = 0.0;
   int repeat = 1;
   int concurrency = 1;  // clients sending at once (the servers get --parallel C)
+  bool ignore_eos = false;  // every answer runs to max_tokens (random-weight models)
   int port = 5430;
   int threads = 0;
   std::vector<std::string> server_flags;  // appended to every configuration

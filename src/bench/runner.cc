@@ -129,6 +129,8 @@ int run_bench(const BenchOptions& o) {
             continue;
           }
           std::vector<StreamResult> streams(static_cast<size_t>(clients));
+          nlohmann::json fields = prompt_request_fields(prompt);
+          if (o.ignore_eos) fields["ignore_eos"] = true;
           double wall_s = 0;
           {
             std::unique_ptr<MemorySampler> sampler;
@@ -138,8 +140,8 @@ int run_bench(const BenchOptions& o) {
             for (int c = 0; c < clients; ++c)
               senders.emplace_back([&, c] {
                 Client own(base_url);  // one connection per client
-                streams[size_t(c)] = own.stream_chat(messages[size_t(c)], o.max_tokens, o.temperature,
-                                                     o.request_timeout_s, prompt_request_fields(prompt));
+                streams[size_t(c)] =
+                    own.stream_chat(messages[size_t(c)], o.max_tokens, o.temperature, o.request_timeout_s, fields);
               });
             for (auto& t : senders) t.join();
             wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -65,6 +65,7 @@ Command add_bench_command(CLI::App& root) {
                   "per-client and aggregate tok/s")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
+  app->add_flag("--ignore-eos", f->o.ignore_eos, "Every answer runs to --max-tokens (models with random weights)");
   app->add_option("--port", f->o.port, "Port of the servers the benchmark starts")->capture_default_str();
   app->add_option("-t,--threads", f->o.threads, "--threads for the servers");
   app->add_option("--server-args", f->server_args, "Extra flags for every server, e.g. \"--prefill-size 256\"");

@@ -68,14 +68,29 @@ int AcceptanceEstimate::probe(int chosen, int max_depth, bool deeper_could_win) 
   return deeper ? chosen + 1 : chosen - 1;
 }
 
+double DepthPlanner::forward_cost(int rows) const {
+  if (forward_memo_.size() <= size_t(rows)) forward_memo_.resize(size_t(rows) + 1, -1.0);
+  double& c = forward_memo_[size_t(rows)];
+  if (c < 0) c = forward_.cost(rows);
+  return c;
+}
+
+double DepthPlanner::draft_cost(int pass, int sequences) const {
+  std::vector<double>& memo = draft_memo_[pass > 0 ? 1 : 0];
+  if (memo.size() <= size_t(sequences)) memo.resize(size_t(sequences) + 1, -1.0);
+  double& c = memo[size_t(sequences)];
+  if (c < 0) c = draft_.cost(pass, sequences, draft_fallback_);
+  return c;
+}
+
 double DepthPlanner::step_seconds(std::span<const int> depths, int extra_rows) const {
   int rows = extra_rows, deepest = 0;
   for (int k : depths) rows += k + 1, deepest = std::max(deepest, k);
-  double seconds = forward_.cost(rows);
+  double seconds = forward_cost(rows);
   for (int d = 1; d <= deepest; ++d) {
     int b = 0;
     for (int k : depths) b += k >= d ? 1 : 0;
-    seconds += draft_.cost(d - 1, b, draft_fallback_);
+    seconds += draft_cost(d - 1, b);
   }
   return seconds;
 }

@@ -70,10 +70,14 @@ class DepthPlanner {
 
  private:
   double step_seconds(std::span<const int> depths, int extra_rows) const;
+  // The cost models' estimates, remembered: a plan evaluates a few hundred candidates.
+  double forward_cost(int rows) const;
+  double draft_cost(int pass, int sequences) const;
 
   const VerifyCostModel& forward_;
   const DraftCostModel& draft_;
   double draft_fallback_;
+  mutable std::vector<double> forward_memo_, draft_memo_[2];  // < 0: not asked yet
 };
 
 }  // namespace nextn
