@@ -21,21 +21,43 @@ void smooth_cost(double& estimate, int& samples, double seconds) {
 }  // namespace
 
 VerifyCostModel::VerifyCostModel(int max_rows)
-    : ema_(size_t(max_rows) + 2, -1.0), experts_(size_t(max_rows) + 2, -1.0), samples_(size_t(max_rows) + 2, 0) {}
+    : ema_(size_t(max_rows) + 2, -1.0),
+      calibrated_(size_t(max_rows) + 2, -1.0),
+      experts_(size_t(max_rows) + 2, -1.0),
+      samples_(size_t(max_rows) + 2, 0) {}
 
 void VerifyCostModel::set_routing(int experts, int top_k) {
   experts_total_ = experts > 0 && top_k > 0 ? experts : 0;
   top_k_ = experts_total_ ? std::min(top_k, experts) : 0;
 }
 
+void VerifyCostModel::grow(int rows) {
+  if (rows < int(ema_.size())) return;
+  ema_.resize(size_t(rows) + 1, -1.0);
+  calibrated_.resize(size_t(rows) + 1, -1.0);
+  experts_.resize(size_t(rows) + 1, -1.0);
+  samples_.resize(size_t(rows) + 1, 0);
+}
+
+void VerifyCostModel::calibrate(int rows, double seconds, double distinct_experts) {
+  if (rows <= 0) return;
+  grow(rows);
+  calibrated_[size_t(rows)] = seconds;
+  if (experts_total_ && distinct_experts > 0) experts_[size_t(rows)] = distinct_experts;
+}
+
 void VerifyCostModel::record(int rows, double seconds, double distinct_experts) {
   if (rows <= 0) return;
-  if (rows >= int(ema_.size())) {
-    ema_.resize(size_t(rows) + 1, -1.0);
-    experts_.resize(size_t(rows) + 1, -1.0);
-    samples_.resize(size_t(rows) + 1, 0);
+  grow(rows);
+  const size_t r = size_t(rows);
+  // A size measured at start-up already paid its one-time allocations: its first live
+  // sample counts. And it tells how the machine's speed moved since (the drift).
+  if (calibrated_[r] > 0) {
+    if (samples_[r] == 0) samples_[r] = 1;
+    const double ratio = std::min(seconds / calibrated_[r], 2 * drift_);
+    drift_ = drift_samples_++ == 0 ? ratio : (1 - kCostSmoothing) * drift_ + kCostSmoothing * ratio;
   }
-  smooth_cost(ema_[size_t(rows)], samples_[size_t(rows)], seconds);
+  smooth_cost(ema_[r], samples_[r], seconds);
   if (experts_total_ && distinct_experts > 0) {
     double& d = experts_[size_t(rows)];
     d = d < 0 ? distinct_experts : (1 - kCostSmoothing) * d + kCostSmoothing * distinct_experts;
@@ -59,17 +81,23 @@ double VerifyCostModel::work(int rows) const {
   return std::max(double(top_k_), std::min(double(experts_total_), uniform(rows) * ratio));
 }
 
+double VerifyCostModel::at(int rows) const {
+  if (rows < 1 || rows >= int(ema_.size())) return -1.0;
+  if (ema_[size_t(rows)] >= 0) return ema_[size_t(rows)];
+  return calibrated_[size_t(rows)] > 0 ? calibrated_[size_t(rows)] * drift_ : -1.0;
+}
+
 double VerifyCostModel::cost(int rows) const {
-  if (rows < int(ema_.size()) && ema_[size_t(rows)] >= 0) return ema_[size_t(rows)];
+  if (at(rows) >= 0) return at(rows);
   // nearest measured neighbours below and above
   int lo = -1, hi = -1;
   for (int r = std::min(rows, int(ema_.size()) - 1); r >= 1; --r)
-    if (ema_[size_t(r)] >= 0) {
+    if (at(r) >= 0) {
       lo = r;
       break;
     }
   for (int r = rows; r < int(ema_.size()); ++r)
-    if (ema_[size_t(r)] >= 0) {
+    if (at(r) >= 0) {
       hi = r;
       break;
     }
@@ -77,28 +105,102 @@ double VerifyCostModel::cost(int rows) const {
   if (lo >= 0 && hi >= 0) {
     const double w = work(hi) - work(lo);
     double t = w > 0 ? (work(rows) - work(lo)) / w : double(rows - lo) / double(hi - lo);
-    return ema_[size_t(lo)] + t * (ema_[size_t(hi)] - ema_[size_t(lo)]);
+    return at(lo) + t * (at(hi) - at(lo));
   }
-  if (lo < 0) return ema_[size_t(hi)];
+  if (lo < 0) return at(hi);
   // Above every measurement: extrapolate from the slope (per unit of work: a row, or
   // a distinct expert) of the two highest measurements, or assume each extra row costs
   // 10% of one row and each extra distinct expert half of one chosen expert's share of
   // a decode row (optimistic, so that it gets tried and measured).
   int lo2 = -1;
   for (int r = lo - 1; r >= 1; --r)
-    if (ema_[size_t(r)] >= 0) {
+    if (at(r) >= 0) {
       lo2 = r;
       break;
     }
   double slope;
   if (lo2 > 0 && work(lo) > work(lo2)) {
-    slope = std::max(0.0, (ema_[size_t(lo)] - ema_[size_t(lo2)]) / (work(lo) - work(lo2)));
+    slope = std::max(0.0, (at(lo) - at(lo2)) / (work(lo) - work(lo2)));
   } else if (experts_total_) {
-    slope = 0.5 * ema_[size_t(lo)] / work(lo);
+    slope = 0.5 * at(lo) / work(lo);
   } else {
-    slope = 0.1 * ema_[size_t(lo)] / double(lo);
+    slope = 0.1 * at(lo) / double(lo);
   }
-  return ema_[size_t(lo)] + slope * (work(rows) - work(lo));
+  return at(lo) + slope * (work(rows) - work(lo));
+}
+
+bool VerifyCostModel::brackets(int rows) const {
+  bool lower = false, higher = false;
+  for (int r = 1; r < int(ema_.size()); ++r) {
+    lower |= r < rows && at(r) >= 0;
+    higher |= r > rows && at(r) >= 0;
+  }
+  return lower && higher;
+}
+
+int VerifyCostModel::nearest_measured(int rows) const {
+  const int top = int(ema_.size()) - 1;
+  for (int d = 0; d <= top; ++d) {
+    if (rows - d >= 1 && rows - d <= top && at(rows - d) >= 0) return rows - d;
+    if (rows + d >= 1 && rows + d <= top && at(rows + d) >= 0) return rows + d;
+  }
+  return -1;
+}
+
+ForwardCostModel::ForwardCostModel(int max_sequences, int max_rows)
+    : curves_(size_t(std::max(1, max_sequences)) + 1, VerifyCostModel(max_rows)) {}
+
+void ForwardCostModel::set_routing(int experts, int top_k) {
+  for (VerifyCostModel& c : curves_) c.set_routing(experts, top_k);
+}
+
+void ForwardCostModel::record(int sequences, int rows, double seconds, double distinct_experts) {
+  if (sequences <= 0) return;
+  if (size_t(sequences) >= curves_.size()) curves_.resize(size_t(sequences) + 1, curves_[0]);
+  curves_[size_t(sequences)].record(rows, seconds, distinct_experts);
+}
+
+void ForwardCostModel::calibrate(int sequences, int rows, double seconds, double distinct_experts) {
+  if (sequences <= 0) return;
+  if (size_t(sequences) >= curves_.size()) curves_.resize(size_t(sequences) + 1, curves_[0]);
+  curves_[size_t(sequences)].calibrate(rows, seconds, distinct_experts);
+}
+
+const VerifyCostModel& ForwardCostModel::curve(int sequences) const {
+  return curves_[size_t(std::clamp(sequences, 1, int(curves_.size()) - 1))];
+}
+
+bool ForwardCostModel::offset(int sequences, int rows, double& out) const {
+  if (sequences < 1 || size_t(sequences) >= curves_.size()) return false;
+  const VerifyCostModel& own = curves_[size_t(sequences)];
+  const int at = own.nearest_measured(rows);
+  if (at < 0) return false;
+  out = own.cost(at) - curve(1).cost(at);
+  return true;
+}
+
+double ForwardCostModel::cost(int sequences, int rows) const {
+  const VerifyCostModel& own = curve(sequences);
+  const VerifyCostModel& single = curve(1);
+  if (sequences <= 1) return single.cost(rows);
+  // Measured for b at r, or on both sides of r: b's own curve.
+  if (own.measured(rows) || own.brackets(rows)) return own.cost(rows);
+  double extra = 0;
+  if (!offset(sequences, rows, extra)) {
+    // The nearest b measured, its per-sequence cost scaled to b's extra sequences.
+    for (int d = 1; d < int(curves_.size()); ++d) {
+      double o = 0;
+      if (offset(sequences - d, rows, o) && sequences - d > 1) {
+        extra = o * double(sequences - 1) / double(sequences - d - 1);
+        break;
+      }
+      if (offset(sequences + d, rows, o)) {
+        extra = o * double(sequences - 1) / double(sequences + d - 1);
+        break;
+      }
+    }
+  }
+  return std::max(0.0, single.cost(rows) + extra);
 }
 
 void DraftCostModel::record(int pass, int sequences, double seconds) {

@@ -71,7 +71,7 @@ int AcceptanceEstimate::probe(int chosen, int max_depth, bool deeper_could_win) 
 double DepthPlanner::forward_cost(int rows) const {
   if (forward_memo_.size() <= size_t(rows)) forward_memo_.resize(size_t(rows) + 1, -1.0);
   double& c = forward_memo_[size_t(rows)];
-  if (c < 0) c = forward_.cost(rows);
+  if (c < 0) c = forward_.cost(sequences_, rows);
   return c;
 }
 

@@ -6,7 +6,8 @@
 // E_s(k) = 1 + sum_{i<=k} prod_{j<=i} a_{s,j}, with a_{s,j} the sequence's running
 // conditional acceptance at draft position j, forward(r) the measured cost of a target
 // forward of r rows, draft(d, b) the measured cost of draft pass d over the b_d
-// sequences that draft at least d tokens (cost_model.h). Once the batch is
+// sequences that draft at least d tokens (cost_model.h; both for the step's number of
+// sequences). Once the batch is
 // compute-bound, extra verify rows cost nearly as much as plain rows and the planner
 // drafts less or not at all; with one client it drafts as deep as acceptance pays.
 // Each sequence probes a neighbouring depth now and then so its acceptance and the
@@ -55,9 +56,10 @@ struct PlanSequence {
 
 class DepthPlanner {
  public:
-  // `draft_fallback`: seconds per draft pass before any was measured.
-  DepthPlanner(const VerifyCostModel& forward, const DraftCostModel& draft, double draft_fallback)
-      : forward_(forward), draft_(draft), draft_fallback_(draft_fallback) {}
+  // `sequences`: the sequences the step's forward carries (decoding ones and any in
+  // prefill); `draft_fallback`: seconds per draft pass before any was measured.
+  DepthPlanner(const ForwardCostModel& forward, int sequences, const DraftCostModel& draft, double draft_fallback)
+      : forward_(forward), sequences_(sequences), draft_(draft), draft_fallback_(draft_fallback) {}
   // The depths with the highest expected tokens per second; `extra_rows`: rows the same
   // forward carries besides the decode rows (prefill chunks).
   std::vector<int> plan(std::span<const PlanSequence> sequences, int extra_rows) const;
@@ -74,7 +76,8 @@ class DepthPlanner {
   double forward_cost(int rows) const;
   double draft_cost(int pass, int sequences) const;
 
-  const VerifyCostModel& forward_;
+  const ForwardCostModel& forward_;
+  int sequences_;
   const DraftCostModel& draft_;
   double draft_fallback_;
   mutable std::vector<double> forward_memo_, draft_memo_[2];  // < 0: not asked yet

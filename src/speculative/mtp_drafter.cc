@@ -255,6 +255,11 @@ class MtpDrafter : public Drafter {
   void choose(const DraftJob& job, size_t i) {
     const int dv = std::min(draft_vocab_, vocab_);
     const float* row = logits_.data() + i * size_t(dv);
+    if (dv < vocab_ && job.sampler->greedy() && !job.sampler->constraint()) {
+      // The argmax lies among the scored ids: no need to widen the row to the vocabulary.
+      job.out->tokens.push_back(argmax(row, dv));
+      return;
+    }
     if (dv < vocab_) {
       full_.assign(size_t(vocab_), -INFINITY);
       std::copy_n(row, dv, full_.data());

@@ -45,14 +45,14 @@ ForwardCost timed_forward(Model& model, std::span<SequenceRows> rows, ForwardRes
 }
 
 // Start-up measurement of the forward costs stops after this long (a large model then
-// measures only its smaller row counts; the rest is learnt from its steps).
-constexpr double kCalibrationSeconds = 2.0;
+// measures only its smaller sizes; the rest is learnt from its steps).
+constexpr double kCalibrationSeconds = 3.0;
 
 }  // namespace
 
 struct Speculator::Impl {
   Model& target;
-  VerifyCostModel forward_costs{kMaxRowsPerStep};
+  ForwardCostModel forward_costs;
   DraftCostModel draft_costs;
   AcceptanceEstimate pooled{kMaxDraftsPerStep};  // every request's acceptance: new requests start from it
   VerifyRules rules;
@@ -69,18 +69,18 @@ struct Speculator::Impl {
   DraftPasses passes;
   ForwardResult result;
 
-  explicit Impl(Model& model) : target(model) {}
+  Impl(Model& model, int max_sequences) : target(model), forward_costs(max_sequences, max_sequences * kMaxRowsPerStep) {}
 };
 
 Speculator::Speculator(Model& target, const SpeculativeOptions& options, int max_sequences)
-    : options_(options), impl_(std::make_unique<Impl>(target)) {
+    : options_(options), impl_(std::make_unique<Impl>(target, std::max(1, max_sequences))) {
   if (options_.num_draft_tokens > 0) drafter_ = make_drafter(target, options_);
   if (!drafter_) options_.adaptive = false;
   for (const LayerSpec& l : target.config().layers)
     if (l.mlp.routed()) impl_->forward_costs.set_routing(l.mlp.experts, l.mlp.top_k);
   impl_->rules.synthetic_accept = options_.synthetic_accept;
   impl_->rules.on_reject = options_.rejection_rule;
-  if (options_.adaptive) calibrate(max_sequences * (options_.num_draft_tokens + 1), kCalibrationSeconds);
+  if (options_.adaptive) calibrate(max_sequences, kCalibrationSeconds);
 }
 
 Speculator::~Speculator() = default;
@@ -138,7 +138,8 @@ StepReport Speculator::step(std::span<StepSequence> batch) {
   }
   std::vector<int> depths(s.plan.size(), 0);
   if (options_.adaptive && !s.plan.empty()) {
-    const DepthPlanner planner(s.forward_costs, s.draft_costs, 0.05 * s.forward_costs.cost(1));
+    const int sequences = int(batch.size());
+    const DepthPlanner planner(s.forward_costs, sequences, s.draft_costs, 0.05 * s.forward_costs.cost(sequences, sequences));
     depths = planner.plan(s.plan, extra_rows);
     // Probes move single sequences to a neighbouring depth now and then.
     const std::vector<int> chosen = depths;
@@ -212,6 +213,7 @@ StepReport Speculator::step(std::span<StepSequence> batch) {
   // 4. Per sequence: verify, return the state, commit the drafter, count.
   const size_t H = size_t(s.target.config().hidden_size);
   size_t logit_row = 0, hidden_row = 0;
+  double committing = 0;  // drafters catching up on prompts: drafting work, not the forward's
   for (size_t i = 0; i < batch.size(); ++i) {
     StepSequence& q = batch[i];
     const SequenceRows& r = s.rows[i];
@@ -224,7 +226,9 @@ StepReport Speculator::step(std::span<StepSequence> batch) {
     if (!q.decoding()) {
       const int start = q.state->length() - int(q.prefill.size());
       if (drafts) {
+        Stopwatch sw;
         spec->session->commit(start, q.prefill, hidden);
+        committing += sw.seconds();
         spec->session_len = start + int(q.prefill.size());
       }
       q.logits = q.last_chunk ? logits : nullptr;
@@ -240,7 +244,9 @@ StepReport Speculator::step(std::span<StepSequence> batch) {
     std::span<const int32_t> kept(d.rows.data(), size_t(q.tokens.accepted + 1));
     q.state->return_to(base + int(kept.size()));
     if (drafts) {
+      Stopwatch sw;
       spec->session->commit(base, kept, hidden);
+      committing += sw.seconds();
       spec->session_len = base + int(kept.size());
     }
     if (k > 0) {
@@ -259,52 +265,71 @@ StepReport Speculator::step(std::span<StepSequence> batch) {
       report.depths[size_t(k)] += 1;
     }
   }
-  // 5. What the step cost, less drafting (measured apart, per pass): the forward and the
-  // verification, sampling and commits around it, a large share of a step on small models.
+  // 5. What the step cost, less drafting (measured apart, per pass) and the drafters'
+  // commits (which may catch a head up on a whole prompt): the forward and the
+  // verification and sampling around it, a large share of a step on small models.
   if (extra_rows == 0)
-    s.forward_costs.record(total_rows, step_watch.seconds() - drafting, forward.distinct_experts);
+    s.forward_costs.record(int(batch.size()), total_rows, step_watch.seconds() - drafting - committing,
+                           forward.distinct_experts);
   return report;
 }
 
-void Speculator::calibrate(int max_rows, double budget_seconds) {
+void Speculator::calibrate(int max_sequences, double budget_seconds) {
   Impl& s = *impl_;
-  max_rows = std::max(1, max_rows);
   const int vocab = s.target.config().vocab_size;
-  std::unique_ptr<SequenceState> state = s.target.new_state(max_rows + 1, KvOptions{});
-  std::vector<int32_t> tokens(static_cast<size_t>(max_rows));
-  for (int i = 0; i < max_rows; ++i) tokens[size_t(i)] = int32_t((i * 7919 + 11) % vocab);
-  // Rows 1..8, then growing by a quarter, and the largest: the step sizes a batch meets.
-  std::vector<int> sizes;
-  for (int r = 1; r <= max_rows; r = r < 8 ? r + 1 : std::max(r + 1, r * 5 / 4)) sizes.push_back(r);
-  if (sizes.back() != max_rows) sizes.push_back(max_rows);
   const bool hidden = drafter_ && drafter_->needs_hidden();
-  auto run = [&](int r) {
-    SequenceRows rows;
-    rows.state = state.get();
-    rows.tokens = std::span<const int32_t>(tokens.data(), size_t(r));
-    for (int j = 0; j < r; ++j) rows.logit_rows.push_back(j);
-    if (hidden) rows.hidden_rows = rows.logit_rows;
-    rows.snapshots = r > 1;
-    const ForwardCost c = timed_forward(s.target, std::span<SequenceRows>(&rows, 1), s.result);
-    if (state->can_return_to(0)) state->return_to(0);
-    else state = s.target.new_state(max_rows + 1, KvOptions{});  // a sliding ring moved on
+  const int per_sequence = std::max(1, std::min(options_.num_draft_tokens + 1, kMaxRowsPerStep));
+  // One sequence verifying 1..k+1 rows, and (with several slots) every slot verifying
+  // 1..k+1 rows each: the planner's single-sequence shape and a full batch's offset.
+  std::vector<int> batch_sizes = {1};
+  if (max_sequences > 1) batch_sizes.push_back(max_sequences);
+  std::vector<std::unique_ptr<SequenceState>> states;
+  std::vector<int32_t> tokens(static_cast<size_t>(per_sequence));
+  for (int i = 0; i < per_sequence; ++i) tokens[size_t(i)] = int32_t((i * 7919 + 11) % vocab);
+  auto run = [&](int b, int rows) {
+    while (int(states.size()) < b) states.push_back(s.target.new_state(per_sequence + 1, KvOptions{}));
+    std::vector<SequenceRows> batch(static_cast<size_t>(b));
+    for (int i = 0; i < b; ++i) {
+      SequenceRows& r = batch[size_t(i)];
+      r.state = states[size_t(i)].get();
+      r.tokens = std::span<const int32_t>(tokens.data(), size_t(rows));
+      for (int j = 0; j < rows; ++j) r.logit_rows.push_back(j);
+      if (hidden) r.hidden_rows = r.logit_rows;
+      r.snapshots = rows > 1;
+    }
+    const ForwardCost c = timed_forward(s.target, batch, s.result);
+    for (auto& st : states) {
+      if (st->can_return_to(0)) st->return_to(0);
+      else st = s.target.new_state(per_sequence + 1, KvOptions{});  // a sliding ring moved on
+    }
     return c;
   };
   Stopwatch sw;
-  run(max_rows);  // one-time allocations at the largest size
-  int largest = 0;
-  // Three forwards a size (the cost model drops the first of each); sizes in turns so a
-  // busy moment does not fall on one size alone.
-  for (int round = 0; round < 3 && sw.seconds() < budget_seconds; ++round)
-    for (int r : sizes) {
-      if (sw.seconds() > budget_seconds) break;
-      const ForwardCost c = run(r);
-      s.forward_costs.record(r, c.seconds, c.distinct_experts);
-      if (round > 0) largest = std::max(largest, r);
+  for (int b : batch_sizes) run(b, per_sequence);  // one-time allocations at the largest sizes
+  // Sizes in turns, so a busy moment does not fall on one size alone; the fastest of up
+  // to three forwards a size (a busy host only ever slows a forward down), as far as the
+  // budget goes. Steps refine the estimates from then on.
+  std::vector<std::pair<int, int>> sizes;  // (sequences, rows each)
+  for (int b : batch_sizes)
+    for (int rows = 1; rows <= per_sequence; ++rows) sizes.emplace_back(b, rows);
+  std::vector<ForwardCost> fastest(sizes.size());
+  std::vector<bool> seen(sizes.size(), false);
+  for (int round = 0; round < 3; ++round)
+    for (size_t i = 0; i < sizes.size() && sw.seconds() < budget_seconds; ++i) {
+      const ForwardCost c = run(sizes[i].first, sizes[i].second);
+      if (!seen[i] || c.seconds < fastest[i].seconds) fastest[i] = c;
+      seen[i] = true;
     }
-  log_info("speculation: measured the target forward over 1..{} rows in {:.0f} ms (the rest extrapolated, then "
-           "measured as steps run)",
-           largest, sw.seconds() * 1e3);
+  int measured = 0;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    if (seen[i]) {
+      const auto [b, rows] = sizes[i];
+      s.forward_costs.calibrate(b, b * rows, fastest[i].seconds, fastest[i].distinct_experts);
+      ++measured;
+    }
+  log_info("speculation: measured {} target forward sizes (1 and {} sequences, 1..{} rows each) in {:.0f} ms; the "
+           "rest is learnt as steps run",
+           measured, batch_sizes.back(), per_sequence, sw.seconds() * 1e3);
 }
 
 }  // namespace nextn

@@ -68,7 +68,7 @@ struct StepReport {
 class Speculator {
  public:
   // `max_sequences`: the engine's slots. With an adaptive depth the forward costs are
-  // measured here (calibrate) up to every slot verifying the deepest draft.
+  // measured here (calibrate).
   // Throws nextn::Error when the drafter cannot be built.
   Speculator(Model& target, const SpeculativeOptions& options, int max_sequences);
   ~Speculator();
@@ -91,9 +91,10 @@ class Speculator {
   // the next step.
   StepReport step(std::span<StepSequence> batch);
 
-  // Measures the target forward over 1 .. rows rows (bounded by `budget_seconds`) to
-  // seed the cost model before the first request.
-  void calibrate(int rows, double budget_seconds);
+  // Measures the target forward of one sequence and of `max_sequences` sequences, each
+  // over 1 .. deepest draft + 1 rows (bounded by `budget_seconds`), to seed the cost
+  // model before the first request.
+  void calibrate(int max_sequences, double budget_seconds);
 
  private:
   struct Impl;

@@ -94,6 +94,15 @@ void measure(VerifyCostModel& m, int rows, double seconds, double distinct_exper
   m.record(rows, seconds, distinct_experts);
 }
 
+// A fake machine whose forward cost depends on the rows alone, however many sequences
+// carry them (1..8).
+void measure(ForwardCostModel& m, int rows, double seconds, double distinct_experts = -1.0) {
+  for (int b = 1; b <= 8; ++b) {
+    m.record(b, rows, seconds, distinct_experts);
+    m.record(b, rows, seconds, distinct_experts);
+  }
+}
+
 // The first forward of a size pays one-time allocations and is not taken as its cost;
 // a later stall counts at most twice the estimate.
 TEST(VerifyCostModel, FirstSampleDroppedAndStallsBounded) {
@@ -115,6 +124,36 @@ TEST(VerifyCostModel, InterpolatesAndExtrapolates) {
   EXPECT_DOUBLE_EQ(m.cost(1), 10.0);
   EXPECT_DOUBLE_EQ(m.cost(2), 12.0);
   EXPECT_DOUBLE_EQ(m.cost(5), 18.0);  // slope 2 per row
+}
+
+// Start-up measurements stand until steps measure the same size, scaled by how steps
+// compare with them where both exist (the machine's speed drifts); their first step counts.
+TEST(VerifyCostModel, CalibrationFollowsTheDrift) {
+  VerifyCostModel m(16);
+  m.calibrate(1, 10.0);
+  m.calibrate(2, 12.0);
+  m.calibrate(4, 16.0);
+  EXPECT_DOUBLE_EQ(m.cost(2), 12.0);
+  EXPECT_DOUBLE_EQ(m.cost(3), 14.0);
+  m.record(1, 15.0);  // the machine is 1.5x slower now
+  EXPECT_DOUBLE_EQ(m.cost(1), 15.0);
+  EXPECT_DOUBLE_EQ(m.cost(2), 18.0);
+  EXPECT_DOUBLE_EQ(m.cost(4), 24.0);
+}
+
+// Sequences cost apart from their rows: a batch size's own measurements where it has
+// them, else the single-sequence curve plus the batch's per-sequence offset.
+TEST(ForwardCostModel, BatchesAddTheirPerSequenceCost) {
+  ForwardCostModel m(8, 64);
+  for (int r = 1; r <= 4; ++r) m.calibrate(1, r, 10.0 + (r - 1));  // one sequence: 1 per extra row
+  m.calibrate(4, 4, 20.0);                                        // four sequences, a row each: +7
+  m.calibrate(4, 12, 30.0);
+  EXPECT_DOUBLE_EQ(m.cost(1, 3), 12.0);
+  EXPECT_DOUBLE_EQ(m.cost(4, 4), 20.0);
+  EXPECT_DOUBLE_EQ(m.cost(4, 8), 25.0);                  // between its own measurements
+  EXPECT_DOUBLE_EQ(m.cost(4, 16), 25.0 + (30.0 - 21.0));  // past them: the shape, offset as at 12
+  // Two sequences, never measured: four's offset at 4 rows scaled to one extra sequence.
+  EXPECT_DOUBLE_EQ(m.cost(2, 2), 11.0 + 7.0 / 3.0);
 }
 
 TEST(VerifyCostModel, MixtureOfExpertsFollowsDistinctExperts) {
@@ -141,10 +180,10 @@ TEST(VerifyCostModel, MixtureOfExpertsFollowsDistinctExperts) {
 // choose() plans and probes, record() feeds back the verified step and its draft passes.
 class OneSequence {
  public:
-  OneSequence(const VerifyCostModel& costs, int max_depth) : costs_(costs), acceptance_(max_depth), max_(max_depth) {}
+  OneSequence(const ForwardCostModel& costs, int max_depth) : costs_(costs), acceptance_(max_depth), max_(max_depth) {}
   int choose() {
     const PlanSequence seq{&acceptance_, max_};
-    const DepthPlanner planner(costs_, draft_, 0.05 * costs_.cost(1));
+    const DepthPlanner planner(costs_, 1, draft_, 0.05 * costs_.cost(1, 1));
     const std::vector<int> depths = planner.plan(std::span<const PlanSequence>(&seq, 1), 0);
     return acceptance_.probe(depths[0], max_, planner.deeper_could_win(std::span<const PlanSequence>(&seq, 1), depths, 0, 0));
   }
@@ -154,7 +193,7 @@ class OneSequence {
   }
 
  private:
-  const VerifyCostModel& costs_;
+  const ForwardCostModel& costs_;
   DraftCostModel draft_;
   AcceptanceEstimate acceptance_;
   int max_;
@@ -163,13 +202,15 @@ class OneSequence {
 TEST(DepthPlanner, MixtureOfExpertsNeverDraftsSlowerThanPlainDecode) {
   // Verify cost dominated by the experts (each distinct expert 1/8 of a decode row):
   // k drafts cost about as many rows as the experts they add.
-  VerifyCostModel moe(16);
+  ForwardCostModel moe(8, 16);
   moe.set_routing(128, 8);
-  for (int r = 1; r <= 9; ++r) measure(moe, r, 0.2 + 0.1 * moe.work(r), moe.work(r));
+  VerifyCostModel uniform(16);  // the distinct experts of uniform routing
+  uniform.set_routing(128, 8);
+  for (int r = 1; r <= 9; ++r) measure(moe, r, 0.2 + 0.1 * uniform.work(r), uniform.work(r));
   auto rate = [&](int k, double a) {
     double expected = 1, chain = 1;
     for (int i = 0; i < k; ++i) expected += chain *= a;
-    return expected / moe.cost(k + 1);
+    return expected / moe.cost(1, k + 1);
   };
   // At 0.3 drafting loses; at 0.9 k = 2 or 3 gains ~10 % (at 0.8 k = 1 would gain 3 %,
   // within the noise of the acceptance estimate).
@@ -198,7 +239,7 @@ TEST(DepthPlanner, MixtureOfExpertsNeverDraftsSlowerThanPlainDecode) {
 }
 
 TEST(DepthPlanner, DeepWhenAcceptedAndCheapShallowWhenRejected) {
-  VerifyCostModel cheap(16);
+  ForwardCostModel cheap(8, 16);
   for (int r = 1; r <= 9; ++r) measure(cheap, r, 1.0 + 0.1 * r);
   OneSequence none(cheap, 8);
   for (int i = 0; i < 200; ++i) {
@@ -218,7 +259,7 @@ TEST(DepthPlanner, DeepWhenAcceptedAndCheapShallowWhenRejected) {
   EXPECT_EQ(all.choose(), 8);
 
   // Verify cost linear in rows (compute-bound): drafting cannot pay off.
-  VerifyCostModel linear(16);
+  ForwardCostModel linear(8, 16);
   for (int r = 1; r <= 9; ++r) measure(linear, r, double(r));
   OneSequence lin(linear, 8);
   for (int i = 0; i < 100; ++i) {
@@ -235,7 +276,7 @@ TEST(DepthPlanner, DeepWhenAcceptedAndCheapShallowWhenRejected) {
 // then every 128 steps; one whose drafts are all rejected after 8, 16, 32, 64, then
 // every 128; one that settles on drafting still probes its neighbours now and then.
 TEST(DepthPlanner, ProbesBackOffWhileTheChoiceHolds) {
-  auto probes = [](const VerifyCostModel& costs, int accept_upto, double draft_seconds, int steps) {
+  auto probes = [](const ForwardCostModel& costs, int accept_upto, double draft_seconds, int steps) {
     OneSequence d(costs, 4);
     int n = 0;
     for (int i = 0; i < steps; ++i) {
@@ -245,7 +286,7 @@ TEST(DepthPlanner, ProbesBackOffWhileTheChoiceHolds) {
     }
     return n;
   };
-  VerifyCostModel costly(8);
+  ForwardCostModel costly(8, 8);
   for (int r = 1; r <= 5; ++r) measure(costly, r, 1.0 + 0.6 * (r - 1));
   // Hopeless: 2 tokens for 0.5 + 1.6 at k = 1, and worse deeper. Two drafting steps
   // before the draft cost is measured (its first sample is dropped), then probes 8 and 32
@@ -253,7 +294,7 @@ TEST(DepthPlanner, ProbesBackOffWhileTheChoiceHolds) {
   EXPECT_LE(probes(costly, 4, 0.5, 1024), 11);
   // Cheap drafts, none accepted: the prior (0.7) gives way after ~30 rejected steps, then
   // probes come after 16, 32, 64, then every 128 steps.
-  VerifyCostModel cheap(8);
+  ForwardCostModel cheap(8, 8);
   for (int r = 1; r <= 5; ++r) measure(cheap, r, 1.0 + 0.05 * (r - 1));
   const int rejected = probes(cheap, 0, 0.01, 1024) - probes(cheap, 0, 0.01, 128);
   EXPECT_GE(rejected, 5);
@@ -286,22 +327,22 @@ AcceptanceEstimate fixed_acceptance(double a, int max_depth = 8) {
 // A machine whose forward streams the weights (1.0) up to 8 rows and is compute-bound
 // beyond (each further row 0.15): one sequence verifies deep drafts almost free; eight
 // sequences already fill the arithmetic with their plain rows.
-VerifyCostModel bandwidth_then_compute() {
-  VerifyCostModel m(64);
+ForwardCostModel bandwidth_then_compute() {
+  ForwardCostModel m(8, 64);
   for (int r = 1; r <= 64; ++r) measure(m, r, 1.0 + 0.01 * std::min(r, 8) + 0.15 * std::max(0, r - 8));
   return m;
 }
 
 TEST(DepthPlanner, DraftsDeepForOneClientAndLessOnceTheBatchIsComputeBound) {
-  const VerifyCostModel forward = bandwidth_then_compute();
+  const ForwardCostModel forward = bandwidth_then_compute();
   DraftCostModel draft;
   for (int b = 1; b <= 8; ++b) {  // a draft pass streams the head once: 0.05 whatever b is
     draft.record(0, b, 0.05), draft.record(0, b, 0.05);
     draft.record(1, b, 0.05), draft.record(1, b, 0.05);
   }
   const AcceptanceEstimate accepted = fixed_acceptance(0.8);
-  const DepthPlanner planner(forward, draft, 0.05);
   auto plan = [&](int clients) {
+    const DepthPlanner planner(forward, clients, draft, 0.05);
     std::vector<PlanSequence> seqs(size_t(clients), PlanSequence{&accepted, 8});
     return planner.plan(seqs, 0);
   };
@@ -316,6 +357,7 @@ TEST(DepthPlanner, DraftsDeepForOneClientAndLessOnceTheBatchIsComputeBound) {
   // The planner's choice is never slower than plain decoding, and no worse than any
   // uniform depth.
   std::vector<PlanSequence> seqs(8, PlanSequence{&accepted, 8});
+  const DepthPlanner planner(forward, 8, draft, 0.05);
   const double chosen = planner.rate(seqs, eight, 0);
   for (int k = 0; k <= 8; ++k) {
     std::vector<int> uniform(8, k);
@@ -324,21 +366,21 @@ TEST(DepthPlanner, DraftsDeepForOneClientAndLessOnceTheBatchIsComputeBound) {
 }
 
 TEST(DepthPlanner, PlainDecodingWhenDraftingCannotPay) {
-  VerifyCostModel linear(64);  // compute-bound from the first row
+  ForwardCostModel linear(8, 64);  // compute-bound from the first row
   for (int r = 1; r <= 32; ++r) measure(linear, r, double(r));
   DraftCostModel draft;
   const AcceptanceEstimate accepted = fixed_acceptance(0.6);
-  const DepthPlanner planner(linear, draft, 0.05);
+  const DepthPlanner planner(linear, 4, draft, 0.05);
   std::vector<PlanSequence> seqs(4, PlanSequence{&accepted, 8});
   EXPECT_EQ(planner.plan(seqs, 0), std::vector<int>(4, 0));
 }
 
 TEST(DepthPlanner, EachSequenceGetsTheDepthItsAcceptancePays) {
-  VerifyCostModel forward(64);  // each row 5 % of a decode step
+  ForwardCostModel forward(8, 64);  // each row 5 % of a decode step
   for (int r = 1; r <= 40; ++r) measure(forward, r, 1.0 + 0.05 * r);
   DraftCostModel draft;
   const AcceptanceEstimate high = fixed_acceptance(0.95), low = fixed_acceptance(0.05);
-  const DepthPlanner planner(forward, draft, 0.02);
+  const DepthPlanner planner(forward, 4, draft, 0.02);
   std::vector<PlanSequence> seqs = {{&high, 8}, {&low, 8}, {&high, 2}, {&low, 0}};
   const std::vector<int> depths = planner.plan(seqs, 0);
   EXPECT_GE(depths[0], 3);  // accepted nearly always: deep
@@ -354,7 +396,7 @@ TEST(DepthPlanner, NearTheBestOfEveryCombination) {
   std::mt19937 rng(5);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   for (int trial = 0; trial < 40; ++trial) {
-    VerifyCostModel forward(32);
+    ForwardCostModel forward(8, 32);
     double cost = 1.0;
     const double knee = 1 + 10 * unit(rng), before = 0.05 * unit(rng), after = 0.4 * unit(rng);
     for (int r = 1; r <= 16; ++r) {
@@ -370,7 +412,7 @@ TEST(DepthPlanner, NearTheBestOfEveryCombination) {
     const AcceptanceEstimate a0 = fixed_acceptance(unit(rng), 4), a1 = fixed_acceptance(unit(rng), 4),
                              a2 = fixed_acceptance(unit(rng), 4);
     std::vector<PlanSequence> seqs = {{&a0, 4}, {&a1, 4}, {&a2, 3}};
-    const DepthPlanner planner(forward, draft, 0.05);
+    const DepthPlanner planner(forward, 3, draft, 0.05);
     double best = 0;
     for (int i = 0; i <= 4; ++i)
       for (int j = 0; j <= 4; ++j)
