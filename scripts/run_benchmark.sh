@@ -5,6 +5,7 @@
 #   2   Prompt-cache regression: long -> short -> long -> identical long (last one a full cache hit)
 #   9   Quantized-KV regression: kv_bits 4 and 8, short and long, plus baseline
 #   13  MTP benchmark: `nextn bench` with mtp_bench's four configurations
+#   13c The same model with CONCURRENCY (default 4) clients at once: vanilla and auto
 #   14  Speculative-decoding equality: greedy output with and without each drafter must match
 # Environment: MODEL (default: the embedded model), CONTEXTS (default 512,4096,16384),
 # MAX_TOKENS (60), PORT (5431), NEXTN (binary, default build/nextn), OUT_DIR (bench-results).
@@ -119,6 +120,14 @@ test_13() {
     --out "$OUT_DIR/mtp_bench.md" --json "$OUT_DIR/mtp_bench.json" --svg "$OUT_DIR/mtp_bench.svg"
 }
 
+test_13c() {
+  echo "=== Test 13c: MTP benchmark with ${CONCURRENCY:-4} clients at once (nextn bench --concurrency) ==="
+  "$NEXTN" bench --model "$MODEL" --contexts "$CONTEXTS" --max-tokens "$MAX_TOKENS" \
+    --configs vanilla,auto --concurrency "${CONCURRENCY:-4}" --port "$PORT" "${thread_flag[@]}" \
+    --out "$OUT_DIR/mtp_bench_concurrent.md" --json "$OUT_DIR/mtp_bench_concurrent.json" \
+    --svg "$OUT_DIR/mtp_bench_concurrent.svg"
+}
+
 test_14() {
   echo "=== Test 14: speculative-decoding equality (greedy, with and without drafters) ==="
   local prompt="Write a short paragraph about rivers." fail=0 base out
@@ -140,6 +149,7 @@ nextn benchmark suite
   2) Prompt-cache regression
   9) Quantized-KV regression (kv_bits)
  13) MTP benchmark (nextn bench)
+ 13c) MTP benchmark, CONCURRENCY (default 4) clients at once: vanilla and auto, aggregate and per-client tok/s
  14) Speculative-decoding equality
 MENU
   read -r -p "Select: " SUITE_OPT
@@ -147,6 +157,6 @@ MENU
 
 [[ -n ${SUITE_OPT:-} ]] || menu
 case "${SUITE_OPT}" in
-  1) test_1 ;; 2) test_2 ;; 9) test_9 ;; 13) test_13 ;; 14) test_14 ;;
+  1) test_1 ;; 2) test_2 ;; 9) test_9 ;; 13) test_13 ;; 13c) test_13c ;; 14) test_14 ;;
   *) echo "unknown test '${SUITE_OPT}'"; exit 2 ;;
 esac
