@@ -68,13 +68,14 @@ void fill_from_stream(Measurement& m, const StreamResult& r) {
 Measurement merge_clients(const std::vector<Measurement>& parts, double wall_s) {
   Measurement m = parts.at(0);
   m.clients = int(parts.size());
-  double tps = 0, ttft = 0, prefill = 0;
+  double tps = 0, ttft = 0, prefill = 0, server_tps = 0;
   int tokens = 0, drafted = 0, accepted = 0, steps = 0;
   std::vector<double> per_pos;
   for (const Measurement& p : parts) {
     tps += p.tps;
     ttft += p.ttft_s;
     prefill += p.prefill_tps;
+    server_tps += p.server_predicted_per_second;
     tokens += p.completion_tokens;
     drafted += p.draft_n;
     accepted += p.draft_accepted;
@@ -86,6 +87,7 @@ Measurement merge_clients(const std::vector<Measurement>& parts, double wall_s) 
   m.tps = tps / n;
   m.ttft_s = ttft / n;
   m.prefill_tps = prefill / n;
+  m.server_predicted_per_second = server_tps / n;
   m.total_s = wall_s;
   m.completion_tokens = tokens;
   m.aggregate_tps = wall_s > 0 ? tokens / wall_s : 0;

@@ -40,7 +40,8 @@ struct Measurement {
 // Fills the token/timing fields of `m` from a finished stream and its `timings`.
 void fill_from_stream(Measurement& m, const StreamResult& r);
 // One measurement of `parts.size()` clients sent at once that took `wall_s` from the
-// first send to the last [DONE]: per-client figures averaged, tokens and drafts summed.
+// first send to the last [DONE]: per-client figures (TPS, TTFT, prefill, the server's own
+// decode rate) averaged, tokens and drafts summed.
 Measurement merge_clients(const std::vector<Measurement>& parts, double wall_s);
 
 struct Summary {

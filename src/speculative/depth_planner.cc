@@ -24,8 +24,8 @@ void AcceptanceEstimate::start_from(const AcceptanceEstimate& pooled) {
   accepted_.assign(n, 0.0);
   prior_.resize(n);
   for (size_t i = 0; i < n; ++i) prior_[i] = pooled.acceptance(int(i));
-  last_choice_ = -1;
-  interval_ = since_probe_ = probes_ = 0;
+  // The probe schedule goes on from the slot's previous request: a busy server whose
+  // choice holds does not probe every new request from scratch.
 }
 
 double AcceptanceEstimate::acceptance(int pos) const {

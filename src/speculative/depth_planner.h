@@ -29,7 +29,7 @@ class AcceptanceEstimate {
   explicit AcceptanceEstimate(int max_depth = 16);
   // Starts a request from what the engine's drafter achieved so far (`pooled`): its
   // per-position rates, weighted as two observations, so the request soon speaks
-  // for itself.
+  // for itself. The probe schedule carries on from the previous request.
   void start_from(const AcceptanceEstimate& pooled);
   // One verified step: k drafted, the first `accepted` accepted.
   void record(int k, int accepted);

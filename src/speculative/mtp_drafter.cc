@@ -27,8 +27,12 @@ namespace nextn {
 
 namespace {
 constexpr int kCatchUpChunk = 512;
-// Commits longer than this (prompt chunks) are caught up at commit time.
-constexpr int kEagerCatchUpMin = 16;
+// The batched first pass runs at most this many rows of a sequence; longer stretches (a
+// prompt, a long accepted step) are caught up alone first, in chunks.
+constexpr int kBatchedCatchUpMax = 16;
+// Rows waiting for the first propose() of a request are caught up at commit beyond this
+// many (they hold a hidden state each).
+constexpr int kMaxDeferredRows = 2048;
 
 class MtpSession : public DraftSession {
  public:
@@ -43,14 +47,14 @@ class MtpSession : public DraftSession {
     pending_tokens_.insert(pending_tokens_.end(), tokens.begin(), tokens.end());
     pending_hidden_.insert(pending_hidden_.end(), hidden, hidden + tokens.size() * size_t(hidden_));
     committed_ += int(tokens.size());
-    // A prompt (before drafting begins, or any long commit) is caught up here once many
-    // rows are pending, all but the last (whose next token is not known yet), so the
-    // first propose() runs one row instead of the whole prompt through the head. Rows
-    // committed a step at a time wait for propose(), and only the last kMtpMaxCatchUp are
-    // kept (or the whole latest step, if longer): a stretch of steps without drafts (the
-    // adaptive depth chose k = 0) then costs the head nothing.
-    if (!drafting_ || int(tokens.size()) > kEagerCatchUpMin) {
-      if (int(pending_tokens_.size()) > kEagerCatchUpMin) catch_up(int(pending_tokens_.size()) - 1);
+    // Rows wait for propose(). A prompt (everything before a request's first draft) waits
+    // whole: a sequence whose depth stays 0 never runs the head, and the prompt's
+    // catch-up comes after its first token instead of inside its prefill. Once drafting
+    // began, rows committed a step at a time are kept only as the last kMtpMaxCatchUp (or
+    // the whole latest step, if longer): a stretch of steps without drafts (the planner
+    // chose depth 0) then costs the head nothing.
+    if (!drafting_ || int(tokens.size()) > kBatchedCatchUpMax) {
+      if (int(pending_tokens_.size()) > kMaxDeferredRows) catch_up(int(pending_tokens_.size()) - 1);
     } else if (int skip = int(pending_tokens_.size()) - std::max(kMtpMaxCatchUp, int(tokens.size())); skip > 0) {
       // The head's attention then lacks the skipped rows and sees the rest at positions
       // shifted back by them (RoPE is relative: only the distance to the rows before the
@@ -100,8 +104,8 @@ class MtpSession : public DraftSession {
     }
     k = std::min(k, kv_[0]->max_tokens() - committed_);
     if (pending_tokens_.empty() || k <= 0) return false;
-    // A long stretch (a prompt not caught up at commit) runs alone first, in chunks.
-    if (int(pending_tokens_.size()) > kCatchUpChunk) catch_up(int(pending_tokens_.size()) - 1);
+    // A long stretch (a prompt) runs alone first, in chunks: the batched pass stays small.
+    if (int(pending_tokens_.size()) > kBatchedCatchUpMax) catch_up(int(pending_tokens_.size()) - 1);
     next_tokens_.assign(pending_tokens_.begin() + 1, pending_tokens_.end());
     next_tokens_.push_back(last);
     return true;
@@ -183,7 +187,7 @@ class MtpDrafter : public Drafter {
 
   void propose(std::span<const DraftJob> jobs, DraftPasses& passes) override {
     // Pass 0: every session's catch-up rows in one forward; its last row gives draft 1.
-    Stopwatch sw;
+    // (A prompt caught up alone in prepare() is not the pass's cost: it happens once.)
     active_.clear();
     depth_.clear();
     for (const DraftJob& job : jobs) {
@@ -195,6 +199,7 @@ class MtpDrafter : public Drafter {
       }
     }
     if (active_.empty()) return;
+    Stopwatch sw;
     rows_.resize(active_.size());
     run_layers(0, [&](size_t i, int layer) { rows_[i] = session(*active_[i]).catch_up_rows(layer); });
     // Each sequence's h for the next depth: the last catch-up row's output.

@@ -48,6 +48,11 @@ ForwardCost timed_forward(Model& model, std::span<SequenceRows> rows, ForwardRes
 // measures only its smaller sizes; the rest is learnt from its steps).
 constexpr double kCalibrationSeconds = 3.0;
 
+void count_depth(std::vector<uint64_t>& steps_per_depth, int k) {
+  if (steps_per_depth.size() <= size_t(k)) steps_per_depth.resize(size_t(k) + 1, 0);
+  steps_per_depth[size_t(k)] += 1;
+}
+
 }  // namespace
 
 struct Speculator::Impl {
@@ -58,16 +63,25 @@ struct Speculator::Impl {
   VerifyRules rules;
 
   // One step's working set.
-  std::vector<PlanSequence> plan;
-  std::vector<size_t> plan_index;  // batch index of each plan entry
-  std::vector<DraftProposal> proposals;
-  std::vector<DraftJob> jobs;
-  std::vector<size_t> job_index;
-  std::vector<int> constraint_depth;
-  std::vector<DraftedRows> drafted;  // per batch entry
-  std::vector<SequenceRows> rows;
+  std::vector<PlanSequence> plan_sequences;  // the decoding sequences
+  std::vector<size_t> plan_index;            // batch index of each
+  std::vector<DraftProposal> proposals;      // per decoding sequence
+  std::vector<DraftJob> jobs;                // the drafting sequences
+  std::vector<int> constraint_depth;         // per job: its grammar's state before drafting
+  std::vector<DraftedRows> drafted;          // per batch entry
+  std::vector<SequenceRows> rows;            // per batch entry
+  int total_rows = 0;
   DraftPasses passes;
   ForwardResult result;
+
+  // The step's stages (Speculator::step). plan: a depth per decoding sequence (in
+  // plan_sequences order; extra_rows: the prefill rows); draft: every drafting sequence's
+  // rows, returns the seconds spent; verify_forward: the one target forward; accept:
+  // verification, rollback, commits and counts, returns the seconds the commits took.
+  std::vector<int> plan(std::span<StepSequence> batch, bool adaptive, int& extra_rows);
+  double draft(std::span<StepSequence> batch, const std::vector<int>& depths, Drafter* drafter);
+  ForwardCost verify_forward(std::span<StepSequence> batch, bool hidden_wanted);
+  double accept(std::span<StepSequence> batch, StepReport& report);
 
   Impl(Model& model, int max_sequences) : target(model), forward_costs(max_sequences, max_sequences * kMaxRowsPerStep) {}
 };
@@ -118,13 +132,24 @@ StepReport Speculator::step(std::span<StepSequence> batch) {
   Impl& s = *impl_;
   StepReport report;
   Stopwatch step_watch;
-  const int vocab = s.target.config().vocab_size;
-  const bool hidden_wanted = drafter_ && drafter_->needs_hidden();
-
-  // 1. Plan: a depth per decoding sequence.
   int extra_rows = 0;
-  s.plan.clear();
-  s.plan_index.clear();
+  const std::vector<int> depths = s.plan(batch, options_.adaptive, extra_rows);
+  const double drafting = s.draft(batch, depths, drafter_.get());
+  const ForwardCost forward = s.verify_forward(batch, drafter_ && drafter_->needs_hidden());
+  const double committing = s.accept(batch, report);
+  // What the step cost, less drafting (measured apart, per pass) and the drafters'
+  // commits (which may catch a head up on a whole prompt): the forward and the
+  // verification and sampling around it, a large share of a step on small models.
+  if (extra_rows == 0)
+    s.forward_costs.record(int(batch.size()), s.total_rows, step_watch.seconds() - drafting - committing,
+                           forward.distinct_experts);
+  return report;
+}
+
+std::vector<int> Speculator::Impl::plan(std::span<StepSequence> batch, bool adaptive, int& extra_rows) {
+  extra_rows = 0;
+  plan_sequences.clear();
+  plan_index.clear();
   for (size_t i = 0; i < batch.size(); ++i) {
     StepSequence& q = batch[i];
     q.drafts = 0;
@@ -133,145 +158,130 @@ StepReport Speculator::step(std::span<StepSequence> batch) {
       continue;
     }
     const int max_depth = q.spec && q.spec->limit > 0 ? std::max(0, std::min(q.spec->limit, q.room)) : 0;
-    s.plan.push_back(PlanSequence{q.spec ? &q.spec->acceptance : &s.pooled, max_depth});
-    s.plan_index.push_back(i);
+    plan_sequences.push_back(PlanSequence{q.spec ? &q.spec->acceptance : &pooled, max_depth});
+    plan_index.push_back(i);
   }
-  std::vector<int> depths(s.plan.size(), 0);
-  if (options_.adaptive && !s.plan.empty()) {
-    const int sequences = int(batch.size());
-    const DepthPlanner planner(s.forward_costs, sequences, s.draft_costs, 0.05 * s.forward_costs.cost(sequences, sequences));
-    depths = planner.plan(s.plan, extra_rows);
-    // Probes move single sequences to a neighbouring depth now and then.
-    const std::vector<int> chosen = depths;
-    for (size_t p = 0; p < s.plan.size(); ++p)
-      if (s.plan[p].max_depth > 0)
-        depths[p] = batch[s.plan_index[p]].spec->acceptance.probe(
-            chosen[p], s.plan[p].max_depth, planner.deeper_could_win(s.plan, chosen, p, extra_rows));
-  } else {
-    for (size_t p = 0; p < s.plan.size(); ++p) depths[p] = s.plan[p].max_depth;
+  std::vector<int> depths(plan_sequences.size(), 0);
+  if (!adaptive || plan_sequences.empty()) {
+    for (size_t p = 0; p < plan_sequences.size(); ++p) depths[p] = plan_sequences[p].max_depth;
+    return depths;
   }
+  const int sequences = int(batch.size());
+  const DepthPlanner planner(forward_costs, sequences, draft_costs, 0.05 * forward_costs.cost(sequences, sequences));
+  depths = planner.plan(plan_sequences, extra_rows);
+  // Probes move single sequences to a neighbouring depth now and then.
+  const std::vector<int> chosen = depths;
+  for (size_t p = 0; p < plan_sequences.size(); ++p)
+    if (plan_sequences[p].max_depth > 0)
+      depths[p] = batch[plan_index[p]].spec->acceptance.probe(
+          chosen[p], plan_sequences[p].max_depth, planner.deeper_could_win(plan_sequences, chosen, p, extra_rows));
+  return depths;
+}
 
-  // 2. Draft for every sequence together.
-  s.drafted.resize(batch.size());
-  s.proposals.resize(s.plan.size());
-  s.jobs.clear();
-  s.job_index.clear();
-  s.constraint_depth.clear();
-  for (size_t p = 0; p < s.plan.size(); ++p) {
-    StepSequence& q = batch[s.plan_index[p]];
-    s.proposals[p].clear();
+double Speculator::Impl::draft(std::span<StepSequence> batch, const std::vector<int>& depths, Drafter* drafter) {
+  drafted.resize(batch.size());
+  proposals.resize(plan_sequences.size());
+  jobs.clear();
+  constraint_depth.clear();
+  for (size_t p = 0; p < plan_sequences.size(); ++p) {
+    StepSequence& q = batch[plan_index[p]];
+    proposals[p].clear();
     if (depths[p] <= 0) continue;
     Constraint* c = q.sampler->constraint();
-    s.constraint_depth.push_back(c ? c->depth() : 0);
-    s.jobs.push_back(DraftJob{q.spec->session.get(), q.last, depths[p], q.sampler, q.state, &s.proposals[p]});
-    s.job_index.push_back(p);
+    constraint_depth.push_back(c ? c->depth() : 0);
+    jobs.push_back(DraftJob{q.spec->session.get(), q.last, depths[p], q.sampler, q.state, &proposals[p]});
   }
-  s.passes.clear();
-  double drafting = 0;
-  if (!s.jobs.empty()) {
+  passes.clear();
+  double seconds = 0;
+  if (!jobs.empty()) {
     Stopwatch sw;
-    drafter_->propose(s.jobs, s.passes);
-    drafting = sw.seconds();
-    for (size_t j = 0; j < s.jobs.size(); ++j)
-      if (Constraint* c = s.jobs[j].sampler->constraint())
-        keep_allowed_drafts(*c, s.constraint_depth[j], *s.jobs[j].out);
-    for (size_t d = 0; d < s.passes.sequences.size(); ++d)
-      s.draft_costs.record(int(d), s.passes.sequences[d], s.passes.seconds[d]);
+    drafter->propose(jobs, passes);
+    seconds = sw.seconds();
+    for (size_t j = 0; j < jobs.size(); ++j)
+      if (Constraint* c = jobs[j].sampler->constraint()) keep_allowed_drafts(*c, constraint_depth[j], *jobs[j].out);
+    for (size_t d = 0; d < passes.sequences.size(); ++d) draft_costs.record(int(d), passes.sequences[d], passes.seconds[d]);
   }
-  for (size_t p = 0; p < s.plan.size(); ++p) {
-    StepSequence& q = batch[s.plan_index[p]];
-    DraftedRows& d = s.drafted[s.plan_index[p]];
+  for (size_t p = 0; p < plan_sequences.size(); ++p) {
+    StepSequence& q = batch[plan_index[p]];
+    DraftedRows& d = drafted[plan_index[p]];
     d.rows.assign(1, q.last);
-    d.rows.insert(d.rows.end(), s.proposals[p].tokens.begin(), s.proposals[p].tokens.end());
-    d.q.swap(s.proposals[p].q);
-    d.draft_seconds = depths[p] > 0 ? drafting / double(s.jobs.size()) : 0.0;
+    d.rows.insert(d.rows.end(), proposals[p].tokens.begin(), proposals[p].tokens.end());
+    d.q.swap(proposals[p].q);
+    d.draft_seconds = depths[p] > 0 ? seconds / double(jobs.size()) : 0.0;
   }
+  return seconds;
+}
 
-  // 3. One target forward over every sequence's rows.
-  s.rows.clear();
-  int total_rows = 0;
+ForwardCost Speculator::Impl::verify_forward(std::span<StepSequence> batch, bool hidden_wanted) {
+  rows.clear();
+  total_rows = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     StepSequence& q = batch[i];
     SequenceRows r;
     r.state = q.state;
-    const bool hidden = hidden_wanted && q.spec && q.spec->limit > 0;
     if (!q.decoding()) {
       r.tokens = q.prefill;
       if (q.last_chunk) r.logit_rows.push_back(int(q.prefill.size()) - 1);
     } else {
-      r.tokens = s.drafted[i].rows;
+      r.tokens = drafted[i].rows;
       for (int j = 0; j < int(r.tokens.size()); ++j) r.logit_rows.push_back(j);
       r.snapshots = r.tokens.size() > 1;  // verify rows: the state must be able to return to any of them
     }
-    if (hidden)
+    if (hidden_wanted && q.spec && q.spec->limit > 0)
       for (int j = 0; j < int(r.tokens.size()); ++j) r.hidden_rows.push_back(j);
     total_rows += int(r.tokens.size());
-    s.rows.push_back(std::move(r));
+    rows.push_back(std::move(r));
   }
-  const ForwardCost forward = timed_forward(s.target, s.rows, s.result);
+  return timed_forward(target, rows, result);
+}
 
-  // 4. Per sequence: verify, return the state, commit the drafter, count.
-  const size_t H = size_t(s.target.config().hidden_size);
+double Speculator::Impl::accept(std::span<StepSequence> batch, StepReport& report) {
+  const int vocab = target.config().vocab_size;
+  const size_t H = size_t(target.config().hidden_size);
   size_t logit_row = 0, hidden_row = 0;
   double committing = 0;  // drafters catching up on prompts: drafting work, not the forward's
+  auto commit = [&](SequenceSpeculation& spec, int start, std::span<const int32_t> tokens, const float* hidden) {
+    Stopwatch sw;
+    spec.session->commit(start, tokens, hidden);
+    committing += sw.seconds();
+    spec.session_len = start + int(tokens.size());
+  };
   for (size_t i = 0; i < batch.size(); ++i) {
     StepSequence& q = batch[i];
-    const SequenceRows& r = s.rows[i];
-    const float* logits = s.result.logits.data() + logit_row * size_t(vocab);
-    const float* hidden = r.hidden_rows.empty() ? nullptr : s.result.hidden_post.data() + hidden_row * H;
+    const SequenceRows& r = rows[i];
+    const float* logits = result.logits.data() + logit_row * size_t(vocab);
+    const float* hidden = r.hidden_rows.empty() ? nullptr : result.hidden_post.data() + hidden_row * H;
     logit_row += r.logit_rows.size();
     hidden_row += r.hidden_rows.size();
     SequenceSpeculation* spec = q.spec;
-    const bool drafts = spec && spec->limit > 0 && spec->session;
+    const bool drafting = spec && spec->limit > 0 && spec->session;
     if (!q.decoding()) {
-      const int start = q.state->length() - int(q.prefill.size());
-      if (drafts) {
-        Stopwatch sw;
-        spec->session->commit(start, q.prefill, hidden);
-        committing += sw.seconds();
-        spec->session_len = start + int(q.prefill.size());
-      }
+      if (drafting) commit(*spec, q.state->length() - int(q.prefill.size()), q.prefill, hidden);
       q.logits = q.last_chunk ? logits : nullptr;
       continue;
     }
-    const DraftedRows& d = s.drafted[i];
+    const DraftedRows& d = drafted[i];
     const int k = d.num_drafts();
     const int base = q.state->length() - int(d.rows.size());
-    q.tokens = verify_rows(d, logits, vocab, *q.sampler, s.rules);
+    q.tokens = verify_rows(d, logits, vocab, *q.sampler, rules);
     q.drafts = k;
     q.logits = logits;
     // Keep [last, d1..da]; drop the rejected rows.
     std::span<const int32_t> kept(d.rows.data(), size_t(q.tokens.accepted + 1));
     q.state->return_to(base + int(kept.size()));
-    if (drafts) {
-      Stopwatch sw;
-      spec->session->commit(base, kept, hidden);
-      committing += sw.seconds();
-      spec->session_len = base + int(kept.size());
-    }
+    if (drafting) commit(*spec, base, kept, hidden);
+    if (k > 0) report.counters.record(k, q.tokens.accepted);
+    if (!spec || spec->limit <= 0) continue;
     if (k > 0) {
-      report.counters.record(k, q.tokens.accepted);
-      if (spec) spec->counters.record(k, q.tokens.accepted);
+      spec->counters.record(k, q.tokens.accepted);
+      spec->acceptance.record(k, q.tokens.accepted);
+      pooled.record(k, q.tokens.accepted);
     }
-    if (spec && spec->limit > 0) {
-      if (k > 0) {
-        spec->acceptance.record(k, q.tokens.accepted);
-        s.pooled.record(k, q.tokens.accepted);
-      }
-      spec->draft_seconds += d.draft_seconds;
-      if (spec->depths.size() <= size_t(k)) spec->depths.resize(size_t(k) + 1, 0);
-      spec->depths[size_t(k)] += 1;
-      if (report.depths.size() <= size_t(k)) report.depths.resize(size_t(k) + 1, 0);
-      report.depths[size_t(k)] += 1;
-    }
+    spec->draft_seconds += d.draft_seconds;
+    count_depth(spec->depths, k);
+    count_depth(report.depths, k);
   }
-  // 5. What the step cost, less drafting (measured apart, per pass) and the drafters'
-  // commits (which may catch a head up on a whole prompt): the forward and the
-  // verification and sampling around it, a large share of a step on small models.
-  if (extra_rows == 0)
-    s.forward_costs.record(int(batch.size()), total_rows, step_watch.seconds() - drafting - committing,
-                           forward.distinct_experts);
-  return report;
+  return committing;
 }
 
 void Speculator::calibrate(int max_sequences, double budget_seconds) {
