@@ -8,9 +8,9 @@
 // catches every sequence up (and gives each its first draft), then one forward per
 // further depth runs a row of every sequence still drafting, so B sequences stream
 // the head's weights once per depth, not B times. Drafted rows are dropped from the head's
-// KV at the next commit, so it mirrors the target's accepted rows — except after a long
-// stretch without drafts (the adaptive depth chose k = 0), when it skips all but the last
-// kMtpMaxCatchUp of them (see commit).
+// KV at the next commit, so it mirrors the target's accepted rows — except after a step
+// without drafts (the planner chose depth 0), when it skips all but the last
+// kMtpMaxCatchUp of the rows it has not run (see commit).
 #include "speculative/mtp_drafter.h"
 
 #include <algorithm>
@@ -47,13 +47,13 @@ class MtpSession : public DraftSession {
     pending_tokens_.insert(pending_tokens_.end(), tokens.begin(), tokens.end());
     pending_hidden_.insert(pending_hidden_.end(), hidden, hidden + tokens.size() * size_t(hidden_));
     committed_ += int(tokens.size());
-    // Rows wait for propose(). A prompt (everything before a request's first draft) waits
-    // whole: a sequence whose depth stays 0 never runs the head, and the prompt's
-    // catch-up comes after its first token instead of inside its prefill. Once drafting
-    // began, rows committed a step at a time are kept only as the last kMtpMaxCatchUp (or
-    // the whole latest step, if longer): a stretch of steps without drafts (the planner
-    // chose depth 0) then costs the head nothing.
-    if (!drafting_ || int(tokens.size()) > kBatchedCatchUpMax) {
+    // Rows wait for propose(). A prompt waits whole for the request's first decode step:
+    // if that step drafts, the head catches up on all of it (after the first token, not
+    // inside the prefill). A step that commits without having drafted (the planner chose
+    // depth 0) keeps only the last kMtpMaxCatchUp rows (or the whole latest step, if
+    // longer), the prompt's included: a sequence that does not draft costs the head
+    // nothing, and a later probe catches up on a few rows, not on the prompt.
+    if (int(tokens.size()) > kBatchedCatchUpMax) {
       if (int(pending_tokens_.size()) > kMaxDeferredRows) catch_up(int(pending_tokens_.size()) - 1);
     } else if (int skip = int(pending_tokens_.size()) - std::max(kMtpMaxCatchUp, int(tokens.size())); skip > 0) {
       // The head's attention then lacks the skipped rows and sees the rest at positions
@@ -72,8 +72,6 @@ class MtpSession : public DraftSession {
       drop_drafted();
       return;
     }
-    // A new request: its prompt follows.
-    drafting_ = false;
     if (done_ > n) {
       // Rows skipped before n leave no KV length to return to: the head restarts there.
       if (skipped_ > 0) skipped_ = n;
@@ -93,7 +91,6 @@ class MtpSession : public DraftSession {
   // pending rows, the last one paired with `last`). Returns false when there is nothing
   // to draft from; lowers k to what the head's cache still holds.
   bool prepare(int32_t last, int& k) {
-    drafting_ = true;
     drop_drafted();
     if (pending_tokens_.empty() && done_ > 0 && done_ == committed_ && !last_hidden_.empty()) {
       // Proposing again without a commit in between: redo the last row.
@@ -164,7 +161,6 @@ class MtpSession : public DraftSession {
   int committed_ = 0;  // target rows committed
   int done_ = 0;       // target rows the head has passed (run or skipped); drafted rows beyond
   int skipped_ = 0;    // of those, rows skipped without running (kMtpMaxCatchUp)
-  bool drafting_ = false;  // propose() has run: the prompt is behind us
   std::vector<int32_t> pending_tokens_;  // tokens at positions done_..committed_-1
   std::vector<float> pending_hidden_;    // their target hidden states
   int32_t last_token_ = 0;               // the token and hidden of row done_-1 (to redo it)

@@ -8,12 +8,12 @@
 
 namespace nextn {
 
-// When drafting resumes after a stretch without drafts (the adaptive depth chose k = 0),
-// the head catches up at most this many of the accepted rows and skips the older ones:
-// running the head over every row of a long stretch of plain decoding (a routed MTP layer
-// on MoE models: 16 rows ran ~100 of 256 experts) made `--num-mtp-tokens auto` slower
-// than never drafting. A drafting step catches up its accepted + 1 rows, all of them even
-// when that is more than this.
+// When drafting resumes after steps without drafts (the planner chose depth 0), the head
+// catches up at most this many of the rows it has not run and skips the older ones (a
+// prompt's too, when the request's first decode step did not draft): running the head
+// over every row of a long stretch of plain decoding (a routed MTP layer on MoE models: 16
+// rows ran ~100 of 256 experts) made `auto` slower than never drafting. A drafting step
+// catches up its accepted + 1 rows, all of them even when that is more than this.
 constexpr int kMtpMaxCatchUp = 8;
 
 // `owned` keeps an assistant head alive; `head` may point into the target.
