@@ -98,39 +98,27 @@ class DraftModelDrafter : public Drafter {
   // feeds each sequence what it has not seen, the next ones its latest draft.
   void propose(std::span<const DraftJob> jobs, DraftPasses& passes) override {
     Stopwatch sw;
-    active_.clear();
-    depth_.clear();
     rows_.clear();
-    for (const DraftJob& job : jobs) {
-      job.out->clear();
-      int k = job.k;
-      if (k > 0 && session(job).prepare(job.last, k)) {
-        active_.push_back(&job);
-        depth_.push_back(k);
-        rows_.push_back(session(job).rows(session(job).feed()));
-      }
-    }
+    active_.start(jobs, [&](const DraftJob& job, int& k) {
+      if (!session(job).prepare(job.last, k)) return false;
+      rows_.push_back(session(job).rows(session(job).feed()));
+      return true;
+    });
+    const int vocab = model_->config().vocab_size;
     for (int d = 0; !active_.empty(); ++d) {
       model_->forward(std::span<SequenceRows>(rows_), result_);
-      const int vocab = model_->config().vocab_size;
       for (size_t i = 0; i < active_.size(); ++i) {
-        const DraftJob& job = *active_[i];
+        const DraftJob& job = active_[i];
         job.out->tokens.push_back(
             choose_draft(result_.logits.data() + i * size_t(vocab), vocab, *job.sampler, *job.out, work_, order_));
       }
       passes.add(int(active_.size()), sw.seconds());
       sw.reset();
-      size_t n = 0;
       rows_.clear();
-      for (size_t i = 0; i < active_.size(); ++i)
-        if (depth_[i] > d + 1) {
-          active_[n] = active_[i];
-          depth_[n++] = depth_[i];
-          const DraftJob& job = *active_[i];
-          rows_.push_back(session(job).rows(std::span<const int32_t>(&job.out->tokens.back(), 1)));
-        }
-      active_.resize(n);
-      depth_.resize(n);
+      active_.next(d, [&](size_t, size_t to) {
+        const DraftJob& job = active_[to];
+        rows_.push_back(session(job).rows(std::span<const int32_t>(&job.out->tokens.back(), 1)));
+      });
     }
   }
 
@@ -139,8 +127,7 @@ class DraftModelDrafter : public Drafter {
 
   std::unique_ptr<Model> model_;
   // One batched call's working set.
-  std::vector<const DraftJob*> active_;
-  std::vector<int> depth_;
+  DraftingSet active_;
   std::vector<SequenceRows> rows_;
   ForwardResult result_;
   std::vector<float> work_;

@@ -59,6 +59,47 @@ struct DraftPasses {
   }
 };
 
+// The sequences of a batched draft call that still draft, for drafters that run one
+// forward per depth. start() clears every job's proposal and keeps the jobs whose
+// session can draft (`ready(job, k)` may lower k); after pass `pass` (0-based), next()
+// keeps those that want more than pass + 1 drafts, in order, calling moved(from, to) for
+// each so the drafter's per-sequence buffers follow.
+class DraftingSet {
+ public:
+  template <class Ready>
+  void start(std::span<const DraftJob> jobs, Ready ready) {
+    jobs_.clear();
+    depths_.clear();
+    for (const DraftJob& job : jobs) {
+      job.out->clear();
+      int k = job.k;
+      if (k > 0 && ready(job, k)) {
+        jobs_.push_back(&job);
+        depths_.push_back(k);
+      }
+    }
+  }
+  template <class Moved>
+  void next(int pass, Moved moved) {
+    size_t n = 0;
+    for (size_t i = 0; i < jobs_.size(); ++i)
+      if (depths_[i] > pass + 1) {
+        jobs_[n] = jobs_[i];
+        depths_[n] = depths_[i];
+        moved(i, n++);
+      }
+    jobs_.resize(n);
+    depths_.resize(n);
+  }
+  size_t size() const { return jobs_.size(); }
+  bool empty() const { return jobs_.empty(); }
+  const DraftJob& operator[](size_t i) const { return *jobs_[i]; }
+
+ private:
+  std::vector<const DraftJob*> jobs_;
+  std::vector<int> depths_;  // drafts each may make
+};
+
 // The state one sequence's drafting keeps between steps (MTP KV, draft-model KV, n-gram
 // index). It follows the target: commit() after rows are accepted, rollback() when
 // the target's state returns to fewer tokens.

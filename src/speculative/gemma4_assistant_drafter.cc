@@ -64,40 +64,31 @@ class Gemma4AssistantDrafter : public Drafter {
   // One assistant step per depth over every sequence still drafting.
   void propose(std::span<const DraftJob> jobs, DraftPasses& passes) override {
     Stopwatch sw;
-    active_.clear();
-    depth_.clear();
     rows_.clear();
-    for (const DraftJob& job : jobs) {
-      job.out->clear();
-      int k = job.k;
+    active_.start(jobs, [&](const DraftJob& job, int& k) {
       auto& s = *static_cast<Gemma4AssistantSession*>(job.session);
-      if (!s.ready(job.target, k)) continue;
-      active_.push_back(&job);
-      depth_.push_back(k);
+      if (!s.ready(job.target, k)) return false;
       rows_.push_back(AssistantRow{job.target, job.last, s.last_hidden()});
-    }
+      return true;
+    });
     for (int d = 0; !active_.empty(); ++d) {
       const size_t n = active_.size();
       logits_.resize(n * size_t(vocab_));
       next_.resize(n * size_t(hidden_));
       assistant_->step(rows_, logits_.data(), next_.data());
       h_.swap(next_);  // the rows' h for the next depth
-      size_t kept = 0;
       for (size_t i = 0; i < n; ++i) {
-        const DraftJob& job = *active_[i];
-        int32_t token = choose_draft(logits_.data() + i * size_t(vocab_), vocab_, *job.sampler, *job.out, work_, order_);
-        job.out->tokens.push_back(token);
-        if (depth_[i] <= d + 1) continue;
-        active_[kept] = active_[i];
-        depth_[kept] = depth_[i];
-        rows_[kept] = AssistantRow{job.target, token, h_.data() + i * size_t(hidden_)};
-        ++kept;
+        const DraftJob& job = active_[i];
+        job.out->tokens.push_back(
+            choose_draft(logits_.data() + i * size_t(vocab_), vocab_, *job.sampler, *job.out, work_, order_));
       }
       passes.add(int(n), sw.seconds());
       sw.reset();
-      active_.resize(kept);
-      depth_.resize(kept);
-      rows_.resize(kept);
+      active_.next(d, [&](size_t from, size_t to) {
+        const DraftJob& job = active_[to];
+        rows_[to] = AssistantRow{job.target, job.out->tokens.back(), h_.data() + from * size_t(hidden_)};
+      });
+      rows_.resize(active_.size());
     }
   }
 
@@ -105,8 +96,7 @@ class Gemma4AssistantDrafter : public Drafter {
   std::unique_ptr<Gemma4Assistant> assistant_;
   int hidden_, vocab_;
   // One batched call's working set.
-  std::vector<const DraftJob*> active_;
-  std::vector<int> depth_;
+  DraftingSet active_;
   std::vector<AssistantRow> rows_;
   std::vector<float> h_, next_, logits_, work_;
   std::vector<int32_t> order_;

@@ -184,52 +184,37 @@ class MtpDrafter : public Drafter {
   void propose(std::span<const DraftJob> jobs, DraftPasses& passes) override {
     // Pass 0: every session's catch-up rows in one forward; its last row gives draft 1.
     // (A prompt caught up alone in prepare() is not the pass's cost: it happens once.)
-    active_.clear();
-    depth_.clear();
-    for (const DraftJob& job : jobs) {
-      job.out->clear();
-      int k = job.k;
-      if (k > 0 && session(job).prepare(job.last, k)) {
-        active_.push_back(&job);
-        depth_.push_back(k);
-      }
-    }
+    active_.start(jobs, [](const DraftJob& job, int& k) { return session(job).prepare(job.last, k); });
     if (active_.empty()) return;
     Stopwatch sw;
     rows_.resize(active_.size());
-    run_layers(0, [&](size_t i, int layer) { rows_[i] = session(*active_[i]).catch_up_rows(layer); });
+    run_layers(0, [&](size_t i, int layer) { rows_[i] = session(active_[i]).catch_up_rows(layer); });
     // Each sequence's h for the next depth: the last catch-up row's output.
     h_.resize(active_.size() * size_t(hidden_));
     for (size_t i = 0, row = 0; i < active_.size(); ++i) {
       row += rows_[i].tokens.size();
       std::copy_n(hidden_out_.data() + (row - 1) * size_t(hidden_), hidden_, h_.data() + i * size_t(hidden_));
-      session(*active_[i]).caught_up();
+      session(active_[i]).caught_up();
     }
-    for (size_t i = 0; i < active_.size(); ++i) choose(*active_[i], i);
+    for (size_t i = 0; i < active_.size(); ++i) choose(active_[i], i);
     passes.add(int(active_.size()), sw.seconds());
 
     // Depth d: one row of every sequence that wants more than d drafts.
     for (int d = 1;; ++d) {
       sw.reset();
-      size_t n = 0;
-      for (size_t i = 0; i < active_.size(); ++i)
-        if (depth_[i] > d) {
-          active_[n] = active_[i];
-          depth_[n] = depth_[i];
-          std::copy_n(h_.data() + i * size_t(hidden_), hidden_, h_.data() + n * size_t(hidden_));
-          ++n;
-        }
-      active_.resize(n);
-      depth_.resize(n);
-      if (n == 0) break;
+      active_.next(d - 1, [&](size_t from, size_t to) {
+        std::copy_n(h_.data() + from * size_t(hidden_), hidden_, h_.data() + to * size_t(hidden_));
+      });
+      if (active_.empty()) break;
+      const size_t n = active_.size();
       rows_.resize(n);
       run_layers(d % head_->num_layers(), [&](size_t i, int layer) {
-        const DraftJob& job = *active_[i];
+        const DraftJob& job = active_[i];
         rows_[i] = MtpRows{&session(job).layer_state(layer), h_.data() + i * size_t(hidden_),
                            std::span<const int32_t>(&job.out->tokens.back(), 1), {0}};
       });
       std::copy_n(hidden_out_.data(), n * size_t(hidden_), h_.data());
-      for (size_t i = 0; i < n; ++i) choose(*active_[i], i);
+      for (size_t i = 0; i < n; ++i) choose(active_[i], i);
       passes.add(int(n), sw.seconds());
     }
   }
@@ -274,8 +259,7 @@ class MtpDrafter : public Drafter {
   std::unique_ptr<MtpHead> owned_;
   int hidden_, vocab_, draft_vocab_;
   // One batched call's working set.
-  std::vector<const DraftJob*> active_;  // sequences still drafting
-  std::vector<int> depth_;               // their drafts wanted
+  DraftingSet active_;  // sequences still drafting
   std::vector<MtpRows> rows_;
   std::vector<float> h_, logits_, hidden_out_, scratch_logits_, scratch_hidden_, full_, work_;
   std::vector<int32_t> order_;
