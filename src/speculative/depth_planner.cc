@@ -16,7 +16,9 @@ constexpr int kProbeEveryMax = 128;
 AcceptanceEstimate::AcceptanceEstimate(int max_depth)
     : reached_(size_t(std::max(1, max_depth)), 0.0),
       accepted_(size_t(std::max(1, max_depth)), 0.0),
-      prior_(size_t(std::max(1, max_depth)), kPriorAccept) {}
+      prior_(size_t(std::max(1, max_depth)), kPriorAccept) {
+  update();
+}
 
 void AcceptanceEstimate::start_from(const AcceptanceEstimate& pooled) {
   const size_t n = pooled.reached_.size();
@@ -24,19 +26,33 @@ void AcceptanceEstimate::start_from(const AcceptanceEstimate& pooled) {
   accepted_.assign(n, 0.0);
   prior_.resize(n);
   for (size_t i = 0; i < n; ++i) prior_[i] = pooled.acceptance(int(i));
+  update();
   // The probe schedule goes on from the slot's previous request: a busy server whose
   // choice holds does not probe every new request from scratch.
 }
 
 double AcceptanceEstimate::acceptance(int pos) const {
-  const size_t i = size_t(std::clamp(pos, 0, int(reached_.size()) - 1));
-  return (accepted_[i] + kPriorWeight * prior_[i]) / (reached_[i] + kPriorWeight);
+  return rates_[size_t(std::clamp(pos, 0, int(rates_.size()) - 1))];
 }
 
 double AcceptanceEstimate::expected_tokens(int k) const {
-  double expected = 1.0, chain = 1.0;
-  for (int i = 0; i < k; ++i) expected += chain *= acceptance(i);
-  return expected;
+  return expected_[size_t(std::clamp(k, 0, int(expected_.size()) - 1))];
+}
+
+void AcceptanceEstimate::update() {
+  const size_t n = reached_.size();
+  rates_.resize(n);
+  expected_.resize(n + 1);
+  expected_[0] = 1.0;
+  double chain = 1.0;
+  for (size_t i = 0; i < n; ++i) {
+    // A position's prior is no better than the position before it: drafts rarely get
+    // easier further on, and a position never reached (every first draft rejected) must
+    // not make deep drafts look worth their cost.
+    const double prior = i > 0 ? std::min(prior_[i], rates_[i - 1]) : prior_[i];
+    rates_[i] = (accepted_[i] + kPriorWeight * prior) / (reached_[i] + kPriorWeight);
+    expected_[i + 1] = expected_[i] + (chain *= rates_[i]);
+  }
 }
 
 void AcceptanceEstimate::record(int k, int accepted) {
@@ -47,6 +63,7 @@ void AcceptanceEstimate::record(int k, int accepted) {
     reached_[size_t(i)] = kDecay * reached_[size_t(i)] + 1.0;
     accepted_[size_t(i)] = kDecay * accepted_[size_t(i)] + (i < accepted ? 1.0 : 0.0);
   }
+  if (k > 0) update();
 }
 
 int AcceptanceEstimate::probe(int chosen, int max_depth, bool deeper_could_win) {

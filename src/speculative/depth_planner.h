@@ -40,8 +40,12 @@ class AcceptanceEstimate {
   int probe(int chosen, int max_depth, bool deeper_could_win);
 
  private:
+  void update();  // rates_ and expected_ from the counts
+
   std::vector<double> reached_, accepted_;  // decayed counts per position
   std::vector<double> prior_;               // prior acceptance per position
+  std::vector<double> rates_;               // acceptance per position
+  std::vector<double> expected_;            // expected_tokens(k), k = 0..positions
   int last_choice_ = -1;                    // the choice the probe interval counts from
   int interval_ = 0;                        // steps between probes
   int since_probe_ = 0;
