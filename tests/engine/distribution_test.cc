@@ -81,20 +81,25 @@ void expect_lossless(EngineOptions o, const char* name) {
 
 TEST(Distribution, MtpIsLossless) { expect_lossless(spec_options(target_model(), "mtp", 3), "mtp"); }
 
-TEST(Distribution, MtpWithMixedDepthsInEachBatchIsLossless) {
+TEST(Distribution, MixedDepthsInEachBatchAreLossless) {
+  // The draft model (the target less a layer) is accepted often enough (~0.3) that every
+  // batch mixes accepted, rejected and absent drafts at depths 0..4.
+  EngineOptions o = spec_options(target_model(), "draft", 4);
+  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
   double acc = 0;
-  auto spec = histogram(spec_options(target_model(), "mtp", 4), 2000000, &acc, nullptr, true);
+  auto spec = histogram(o, 2000000, &acc, nullptr, true);
   auto r = homogeneity(plain_histogram(), spec);
-  EXPECT_GT(r.p_value, 0.01) << "mtp, mixed depths: chi2 " << r.statistic << " dof " << r.dof;
-  EXPECT_GT(acc, 0.0);
-  std::printf("mtp, mixed depths: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
+  EXPECT_GT(r.p_value, 0.01) << "draft, mixed depths: chi2 " << r.statistic << " dof " << r.dof;
+  EXPECT_GT(acc, 0.1);
+  std::printf("draft, mixed depths: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
 }
 
-TEST(Distribution, MtpWithPlannedDepthsIsLossless) {
+TEST(Distribution, PlannedDepthsAreLossless) {
   // `auto`: the planner picks each sequence's depth per step from costs and acceptance.
-  EngineOptions o = spec_options(target_model(), "mtp", 4);
+  EngineOptions o = spec_options(target_model(), "draft", 4);
+  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
   o.speculative.adaptive = true;
-  expect_lossless(o, "mtp auto");
+  expect_lossless(o, "draft auto");
 }
 
 TEST(Distribution, MtpOnQwen3_5HybridIsLossless) {
