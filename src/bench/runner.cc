@@ -164,16 +164,10 @@ int run_bench(const BenchOptions& o) {
             report.measurements.push_back(m);
             continue;
           }
-          if (clients > 1) {
-            std::vector<Measurement> parts(size_t(clients), m);
-            for (int c = 0; c < clients; ++c) fill_from_stream(parts[size_t(c)], streams[size_t(c)]);
-            const double rss = m.rss_mb, peak = m.peak_rss_mb;
-            m = merge_clients(parts, wall_s);
-            m.rss_mb = rss;
-            m.peak_rss_mb = peak;
-          }
-          const StreamResult& r = streams[0];
-          if (clients == 1) fill_from_stream(m, r);
+          // Each client's figures on a copy of m (which holds the memory samples).
+          std::vector<Measurement> parts(size_t(clients), m);
+          for (int c = 0; c < clients; ++c) fill_from_stream(parts[size_t(c)], streams[size_t(c)]);
+          m = clients > 1 ? merge_clients(parts, wall_s) : parts[0];
 
           if (m.kv_bytes == 0) {
             if (auto health = client.get_json("/health"); health && health->contains("kv_cache")) {

@@ -1,6 +1,6 @@
 // model/gemma4.cc — Gemma 4 text models (Gemma4ForCausalLM, and the text part of
 // Gemma4ForConditionalGeneration: text_config, tensors under model.language_model.;
-// vision and audio towers are ignored). shared/docs/architectures.md Part 2:
+// vision and audio towers are ignored). What differs from the shared decoder:
 //   - layer_types: sliding-window layers (head_dim, window, local RoPE theta) between
 //     full layers (global_head_dim, "proportional" RoPE: NeoX over the whole head with
 //     only the first partial_rotary_factor * D / 2 frequencies non-zero)
@@ -180,7 +180,7 @@ std::unique_ptr<Block> make_gemma4_block(const ModelConfig& config, const LayerS
   return make_gemma4_layer(layer, o, store, prefix);
 }
 
-// Per-layer embeddings, for every layer at once (shared/docs/architectures.md §2.6):
+// Per-layer embeddings, for every layer at once:
 //   e   = embed_tokens_per_layer[id] · √P                       -> [L, P]
 //   p   = RMSNorm_w(per_layer_model_projection(x0) · H^-1/2)    per layer slice of P
 //   ple = (p + e) · 2^-1/2

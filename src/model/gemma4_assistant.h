@@ -1,8 +1,7 @@
 // model/gemma4_assistant.h — the Gemma 4 "-assistant" drafter (Gemma4AssistantForCausalLM,
-// model_type gemma4_assistant; shared/docs/architectures.md §2.11). It has no KV of its
-// own: its query-only layers attend over the TARGET's cache of the last non-shared
-// target layer of the same type, always at the target's last position p, so drafting
-// leaves nothing to roll back. One step:
+// model_type gemma4_assistant). It has no KV of its own: its query-only layers attend
+// over the TARGET's cache of the last non-shared target layer of the same type, always
+// at the target's last position p, so drafting leaves nothing to roll back. One step:
 //   u = pre_projection([E_target[x] · √H_t ; h])        h: the target's post-norm hidden at p (step 0)
 //   u = layers(u) at position p over the target's KV;  n = RMSNorm_w(u; model.norm)
 //   logits = E_d · n, centroid-masked: the tokens of the top-k centroids keep their logit,

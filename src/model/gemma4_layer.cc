@@ -1,4 +1,4 @@
-// model/gemma4_layer.cc — one Gemma 4 decoder layer (shared/docs/architectures.md §2.2–2.6):
+// model/gemma4_layer.cc — one Gemma 4 decoder layer (as Hugging Face's Gemma 4 text model computes it):
 //   q = RoPE(RMSNorm_w(q_proj(n); q_norm)),  n = RMSNorm_w(x; input_layernorm)
 //   k = RoPE(RMSNorm_w(k_proj(n); k_norm)),  v = RMSNorm(v_proj(n) or, K=V, the raw k_proj(n)) without weight
 //   x += RMSNorm_w(o_proj(softmax(q kᵀ · 1.0) v); post_attention_layernorm)

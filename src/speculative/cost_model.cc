@@ -154,16 +154,17 @@ void ForwardCostModel::set_routing(int experts, int top_k) {
   for (VerifyCostModel& c : curves_) c.set_routing(experts, top_k);
 }
 
-void ForwardCostModel::record(int sequences, int rows, double seconds, double distinct_experts) {
-  if (sequences <= 0) return;
+VerifyCostModel& ForwardCostModel::curve_of(int sequences) {
   if (size_t(sequences) >= curves_.size()) curves_.resize(size_t(sequences) + 1, curves_[0]);
-  curves_[size_t(sequences)].record(rows, seconds, distinct_experts);
+  return curves_[size_t(sequences)];
+}
+
+void ForwardCostModel::record(int sequences, int rows, double seconds, double distinct_experts) {
+  if (sequences > 0) curve_of(sequences).record(rows, seconds, distinct_experts);
 }
 
 void ForwardCostModel::calibrate(int sequences, int rows, double seconds, double distinct_experts) {
-  if (sequences <= 0) return;
-  if (size_t(sequences) >= curves_.size()) curves_.resize(size_t(sequences) + 1, curves_[0]);
-  curves_[size_t(sequences)].calibrate(rows, seconds, distinct_experts);
+  if (sequences > 0) curve_of(sequences).calibrate(rows, seconds, distinct_experts);
 }
 
 const VerifyCostModel& ForwardCostModel::curve(int sequences) const {

@@ -71,6 +71,7 @@ class ForwardCostModel {
 
  private:
   const VerifyCostModel& curve(int sequences) const;
+  VerifyCostModel& curve_of(int sequences);  // grown to hold `sequences`
   // b's extra cost over the single-sequence curve at its measurement nearest `rows`
   // (false: b has none).
   bool offset(int sequences, int rows, double& out) const;

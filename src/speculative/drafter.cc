@@ -11,11 +11,11 @@ int32_t choose_draft(const float* logits, int vocab, Sampler& sampler, DraftProp
   if (Constraint* c = sampler.constraint()) {
     // Structured output: the draft is chosen among the tokens the constraint allows after
     // the drafts so far (q is masked like the target's p), and moves the constraint on;
-    // draft_rows() rolls the drafts back.
+    // the speculative step rolls the drafts back (speculator.cc, keep_allowed_drafts).
     work.assign(logits, logits + vocab);
     int32_t token;
     // Nothing allowed, or nothing the drafter scores (a reduced draft vocabulary leaves
-    // the rest at -inf): the raw argmax, a forbidden token that draft_rows() drops.
+    // the rest at -inf): the raw argmax, a forbidden token the step drops.
     bool any = c->mask(work.data(), vocab) && *std::max_element(work.begin(), work.end()) > -INFINITY;
     if (!any) {
       token = argmax(logits, vocab);

@@ -71,33 +71,37 @@ const std::map<std::pair<int, int32_t>, double>& plain_histogram() {
   return h;
 }
 
-void expect_lossless(EngineOptions o, const char* name) {
+// min_acceptance >= 0: the drafts must also be accepted more often than that (so the
+// test exercises accepted and rejected drafts alike).
+void expect_lossless(EngineOptions o, const char* name, bool mixed_depths = false, double min_acceptance = -1.0) {
   double acc = 0;
-  auto spec = histogram(o, 2000000, &acc);
+  auto spec = histogram(o, 2000000, &acc, nullptr, mixed_depths);
   auto r = homogeneity(plain_histogram(), spec);
   EXPECT_GT(r.p_value, 0.01) << name << ": chi2 " << r.statistic << " dof " << r.dof;
+  if (min_acceptance >= 0) {
+    EXPECT_GT(acc, min_acceptance) << name;
+  }
   std::printf("%s: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", name, r.statistic, r.dof, r.p_value, acc);
+}
+
+// The draft model: the target less its last layer (q close to p, not equal).
+EngineOptions draft_model_options(int n) {
+  EngineOptions o = spec_options(target_model(), "draft", n);
+  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
+  return o;
 }
 
 TEST(Distribution, MtpIsLossless) { expect_lossless(spec_options(target_model(), "mtp", 3), "mtp"); }
 
 TEST(Distribution, MixedDepthsInEachBatchAreLossless) {
-  // The draft model (the target less a layer) is accepted often enough (~0.3) that every
-  // batch mixes accepted, rejected and absent drafts at depths 0..4.
-  EngineOptions o = spec_options(target_model(), "draft", 4);
-  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
-  double acc = 0;
-  auto spec = histogram(o, 2000000, &acc, nullptr, true);
-  auto r = homogeneity(plain_histogram(), spec);
-  EXPECT_GT(r.p_value, 0.01) << "draft, mixed depths: chi2 " << r.statistic << " dof " << r.dof;
-  EXPECT_GT(acc, 0.1);
-  std::printf("draft, mixed depths: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
+  // The draft model is accepted often enough (~0.3) that every batch mixes accepted,
+  // rejected and absent drafts at depths 0..4.
+  expect_lossless(draft_model_options(4), "draft, mixed depths", true, 0.1);
 }
 
 TEST(Distribution, PlannedDepthsAreLossless) {
   // `auto`: the planner picks each sequence's depth per step from costs and acceptance.
-  EngineOptions o = spec_options(target_model(), "draft", 4);
-  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
+  EngineOptions o = draft_model_options(4);
   o.speculative.adaptive = true;
   expect_lossless(o, "draft auto");
 }
@@ -144,11 +148,7 @@ TEST(Distribution, Gemma4AssistantIsLossless) {
   std::printf("gemma4 assistant: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
 }
 
-TEST(Distribution, DraftModelIsLossless) {
-  EngineOptions o = spec_options(target_model(), "draft", 3);
-  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
-  expect_lossless(o, "draft");
-}
+TEST(Distribution, DraftModelIsLossless) { expect_lossless(draft_model_options(3), "draft"); }
 
 TEST(Distribution, NgramIsLossless) { expect_lossless(spec_options(target_model(), "ngram", 3), "ngram"); }
 
@@ -189,9 +189,7 @@ TEST(Distribution, ConstrainedMtpReducedDraftVocabularyIsLossless) {
 }
 
 TEST(Distribution, ConstrainedDraftModelIsLossless) {
-  EngineOptions o = spec_options(target_model(), "draft", 3);
-  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
-  expect_constrained_lossless(o, "constrained draft");
+  expect_constrained_lossless(draft_model_options(3), "constrained draft");
 }
 
 TEST(Distribution, ConstrainedNgramIsLossless) {
@@ -200,8 +198,7 @@ TEST(Distribution, ConstrainedNgramIsLossless) {
 
 TEST(Distribution, ConstrainedBrokenRuleIsDetected) {
   // The same test has the power to see a wrong rejection rule under the constraint.
-  EngineOptions o = spec_options(target_model(), "draft", 3);
-  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
+  EngineOptions o = draft_model_options(3);
   o.speculative.rejection_rule = testing::resample_from_target;
   double acc = 0;
   auto bad = histogram(o, 2000000, &acc, kWordsGrammar);
@@ -211,8 +208,7 @@ TEST(Distribution, ConstrainedBrokenRuleIsDetected) {
 }
 
 TEST(Distribution, BrokenAcceptanceRuleIsDetected) {
-  EngineOptions o = spec_options(target_model(), "draft", 3);
-  o.speculative.draft_model_dir = checkpoint("qwen3_l2", "--arch qwen3 --layers 2 --seed 2");
+  EngineOptions o = draft_model_options(3);
   o.speculative.rejection_rule = testing::resample_from_target;
   double acc = 0;
   auto bad = histogram(o, 2000000, &acc);
