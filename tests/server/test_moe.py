@@ -23,7 +23,7 @@ def models():
     gemma_assistant = checkpoint("server-gemma4_moe-assistant", "--assistant-of", gemma, "--seed", "9")
     return {"qwen3_5_moe": (qwen, ["--mtp", "--num-mtp-tokens", "3"]),
             "glm4_moe": (glm, ["--mtp", "--num-mtp-tokens", "2"]),
-            "gemma4_moe": (gemma, ["--mtp-assistant-model", gemma_assistant])}
+            "gemma4_moe": (gemma, ["--mtp-assistant-model", gemma_assistant, "--num-mtp-tokens", "2"])}
 
 
 class MoeServerTest(unittest.TestCase):

@@ -58,7 +58,10 @@ test("--no-webui: no page at /", async () => {
 test("the chat page in Chromium", { timeout: 300000 }, async () => {
   assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM}: scripts/setup.sh --tests installs it`);
   mkdirSync(SHOTS, { recursive: true });
-  const { proc, ready } = await startServer("webui", MODEL, 2, ["--mtp", "--api-key", KEY, "--max-tokens", "120"]);
+  // A fixed depth: under `auto` the planner may decide drafting does not pay on this machine,
+  // and the page's draft tints are what this test looks at.
+  const { proc, ready } = await startServer("webui", MODEL, 2, ["--mtp", "--num-mtp-tokens", "2", "--api-key", KEY,
+                                                                 "--max-tokens", "120"]);
   const url = ready.url;
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM,
