@@ -1,7 +1,9 @@
+// cli/engine_options.cc — see engine_options.h.
 #include "cli/engine_options.h"
 
 #include <cstdlib>
 
+#include "cli/flag_checks.h"
 #include "speculative/drafter.h"  // assistant_default_draft_tokens
 #include "speculative/step.h"     // kMaxDraftsPerStep
 #include "util/error.h"
@@ -35,9 +37,13 @@ void resolve_depth(const std::string& flag, const std::string& value, int bound,
 void add_engine_flags(CLI::App& app, EngineFlags& f) {
   EngineOptions& o = f.options;
   app.add_option("-m,--model", o.model_dir, "Hugging Face checkpoint directory (default: the embedded tiny model)");
-  app.add_option("-t,--threads", o.threads, "Compute threads (default: physical cores)");
-  app.add_option("-c,--ctx-size", o.ctx_size, "Context size in tokens per sequence")->capture_default_str();
-  app.add_option("--prefill-size", o.prefill_size, "Prompt tokens per prefill chunk")->capture_default_str();
+  app.add_option("-t,--threads", o.threads, "Compute threads (default: physical cores)")->check(integer_in(1, 1024));
+  app.add_option("-c,--ctx-size", o.ctx_size, "Context size in tokens per sequence")
+      ->capture_default_str()
+      ->check(integer_in(16, 1 << 24));
+  app.add_option("--prefill-size", o.prefill_size, "Prompt tokens per prefill chunk")
+      ->capture_default_str()
+      ->check(integer_in(1, 1 << 20));
   app.add_flag("--mtp", f.mtp, "Draft with the MTP layers inside the checkpoint");
   app.add_option("--num-mtp-tokens", f.num_mtp_tokens,
                  "Tokens drafted per step by MTP or the assistant: N fixes it; auto (the default) lets the "
@@ -49,15 +55,22 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "Tokens drafted per step by --draft-model / ngram: N, or auto (the default)");
   app.add_option("--spec-type", f.spec_type, "Drafter without a model: ngram (prompt lookup)");
   app.add_option("--spec-synthetic-accept", o.speculative.synthetic_accept,
-                 "Accept each draft with this probability regardless of the target (benchmarking only)");
+                 "Accept each draft with this probability regardless of the target (benchmarking only)")
+      ->check(finite_in(0, 1));
   app.add_option("--draft-vocab", o.speculative.draft_vocab,
-                 "MTP drafts only among the first N token ids (0: all; default: 32768 for vocabularies > 65536)");
+                 "MTP drafts only among the first N token ids (0: all; default: 32768 for vocabularies > 65536)")->check(integer_in(0, 1 << 30));
   app.add_flag("--benchmark-mode", f.benchmark_mode, "Allow benchmark-only options such as --spec-synthetic-accept");
   app.add_flag("--turbo-kv", f.turbo_kv, "TurboQuant KV-cache compression (3-bit, after --turbo-after tokens)");
   app.add_option("--kv-type", f.kv_type, "KV storage: f32, f16, bf16, q8, q4, turbo3, turbo4")->capture_default_str();
-  app.add_option("--kv-group-size", o.kv.group_size, "Group size of q8/q4 KV quantization")->capture_default_str();
-  app.add_option("--turbo-after", o.kv.compress_after, "TurboQuant: compress once a sequence passes this many tokens")->capture_default_str();
-  app.add_option("--turbo-keep-recent", o.kv.keep_recent, "TurboQuant: most recent tokens kept in full precision")->capture_default_str();
+  app.add_option("--kv-group-size", o.kv.group_size, "Group size of q8/q4 KV quantization (32, 64 or 128)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({32, 64, 128}));
+  app.add_option("--turbo-after", o.kv.compress_after, "TurboQuant: compress once a sequence passes this many tokens")
+      ->capture_default_str()
+      ->check(integer_in(0));
+  app.add_option("--turbo-keep-recent", o.kv.keep_recent, "TurboQuant: most recent tokens kept in full precision")
+      ->capture_default_str()
+      ->check(integer_in(0));
   app.add_flag("--mmap-weights", f.mmap_weights, "Serve weights from the memory-mapped file instead of copying them");
 }
 

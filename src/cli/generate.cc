@@ -16,6 +16,7 @@
 #include "chat/chat_template.h"
 #include "cli/command.h"
 #include "cli/engine_options.h"
+#include "cli/flag_checks.h"
 #include "engine/engine.h"
 #include "speculative/counters.h"
 #include "grammar/gbnf.h"
@@ -174,13 +175,14 @@ int run_generate(GenerateFlags& f) {
     cv.wait(lock, [&] { return done; });
     return timings.predicted_ms > 0 ? std::max(0, timings.predicted_n - 1) / timings.predicted_ms * 1e3 : 0.0;
   };
+  auto failed = [&] { return reason == FinishReason::kError || reason == FinishReason::kInvalidRequest; };
   Timings best, best_plain;
   double best_tps = -1.0, best_plain_tps = -1.0;
   bool same_tokens = true;
   for (int run = 0; run < std::max(1, f.repeat); ++run) {
     const double tps = run_once(true);
     echo = false;
-    if (reason == FinishReason::kError) break;
+    if (failed()) break;
     if (tps > best_tps) {
       best_tps = tps;
       best = timings;
@@ -188,20 +190,21 @@ int run_generate(GenerateFlags& f) {
     if (!f.compare_plain) continue;
     const std::vector<int32_t> speculative_tokens = run_tokens;
     const double plain_tps = run_once(false);
-    if (reason == FinishReason::kError) break;
+    if (failed()) break;
     same_tokens = same_tokens && run_tokens == speculative_tokens;
     if (plain_tps > best_plain_tps) {
       best_plain_tps = plain_tps;
       best_plain = timings;
     }
   }
-  if (reason != FinishReason::kError) timings = best;
+  if (!failed()) timings = best;
   if (decoder) {
     std::string rest = decoder->flush();
     std::fwrite(rest.data(), 1, rest.size(), stdout);
   }
   std::printf("\n");
   if (reason == FinishReason::kError) fail(ErrorKind::kInternal, "generation failed: {}", error);
+  if (reason == FinishReason::kInvalidRequest) fail(ErrorKind::kBadInput, "{}", error);
 
   const Timings& t = timings;
   double prompt_tps = t.prompt_ms > 0 ? t.prompt_n / (t.prompt_ms / 1e3) : 0.0;
@@ -251,21 +254,25 @@ Command add_generate_command(CLI::App& root) {
   app->add_option("--prompt-tokens", f->prompt_tokens, "Prompt as comma-separated token ids (prints ids)");
   app->add_option("-p,--prompt", f->prompt, "Prompt text (tokenized with the model's tokenizer.json)");
   app->add_option("--chat", f->chat, "A user message, rendered with the model's chat template");
-  app->add_option("-n,--n-predict", f->n, "Tokens to generate")->capture_default_str();
-  app->add_option("--temp,--temperature", f->sampling.temperature, "Temperature (0: greedy)")->capture_default_str();
-  app->add_option("--top-k", f->sampling.top_k, "Top-k (0: off)")->capture_default_str();
-  app->add_option("--top-p", f->sampling.top_p, "Top-p (nucleus)")->capture_default_str();
-  app->add_option("--min-p", f->sampling.min_p, "Min-p")->capture_default_str();
-  app->add_option("--repeat-penalty", f->sampling.repetition_penalty, "Repetition penalty (1: off)");
-  app->add_option("--presence-penalty", f->sampling.presence_penalty, "Presence penalty");
-  app->add_option("--frequency-penalty", f->sampling.frequency_penalty, "Frequency penalty");
+  app->add_option("-n,--n-predict", f->n, "Tokens to generate")->capture_default_str()->check(integer_in(0, 1 << 24));
+  app->add_option("--temp,--temperature", f->sampling.temperature, "Temperature (0: greedy)")
+      ->capture_default_str()
+      ->check(finite_in(0, 100));
+  app->add_option("--top-k", f->sampling.top_k, "Top-k (0: off)")->capture_default_str()->check(integer_in(0, 1 << 30));
+  app->add_option("--top-p", f->sampling.top_p, "Top-p (nucleus)")->capture_default_str()->check(finite_in(0, 1));
+  app->add_option("--min-p", f->sampling.min_p, "Min-p")->capture_default_str()->check(finite_in(0, 1));
+  app->add_option("--repeat-penalty", f->sampling.repetition_penalty, "Repetition penalty (1: off)")
+      ->check(finite_in(1e-3, 100));
+  app->add_option("--presence-penalty", f->sampling.presence_penalty, "Presence penalty")->check(finite_in(-2, 2));
+  app->add_option("--frequency-penalty", f->sampling.frequency_penalty, "Frequency penalty")->check(finite_in(-2, 2));
   app->add_option("--seed", f->sampling.seed, "Sampling seed (same seed, same output)")
       ->each([f](const std::string&) { f->seed_given = true; });
   app->add_flag("--ids", f->ids, "Print token ids instead of text");
   app->add_flag("--ignore-eos", f->ignore_eos, "Do not stop at end-of-sequence tokens");
   app->add_flag("-q,--quiet", f->quiet, "Do not echo the prompt text");
   app->add_flag("-v,--verbose", f->verbose, "Log engine events (load, per-request line) to stderr");
-  app->add_option("--repeat", f->repeat, "Run the request this many times; report the fastest decode");
+  app->add_option("--repeat", f->repeat, "Run the request this many times; report the fastest decode")
+      ->check(integer_in(1, 1000));
   app->add_flag("--compare-plain", f->compare_plain,
                 "After each run, decode the same request without drafting on the same engine and report both speeds");
   app->add_option("--json-schema", f->json_schema_file, "Constrain the output to JSON valid under this JSON Schema file");

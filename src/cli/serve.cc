@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/engine_options.h"
+#include "cli/flag_checks.h"
 #include "cli/template_limits.h"
 #include "server/backend.h"
 #include "server/server.h"
@@ -89,6 +90,12 @@ int run_serve(ServeFlags& f) {
     signalled = true;
     log_info("received {}: stopping (no new requests; in-flight streams finish)", sig == SIGINT ? "SIGINT" : "SIGTERM");
     http.stop();
+    // The promise to whoever sent the signal (a supervisor, a load balancer draining this
+    // replica): gone within the grace and one second, whatever still holds on.
+    std::this_thread::sleep_for(std::chrono::duration<double>(so.shutdown_grace_s + 1.0));
+    log_error("still running {:.1f} s after the signal: exiting now", so.shutdown_grace_s + 1.0);
+    std::fflush(nullptr);
+    _exit(1);
   });
   signal_thread.detach();
 
@@ -141,27 +148,52 @@ Command add_serve_command(CLI::App& root) {
   add_engine_flags(*app, f.engine);
   app->add_option("--host", f.server.host, "Address to listen on")->capture_default_str();
   app->add_option("--port", f.server.port, "Port to listen on (0: any free port, reported in the ready line)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(0, 65535));
   app->add_option("--api-key", f.server.api_key, "Require 'Authorization: Bearer KEY' (health and metrics stay open)");
   app->add_option("--parallel", f.engine.options.parallel, "Sequences decoded together (slots)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1, 256));
   app->add_option("--queue-size", f.engine.options.queue_size, "Requests that may wait for a slot; more get 503")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(0, 1 << 20));
   app->add_option("-n,--max-tokens", f.server.defaults.max_tokens, "Default max tokens per response")
-      ->capture_default_str();
-  app->add_option("--temp", f.temp, "Default temperature (requests override)")->capture_default_str();
-  app->add_option("--top-p", f.top_p, "Default top-p")->capture_default_str();
-  app->add_option("--top-k", f.top_k, "Default top-k (0: off)")->capture_default_str();
-  app->add_option("--min-p", f.min_p, "Default min-p")->capture_default_str();
-  app->add_option("--repeat-penalty", f.repeat_penalty, "Default repetition penalty")->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1, 1 << 24));
+  app->add_option("--temp", f.temp, "Default temperature (requests override)")
+      ->capture_default_str()
+      ->check(finite_in(0, 100));
+  app->add_option("--top-p", f.top_p, "Default top-p")->capture_default_str()->check(finite_in(0, 1));
+  app->add_option("--top-k", f.top_k, "Default top-k (0: off)")->capture_default_str()->check(integer_in(0, 1 << 30));
+  app->add_option("--min-p", f.min_p, "Default min-p")->capture_default_str()->check(finite_in(0, 1));
+  app->add_option("--repeat-penalty", f.repeat_penalty, "Default repetition penalty (1: off)")
+      ->capture_default_str()
+      ->check(finite_in(1e-3, 100));
   app->add_flag("!--no-webui", f.server.webui, "Do not serve the chat page at /");
   app->add_option("--cors", f.server.cors_origin, "Allow browser requests from ORIGIN ('*' for any)");
   app->add_option("--alias", f.alias, "Model name reported by /v1/models (default: the model folder name)");
-  app->add_option("--max-body-mb", f.max_body_mb, "Largest request body in MiB (413 beyond)")->capture_default_str();
+  app->add_option("--max-body-mb", f.max_body_mb, "Largest request body in MiB (413 beyond)")
+      ->capture_default_str()
+      ->check(integer_in(1, 4096));
   app->add_option("--shutdown-grace", f.server.shutdown_grace_s,
                   "Seconds in-flight generations may run after SIGTERM before they are cancelled")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_in(0, 86400));
   add_template_limit_flags(*app, f.server.template_limits);
+  // Structured output is compiled from client input: bound what it may cost.
+  grammar::GrammarLimits& g = f.server.defaults.grammar;
+  app->add_option("--grammar-max-stacks", g.max_stacks,
+                  "Structured output: parse stacks alive at once (how ambiguous a grammar may be)")
+      ->capture_default_str()
+      ->check(integer_in(16, 1 << 20));
+  app->add_option("--grammar-max-elements", g.max_elements,
+                  "Structured output: grammar elements once repetitions are written out")
+      ->capture_default_str()
+      ->check(integer_in(1024, 1 << 26));
+  app->add_option("--schema-max-depth", g.schema_max_depth,
+                  "Structured output: JSON Schema levels entered at once, each $ref followed counting as one")
+      ->capture_default_str()
+      ->check(integer_in(4, 1000));  // each level is a few frames of the compiler's recursion
   return {app, [flags] { return run_serve(*flags); }};
 }
 

@@ -32,6 +32,7 @@ const char* finish_reason_name(FinishReason reason) {
     case FinishReason::kLength: return "length";
     case FinishReason::kCancelled: return "cancelled";
     case FinishReason::kError: return "error";
+    case FinishReason::kInvalidRequest: return "invalid_request";
   }
   return "none";
 }
@@ -124,6 +125,7 @@ struct Engine::Impl {
   void emit_step(Slot& slot, const StepSequence& q);
   void finish_prefill_chunk(Slot& slot, const StepSequence& q);
   bool emit(Slot& slot, const TokenEvent& provenance, const float* logits_row);
+  bool constraint_failed(Slot& slot);
   void finish(Slot& slot, FinishReason reason, const std::string& error = {});
   void update_memory_stats();
 };
@@ -439,6 +441,7 @@ void Engine::Impl::finish_prefill_chunk(Slot& slot, const StepSequence& q) {
 // when the request finished.
 bool Engine::Impl::emit(Slot& slot, const TokenEvent& provenance, const float* logits_row) {
   Active& a = *slot.active;
+  if (constraint_failed(slot)) return false;
   const int32_t token = provenance.token;
   a.last = token;
   for (int32_t stop : a.req.stop_tokens)
@@ -464,6 +467,7 @@ bool Engine::Impl::emit(Slot& slot, const TokenEvent& provenance, const float* l
   }
   // The sampler's constraint has seen every token of the step (verification accepts them
   // all); the one just emitted is token number `generated`.
+  if (constraint_failed(slot)) return false;
   if (a.req.constraint && a.req.constraint->complete(a.generated)) {
     finish(slot, FinishReason::kStop);
     return false;
@@ -472,6 +476,15 @@ bool Engine::Impl::emit(Slot& slot, const TokenEvent& provenance, const float* l
     finish(slot, FinishReason::kLength);
     return false;
   }
+  return true;
+}
+
+// The request's constraint passed one of its limits: the request ends with its message.
+bool Engine::Impl::constraint_failed(Slot& slot) {
+  const Constraint* c = slot.active->req.constraint.get();
+  std::string why = c ? c->failure() : std::string();
+  if (why.empty()) return false;
+  finish(slot, FinishReason::kInvalidRequest, why);
   return true;
 }
 

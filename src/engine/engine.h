@@ -34,7 +34,9 @@ struct EngineOptions {
   LoadOptions load;
 };
 
-enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
+// kInvalidRequest: the request cannot go on through its own fault (its grammar passed a
+// limit while generating); the error says which.
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kError, kInvalidRequest };
 const char* finish_reason_name(FinishReason reason);  // "stop", "length", ...
 
 struct TokenLogprob {

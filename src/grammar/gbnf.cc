@@ -12,10 +12,10 @@ namespace nextn::grammar {
 
 namespace {
 
-// Limits that keep the parser's and the matcher's recursion shallow on hostile input.
+// Limits that keep the parser's recursion shallow on hostile input (the expanded size is
+// the caller's GrammarLimits::max_elements).
 constexpr int kMaxNesting = 128;        // parentheses inside parentheses
 constexpr int kMaxLeftCornerDepth = 1000;  // rules entered before a character must match
-constexpr size_t kMaxItems = 1 << 20;      // elements after repetitions are expanded
 
 struct Item {
   bool is_rule = false;
@@ -35,7 +35,7 @@ struct RuleDef {
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : s_(text) {}
+  Parser(std::string_view text, const GrammarLimits& limits) : s_(text), limits_(limits) {}
 
   Grammar parse(std::string_view root_name) {
     skip_space(true);
@@ -61,6 +61,9 @@ class Parser {
     auto root = names_.find(std::string(root_name));
     if (root == names_.end()) error(s_.size(), "no rule named '" + std::string(root_name) + "'");
     check_left_recursion();
+    if (!derivable(&Parser::matches_a_character)[size_t(root->second)])
+      error(0, "the grammar matches no string (every way through '" + std::string(root_name) +
+                   "' needs a character that no UTF-8 text contains, such as a lone surrogate)");
     return flatten(root->second);
   }
 
@@ -143,7 +146,11 @@ class Parser {
       switch (e) {
         case 'x': return hex(at, 2);
         case 'u': return hex(at, 4);
-        case 'U': return hex(at, 8);
+        case 'U': {
+          uint32_t cp = hex(at, 8);
+          if (cp > 0x10FFFF) error(at, "\\U escape past U+10FFFF, the last code point");
+          return cp;
+        }
         case 't': return '\t';
         case 'r': return '\r';
         case 'n': return '\n';
@@ -161,6 +168,7 @@ class Parser {
       if (p_ >= s_.size() || (static_cast<unsigned char>(s_[p_]) & 0xC0) != 0x80) error(at, "invalid UTF-8");
       cp = (cp << 6) | (static_cast<unsigned char>(s_[p_++]) & 0x3F);
     }
+    if (cp > 0x10FFFF) error(at, "invalid UTF-8 (a code point past U+10FFFF)");
     return cp;
   }
 
@@ -190,7 +198,10 @@ class Parser {
           if (p_ >= s_.size()) error(at, "unterminated string literal");
           if (s_[p_] == '"') break;
           if (s_[p_] == '\n') error(p_, "newline inside a string literal");
+          size_t char_at = p_;
           uint32_t cp = parse_char();
+          if (cp >= 0xD800 && cp <= 0xDFFF)
+            error(char_at, "a lone UTF-16 surrogate is not a character: no UTF-8 text contains it");
           seq.push_back({false, false, {{cp, cp}}, -1});
         }
         ++p_;
@@ -296,7 +307,10 @@ class Parser {
   Item repeat(const Sequence& body, int min, int max) {
     // {m,n} copies the body m + (n - m) times: nested counts multiply.
     items_ += body.size() * size_t(std::max(min, 1) + std::max(max - min, 0) + 1);
-    if (items_ > kMaxItems) error(p_, "the grammar grows past " + std::to_string(kMaxItems) + " elements once repetitions are expanded");
+    if (items_ > limits_.max_elements)
+      throw GrammarLimitError("the grammar grows past " + std::to_string(limits_.max_elements) +
+                                  " elements once its repetitions are written out",
+                              "--grammar-max-elements");
     Item ref;
     ref.is_rule = true;
     // The optional tail: opt_k ::= body opt_{k+1} | ε, or star ::= body star | ε.
@@ -337,28 +351,71 @@ class Parser {
     return ref;
   }
 
-  // A top-down matcher loops on a rule that can reach itself without consuming input.
-  void check_left_recursion() {
-    std::vector<bool> nullable(rules_.size(), false);
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (size_t r = 0; r < rules_.size(); ++r) {
-        if (nullable[r]) continue;
-        for (const Sequence& alt : rules_[r].alts) {
-          bool all = true;
-          for (const Item& it : alt)
-            if (!it.is_rule || !nullable[size_t(it.rule)]) {
-              all = false;
-              break;
-            }
-          if (all) {
-            nullable[r] = true;
-            changed = true;
+  // Whether a character item can match a character of UTF-8 text: a code point up to
+  // U+10FFFF that is not a UTF-16 surrogate.
+  static bool matches_a_character(const Item& it) {
+    auto covers = [&](uint32_t lo, uint32_t hi) {
+      if (!it.negated) {
+        for (const CharRange& r : it.ranges)
+          if (r.lo <= hi && r.hi >= lo) return true;
+        return false;
+      }
+      for (uint32_t x = lo; x <= hi;) {  // negated: some x in [lo, hi] outside every range
+        bool moved = false;
+        for (const CharRange& r : it.ranges)
+          if (r.lo <= x && x <= r.hi) {
+            if (r.hi >= hi) return false;
+            x = r.hi + 1;
+            moved = true;
+          }
+        if (!moved) return true;
+      }
+      return false;
+    };
+    return covers(0, 0xD7FF) || covers(0xE000, 0x10FFFF);
+  }
+
+  // Per rule: whether it derives a string made only of characters that `char_ok` accepts
+  // (nullptr: none, so "derives the empty string"). A worklist over the rules that use
+  // each rule, so long chains of helper rules ((a?){10000}) cost linear time.
+  std::vector<bool> derivable(bool (*char_ok)(const Item&)) const {
+    struct Alt {
+      size_t rule;
+      int missing;  // rule items not yet known derivable; -1: a character item refuses
+    };
+    std::vector<Alt> alts;
+    std::vector<std::vector<size_t>> used_by(rules_.size());  // rule -> alternatives naming it
+    std::vector<size_t> ready;
+    for (size_t r = 0; r < rules_.size(); ++r)
+      for (const Sequence& seq : rules_[r].alts) {
+        Alt a{r, 0};
+        for (const Item& it : seq) {
+          if (it.is_rule) {
+            a.missing += 1;
+            used_by[size_t(it.rule)].push_back(alts.size());
+          } else if (!char_ok || !char_ok(it)) {
+            a.missing = -1;
             break;
           }
         }
+        if (a.missing == 0) ready.push_back(r);
+        alts.push_back(a);
       }
+    std::vector<bool> yes(rules_.size(), false);
+    while (!ready.empty()) {
+      size_t r = ready.back();
+      ready.pop_back();
+      if (yes[r]) continue;
+      yes[r] = true;
+      for (size_t a : used_by[r])  // once per occurrence of r in the alternative
+        if (alts[a].missing > 0 && --alts[a].missing == 0) ready.push_back(alts[a].rule);
     }
+    return yes;
+  }
+
+  // A top-down matcher loops on a rule that can reach itself without consuming input.
+  void check_left_recursion() {
+    std::vector<bool> nullable = derivable(nullptr);
     std::vector<int> color(rules_.size(), 0);  // 0 new, 1 on the path, 2 done
     int depth = 0;
     std::function<void(size_t)> visit = [&](size_t r) {
@@ -425,6 +482,7 @@ class Parser {
   int current_ = -1;  // the rule being defined
   int nesting_ = 0;
   size_t items_ = 0;
+  GrammarLimits limits_;
 };
 
 }  // namespace
@@ -454,7 +512,9 @@ bool Grammar::matches_some(const Element& e, uint32_t lo, uint32_t hi) const {
   return x <= hi;
 }
 
-Grammar parse_gbnf(std::string_view text, std::string_view root) { return Parser(text).parse(root); }
+Grammar parse_gbnf(std::string_view text, std::string_view root, const GrammarLimits& limits) {
+  return Parser(text, limits).parse(root);
+}
 
 std::string gbnf_literal(std::string_view text) {
   std::string out = "\"";

@@ -4,7 +4,8 @@
 // Literals "..." and classes [...] with \x \u \U \t \n \r \\ \" \] escapes, `.` (any
 // character), groups, * + ? {m} {m,} {m,n}; a rule ends at a newline unless inside
 // parentheses or after `|` / `::=`. The root rule is `root`. Undefined rules, left
-// recursion (which a top-down matcher cannot run) and syntax errors are GrammarErrors
+// recursion (which a top-down matcher cannot run), code points that are not characters
+// (past U+10FFFF, a lone surrogate in a literal) and syntax errors are GrammarErrors
 // naming line:column.
 #pragma once
 #include <stdexcept>
@@ -12,6 +13,7 @@
 #include <string_view>
 
 #include "grammar/grammar.h"
+#include "grammar/limits.h"
 
 namespace nextn::grammar {
 
@@ -22,7 +24,9 @@ struct GrammarError : std::runtime_error {
   int line, column;
 };
 
-Grammar parse_gbnf(std::string_view text, std::string_view root = "root");
+// Also refuses a grammar whose root matches no string (e.g. only UTF-16 surrogates), and
+// throws GrammarLimitError past limits.max_elements.
+Grammar parse_gbnf(std::string_view text, std::string_view root = "root", const GrammarLimits& limits = {});
 
 // A GBNF string literal ("...") whose content is the bytes of `text`.
 std::string gbnf_literal(std::string_view text);

@@ -17,8 +17,9 @@ constexpr size_t kMaxCachedMasks = 2048;
 constexpr size_t kMaxSharedStates = 200000;
 }  // namespace
 
-CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie)
-    : matcher_(std::move(grammar)), trie_(std::move(trie)) {}
+CompiledGrammar::CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
+                                 const GrammarLimits& limits)
+    : matcher_(std::move(grammar), limits), trie_(std::move(trie)) {}
 
 CompiledGrammar::Stats CompiledGrammar::stats() const {
   std::lock_guard lock(mu_);
@@ -56,11 +57,26 @@ bool GrammarConstraint::is_end(int32_t token) const {
   return std::find(end_tokens_.begin(), end_tokens_.end(), token) != end_tokens_.end();
 }
 
+void GrammarConstraint::fail(const GrammarLimitError& e, size_t at) {
+  if (failure_.empty() || at < failed_at_) {
+    failure_ = std::string(e.what()) + " (" + e.flag + " raises the limit)";
+    failed_at_ = at;
+  }
+}
+
 bool GrammarConstraint::mask(float* logits, int vocab) {
   std::lock_guard lock(g_->mu_);
   Stopwatch sw;
   Matcher::State s = history_.back();
-  const std::vector<uint64_t>& bits = g_->allowed_bits(s);
+  const std::vector<uint64_t>* found = nullptr;
+  try {
+    found = &g_->allowed_bits(s);
+  } catch (const GrammarLimitError& e) {
+    fail(e, history_.size() - 1);
+    for (int t = 0; t < vocab; ++t) logits[t] = -INFINITY;
+    return false;
+  }
+  const std::vector<uint64_t>& bits = *found;
   const int n = std::min(vocab, g_->trie_->vocab());
   // End tokens: allowed (with their own score) exactly where the grammar accepts.
   const bool end_ok = g_->matcher_.accepting(s);
@@ -102,21 +118,31 @@ bool GrammarConstraint::allows(int32_t token) {
   auto it = g_->masks_.find(s);
   if (it != g_->masks_.end()) return (it->second[size_t(token) >> 6] >> (token & 63)) & 1;
   const std::string& b = g_->trie_->bytes(token);
-  return !b.empty() && g_->matcher_.advance(s, b) != Matcher::kDead;
+  try {
+    return !b.empty() && g_->matcher_.advance(s, b) != Matcher::kDead;
+  } catch (const GrammarLimitError& e) {
+    fail(e, history_.size());
+    return false;
+  }
 }
 
 void GrammarConstraint::accept(int32_t token) {
   std::lock_guard lock(g_->mu_);
   Matcher::State s = history_.back();
   Matcher::State next = Matcher::kDead;
-  if (token >= 0 && token < g_->trie_->vocab() && !is_end(token) && !g_->trie_->bytes(token).empty())
-    next = g_->matcher_.advance(s, g_->trie_->bytes(token));
+  try {
+    if (token >= 0 && token < g_->trie_->vocab() && !is_end(token) && !g_->trie_->bytes(token).empty())
+      next = g_->matcher_.advance(s, g_->trie_->bytes(token));
+  } catch (const GrammarLimitError& e) {
+    fail(e, history_.size());
+  }
   history_.push_back(next);
 }
 
 void GrammarConstraint::rollback(int n) {
   n = std::clamp(n, 0, depth());
   history_.resize(history_.size() - size_t(n));
+  if (!failure_.empty() && failed_at_ >= history_.size()) failure_.clear();
 }
 
 bool GrammarConstraint::complete(int d) const {
@@ -125,7 +151,8 @@ bool GrammarConstraint::complete(int d) const {
   return !g_->matcher_.can_continue(history_[size_t(d)]);
 }
 
-std::shared_ptr<CompiledGrammar> GrammarCache::get(const std::string& key, const std::shared_ptr<const Grammar>& grammar) {
+std::shared_ptr<CompiledGrammar> GrammarCache::get(const std::string& key, const std::shared_ptr<const Grammar>& grammar,
+                                                   const GrammarLimits& limits) {
   std::lock_guard lock(mu_);
   for (size_t i = 0; i < entries_.size(); ++i)
     if (entries_[i].first == key) {
@@ -136,7 +163,7 @@ std::shared_ptr<CompiledGrammar> GrammarCache::get(const std::string& key, const
       return entries_.back().second;
     }
   if (entries_.size() >= capacity_) entries_.erase(entries_.begin());
-  entries_.emplace_back(key, std::make_shared<CompiledGrammar>(grammar, trie_));
+  entries_.emplace_back(key, std::make_shared<CompiledGrammar>(grammar, trie_, limits));
   return entries_.back().second;
 }
 

@@ -19,7 +19,9 @@ namespace nextn::grammar {
 
 class CompiledGrammar {
  public:
-  CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie);
+  // Throws GrammarLimitError when the grammar's start is already past limits.max_stacks.
+  CompiledGrammar(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
+                  const GrammarLimits& limits = {});
 
   // Cost, for benchmarks: masks computed with the trie walk (cache misses) and their
   // time; masks applied to a logits row and their time (the walk included).
@@ -57,6 +59,7 @@ class GrammarConstraint : public Constraint {
   void rollback(int n) override;
   int depth() const override { return int(history_.size()) - 1; }
   bool complete(int depth) const override;
+  std::string failure() const override { return failure_; }
 
   const CompiledGrammar& compiled() const { return *g_; }
 
@@ -66,6 +69,12 @@ class GrammarConstraint : public Constraint {
   std::vector<int32_t> end_tokens_;
   std::vector<Matcher::State> history_;  // history_[i]: the state after i tokens
   std::vector<float> end_scores_;        // mask()'s scratch: the end tokens' logits
+  // A limit passed while matching (GrammarLimitError): the message, and the index in
+  // history_ of the state that could not be computed or masked (rolling back below it
+  // forgets the failure: a rejected draft may have gone where the output never goes).
+  std::string failure_;
+  size_t failed_at_ = 0;
+  void fail(const GrammarLimitError& e, size_t at);
 };
 
 // The compiled grammars of recent requests, by grammar text (agents send the same schema
@@ -73,7 +82,10 @@ class GrammarConstraint : public Constraint {
 class GrammarCache {
  public:
   GrammarCache(std::shared_ptr<const TokenTrie> trie, size_t capacity = 16) : trie_(std::move(trie)), capacity_(capacity) {}
-  std::shared_ptr<CompiledGrammar> get(const std::string& key, const std::shared_ptr<const Grammar>& grammar);
+  // Compiles under `limits` when not cached; throws GrammarLimitError as
+  // CompiledGrammar's constructor does.
+  std::shared_ptr<CompiledGrammar> get(const std::string& key, const std::shared_ptr<const Grammar>& grammar,
+                                       const GrammarLimits& limits = {});
 
  private:
   std::mutex mu_;

@@ -55,7 +55,7 @@ std::string rule_safe(const std::string& s) {
 
 class Compiler {
  public:
-  Compiler(const json& root, Whitespace ws) : root_(root), ws_(ws) {}
+  Compiler(const json& root, Whitespace ws, int max_depth) : root_(root), ws_(ws), max_depth_(max_depth) {}
 
   std::string compile() {
     std::string top = visit(root_, "");
@@ -158,6 +158,17 @@ class Compiler {
   }
 
   std::string visit(const json& s, const std::string& ptr) {
+    // Each level (a property, an item, a branch, a followed $ref) is one call deeper: a
+    // chain of 10 000 $refs must be a 400 that names the limit, not a stack overflow.
+    struct Level {
+      int& depth;
+      explicit Level(int& d) : depth(++d) {}
+      ~Level() { --depth; }
+    } level(depth_);
+    if (depth_ > max_depth_)
+      throw GrammarLimitError(fmt::format("{}: the schema nests deeper than {} levels (each $ref followed counts as one)",
+                                          ptr.empty() ? "(root)" : ptr, max_depth_),
+                              "--schema-max-depth");
     if (s.is_boolean()) {
       if (!s.get<bool>()) fail(ptr, "the schema 'false' allows no value");
       return shared("value");
@@ -180,11 +191,12 @@ class Compiler {
       std::string ref = s["$ref"].get<std::string>();
       auto it = refs_.find(ref);
       if (it != refs_.end()) return it->second;
+      const json& target = resolve(ref, ptr + "/$ref");  // checks the reference's form first
       std::string name = rule_safe("ref-" + ref.substr(ref.rfind('/') == std::string::npos ? 0 : ref.rfind('/') + 1)) +
                          "-" + std::to_string(++counter_);
       refs_[ref] = name;
       rules_[name] = "";  // reserved: the target may refer back to it
-      rules_[name] = visit(resolve(ref, ptr + "/$ref"), ref.substr(1));
+      rules_[name] = visit(target, ref.substr(1));
       return name;
     }
     if (s.contains("const") || s.contains("enum")) {
@@ -418,6 +430,8 @@ class Compiler {
 
   const json& root_;
   Whitespace ws_;
+  int max_depth_;
+  int depth_ = 0;
   std::map<std::string, std::string> rules_;
   std::map<std::string, std::string> refs_;
   int counter_ = 0;
@@ -425,6 +439,8 @@ class Compiler {
 
 }  // namespace
 
-std::string json_schema_to_gbnf(const json& schema, Whitespace ws) { return Compiler(schema, ws).compile(); }
+std::string json_schema_to_gbnf(const json& schema, Whitespace ws, const GrammarLimits& limits) {
+  return Compiler(schema, ws, limits.schema_max_depth).compile();
+}
 
 }  // namespace nextn::grammar

@@ -17,6 +17,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "grammar/limits.h"
+
 namespace nextn::grammar {
 
 struct SchemaError : std::runtime_error {
@@ -32,6 +34,9 @@ enum class Whitespace {
 };
 
 // The grammar whose root matches the JSON texts valid under `schema`.
-std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, Whitespace ws = Whitespace::kFlexible);
+// Throws SchemaError for what the schema says, GrammarLimitError past
+// limits.schema_max_depth.
+std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, Whitespace ws = Whitespace::kFlexible,
+                                const GrammarLimits& limits = {});
 
 }  // namespace nextn::grammar

@@ -6,10 +6,12 @@
 
 namespace nextn::grammar {
 
-Matcher::Matcher(std::shared_ptr<const Grammar> grammar) : g_(std::move(grammar)) {
+Matcher::Matcher(std::shared_ptr<const Grammar> grammar, const GrammarLimits& limits)
+    : g_(std::move(grammar)), max_stacks_(limits.max_stacks) {
   parent_.push_back(-1);  // frame 0: the empty stack
   pos_.push_back(UINT32_MAX);
   std::vector<int32_t> stacks;
+  new_expansion();
   for (uint32_t alt : g_->alternatives[size_t(g_->root)]) expand(frame(0, alt), stacks);
   start_ = intern(std::move(stacks), 0, 0, 0);
 }
@@ -24,24 +26,45 @@ int32_t Matcher::frame(int32_t parent, uint32_t pos) {
   return it->second;
 }
 
+void Matcher::too_ambiguous() const {
+  throw GrammarLimitError("the grammar is too ambiguous: more than " + std::to_string(max_stacks_) +
+                              " ways to parse the output at once (nested optional repetitions?)",
+                          "--grammar-max-stacks");
+}
+
 // Adds the stacks that `f` turns into once every rule call at its top is entered, so
-// each stack's top is a character element (or the stack is empty: frame 0).
+// each stack's top is a character element (or the stack is empty: frame 0). A work list,
+// not recursion: optional items in a row ((a?){10000}) chain as deep as the input makes
+// them, and the same frame is reached many ways.
 void Matcher::expand(int32_t f, std::vector<int32_t>& out) {
-  if (f == 0) {
-    out.push_back(0);
-    return;
-  }
-  const Element& e = g_->elements[pos_[size_t(f)]];
-  switch (e.kind) {
-    case Element::Kind::kChars: out.push_back(f); return;
-    case Element::Kind::kEnd: expand(parent_[size_t(f)], out); return;
-    case Element::Kind::kRule: {
-      uint32_t next = pos_[size_t(f)] + 1;
-      // Tail call: nothing left in this frame after the call, so the callee returns
-      // straight to our parent.
-      int32_t ret = g_->elements[next].kind == Element::Kind::kEnd ? parent_[size_t(f)] : frame(parent_[size_t(f)], next);
-      for (uint32_t alt : g_->alternatives[size_t(e.rule)]) expand(frame(ret, alt), out);
-      return;
+  todo_.clear();
+  todo_.push_back(f);
+  while (!todo_.empty()) {
+    f = todo_.back();
+    todo_.pop_back();
+    if (expanded_in_.size() <= size_t(f)) expanded_in_.resize(parent_.size(), 0);
+    if (expanded_in_[size_t(f)] == epoch_) continue;
+    expanded_in_[size_t(f)] = epoch_;
+    // Frames passed through are bounded with the stacks made: a chain of empty
+    // alternatives makes frames without stacks.
+    if (++expanded_count_ > 8 * max_stacks_ + 64) too_ambiguous();
+    if (f == 0 || g_->elements[pos_[size_t(f)]].kind == Element::Kind::kChars) {
+      out.push_back(f);
+      if (out.size() > max_stacks_) too_ambiguous();
+      continue;
+    }
+    const Element& e = g_->elements[pos_[size_t(f)]];
+    switch (e.kind) {
+      case Element::Kind::kChars: break;
+      case Element::Kind::kEnd: todo_.push_back(parent_[size_t(f)]); break;
+      case Element::Kind::kRule: {
+        uint32_t next = pos_[size_t(f)] + 1;
+        // Tail call: nothing left in this frame after the call, so the callee returns
+        // straight to our parent.
+        int32_t ret = g_->elements[next].kind == Element::Kind::kEnd ? parent_[size_t(f)] : frame(parent_[size_t(f)], next);
+        for (uint32_t alt : g_->alternatives[size_t(e.rule)]) todo_.push_back(frame(ret, alt));
+        break;
+      }
     }
   }
 }
@@ -61,6 +84,7 @@ Matcher::State Matcher::intern(std::vector<int32_t>&& stacks, uint32_t partial, 
 
 Matcher::State Matcher::take_code_point(const StateData& s, uint32_t cp) {
   std::vector<int32_t> out;
+  new_expansion();
   for (int32_t f : s.stacks) {
     if (f == 0) continue;
     const Element& e = g_->elements[pos_[size_t(f)]];

@@ -5,7 +5,10 @@
 // and rolling back is keeping the old int. step() is memoized per (state, byte), which
 // is what makes the token-trie walk cheap once the states inside a string or a number
 // have been seen. Rule calls in tail position do not grow the stack, so repetitions run
-// in constant stack depth.
+// in constant stack depth. A state may hold at most limits.max_stacks stacks: a grammar
+// ambiguous enough to pass that (nested optional repetitions, a rule whose every call
+// may end several ways) throws GrammarLimitError, from the constructor when the start
+// state already does, else from step().
 #pragma once
 #include <array>
 #include <cstdint>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "grammar/limits.h"
 
 namespace nextn::grammar {
 
@@ -24,7 +28,7 @@ class Matcher {
   using State = int32_t;
   static constexpr State kDead = -1;  // no stack survived: nothing can follow
 
-  explicit Matcher(std::shared_ptr<const Grammar> grammar);
+  explicit Matcher(std::shared_ptr<const Grammar> grammar, const GrammarLimits& limits = {});
 
   State start() const { return start_; }
   State step(State s, uint8_t byte);
@@ -43,12 +47,25 @@ class Matcher {
     uint8_t length = 0;           // its length in bytes (2..4; 0 between characters)
   };
   int32_t frame(int32_t parent, uint32_t pos);
+  // Appends the stacks `frame` turns into once every rule call at its top is entered.
+  // Frames already expanded since the last new_expansion() are skipped: their stacks are
+  // in `out` already.
+  void new_expansion() {
+    epoch_ += 1;
+    expanded_count_ = 0;
+  }
   void expand(int32_t frame, std::vector<int32_t>& out);
+  [[noreturn]] void too_ambiguous() const;
   State intern(std::vector<int32_t>&& stacks, uint32_t partial, uint8_t need, uint8_t length);
   State take_code_point(const StateData& s, uint32_t cp);
   State compute_step(State s, uint8_t byte);
 
   std::shared_ptr<const Grammar> g_;
+  size_t max_stacks_;
+  std::vector<int32_t> todo_;               // expand()'s work list
+  std::vector<uint32_t> expanded_in_;  // per frame: the expansion that last saw it
+  uint32_t epoch_ = 0;                 // the current expansion
+  size_t expanded_count_ = 0;          // frames it has seen
   std::vector<int32_t> parent_;
   std::vector<uint32_t> pos_;
   std::unordered_map<uint64_t, int32_t> frame_ids_;

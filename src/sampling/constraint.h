@@ -6,6 +6,7 @@
 // proposes and rolls them back (speculative/step.cc), so only emitted tokens stay.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace nextn {
 
@@ -24,6 +25,10 @@ class Constraint {
   virtual int depth() const = 0;
   // Whether nothing but the end of generation may follow the first `depth` tokens.
   virtual bool complete(int depth) const = 0;
+  // Why the constraint cannot go on from its current tokens though it is not complete
+  // (it passed one of its limits); empty while it can. The engine ends the request with
+  // this message before emitting anything past it.
+  virtual std::string failure() const { return {}; }
 };
 
 }  // namespace nextn

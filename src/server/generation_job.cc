@@ -117,8 +117,13 @@ PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, 
     if (!cache) bad_field(pr.structured.source, "structured output is not available on this backend");
     // The end-of-turn tokens end the output exactly where the grammar is complete.
     std::vector<int32_t> ends = pr.ignore_eos ? std::vector<int32_t>{} : backend.eos_tokens();
-    job.request.constraint = std::make_shared<grammar::GrammarConstraint>(
-        cache->get(pr.structured.text, pr.structured.grammar), ends);
+    std::shared_ptr<grammar::CompiledGrammar> compiled;
+    try {
+      compiled = cache->get(pr.structured.text, pr.structured.grammar, pr.structured.limits);
+    } catch (const grammar::GrammarLimitError& e) {
+      grammar_limit_error(pr.structured.source, e);
+    }
+    job.request.constraint = std::make_shared<grammar::GrammarConstraint>(std::move(compiled), ends);
   }
   return out;
 }

@@ -26,6 +26,7 @@ constexpr double kHeadSeconds = 30;              // a request head must arrive w
 constexpr int kIdleSliceMs = 50;                 // how often an idle connection looks at the stop flag
 constexpr int kLingerMs = 1000;                  // draining after our last response, before close()
 constexpr const char* kProcessing = "HTTP/1.1 102 Processing\r\n\r\n";
+constexpr const char* kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 using Clock = std::chrono::steady_clock;
 
@@ -73,6 +74,7 @@ const char* reason_phrase(int status) {
   switch (status) {
     case 400: return "Bad Request";
     case 408: return "Request Timeout";
+    case 413: return "Payload Too Large";
     case 431: return "Request Header Fields Too Large";
     case 501: return "Not Implemented";
     default: return "Error";
@@ -85,6 +87,8 @@ struct Framing {
   std::string problem;             // why, for the error body
   size_t head_bytes = 0;           // request line + headers + blank line
   long long content_length = -1;   // -1: no Content-Length header
+  bool chunked = false;            // Transfer-Encoding: chunked
+  bool expects_continue = false;   // Expect: 100-continue
 };
 
 // The checks httplib does not make, on a complete head (it ends with "\r\n\r\n").
@@ -123,8 +127,11 @@ Framing check_head(const std::string& head) {
     } else if (key == "transfer-encoding") {
       if (++codings > 1) return refuse("more than one Transfer-Encoding header");
       coding = lower(value);
+    } else if (key == "expect" && lower(value) == "100-continue") {
+      f.expects_continue = true;
     }
   }
+  f.chunked = codings && coding == "chunked";
   if (codings && lengths) {
     f.status = 400;
     f.problem = "both Content-Length and Transfer-Encoding";
@@ -133,6 +140,27 @@ Framing check_head(const std::string& head) {
     f.problem = "Transfer-Encoding '" + coding + "' is not supported (only chunked)";
   }
   return f;
+}
+
+// `head` (ending "\r\n\r\n") with its framing headers replaced by one Content-Length:
+// the form of a request whose body is already whole in the buffer.
+std::string with_content_length(const std::string& head, size_t length) {
+  std::string out = head.substr(0, head.find("\r\n") + 2);
+  for (size_t start = out.size(); start + 2 < head.size();) {
+    size_t end = head.find("\r\n", start);
+    std::string line = head.substr(start, end + 2 - start);
+    start = end + 2;
+    std::string key = lower(line.substr(0, line.find(':')));
+    if (key != "content-length" && key != "transfer-encoding" && key != "expect") out += line;
+  }
+  return out + "Content-Length: " + std::to_string(length) + "\r\n\r\n";
+}
+
+// Methods whose body httplib reads; it leaves any other request's body in the stream,
+// where it would be taken for the next request.
+bool httplib_reads_body(const std::string& head) {
+  std::string method = head.substr(0, head.find(' '));
+  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE" || method == "PRI";
 }
 
 // One accepted socket as an httplib::Stream whose read buffer lives as long as the
@@ -184,20 +212,48 @@ class Connection final : public httplib::Stream {
     return true;
   }
 
-  // Buffers the whole head of the request at the front and checks its framing.
-  Framing frame() {
+  // Buffers the whole request at the front, head and body, checks its framing and
+  // rewrites it into the one form httplib frames right: the body whole (de-chunked) after
+  // one Content-Length, and no body for methods whose body httplib would leave unread.
+  // So a framing error is always found here (and the connection then closed: nothing
+  // after it is a request), the body limit holds while reading, a POST without a length
+  // has an empty body at once, and a stop ends a half-sent request at once.
+  Framing frame(const std::atomic<bool>& stopping, size_t max_body) {
     response_started_ = probed_ = false;
     request_start_ = consumed_;
-    auto deadline = Clock::now() + std::chrono::duration<double>(kHeadSeconds);
+    auto deadline = Clock::now() + std::chrono::milliseconds(int(kHeadSeconds * 1000));
     size_t end;
     while ((end = buf_.find("\r\n\r\n", pos_)) == std::string::npos) {
       if (buf_.size() - pos_ > kMaxHeadBytes) return {431, "request head larger than 64 KiB"};
-      int left = int(std::chrono::duration<double, std::milli>(deadline - Clock::now()).count());
-      if (left <= 0) return {408, "request head not complete within 30 s"};
-      if (!fill(std::min(left, read_ms_)) && (eof_ || poll_fd(fd_, POLLIN, 0) < 0)) return {-1, "closed"};
+      if (int why = more(deadline, stopping)) return {why, why == 408 ? "request head not complete within 30 s" : "closed"};
     }
     if (end + 4 - pos_ > kMaxHeadBytes) return {431, "request head larger than 64 KiB"};
-    return check_head(buf_.substr(pos_, end + 4 - pos_));
+    const std::string head = buf_.substr(pos_, end + 4 - pos_);
+    Framing f = check_head(head);
+    if (f.status != 0) return f;
+    if (f.content_length > 0 && size_t(f.content_length) > max_body) return f;  // httplib answers 413 unread
+    const size_t body_at = pos_ + head.size();
+    if (f.expects_continue && buf_.size() == body_at && (f.chunked || f.content_length > 0))
+      write(kContinue, std::strlen(kContinue));
+    std::string body;
+    size_t body_end = body_at;
+    if (f.chunked) {
+      Framing bad = read_chunked(body_at, max_body, stopping, body, body_end);
+      if (bad.status != 0) return bad;
+    } else if (f.content_length > 0) {
+      body_end = body_at + size_t(f.content_length);
+      while (buf_.size() < body_end) {
+        auto stall = Clock::now() + std::chrono::milliseconds(read_ms_);  // each arrival resets it
+        if (int why = more(stall, stopping)) return {why, why == 408 ? "request body stalled for 30 s" : "closed"};
+      }
+      body = buf_.substr(body_at, size_t(f.content_length));
+    }
+    if (!httplib_reads_body(head)) body.clear();
+    std::string normal = with_content_length(head, body.size());
+    buf_.replace(pos_, body_end - pos_, normal + body);
+    f.head_bytes = normal.size();
+    f.content_length = (long long)body.size();
+    return f;
   }
 
   // Whether httplib read all of the request's body (it leaves it unread when it
@@ -259,6 +315,62 @@ class Connection final : public httplib::Stream {
   }
 
  private:
+  // Waits for more of the request until `deadline`: 0 once bytes came, 408 at the
+  // deadline, -1 when the client closed or the server is stopping.
+  int more(Clock::time_point deadline, const std::atomic<bool>& stopping) {
+    while (true) {
+      if (stopping) return -1;
+      int left = int(std::chrono::duration<double, std::milli>(deadline - Clock::now()).count());
+      if (left <= 0) return 408;
+      if (fill(std::min(left, kIdleSliceMs))) return 0;
+      if (eof_ || poll_fd(fd_, POLLIN, 0) < 0) return -1;
+    }
+  }
+
+  // Decodes the chunked body starting at buf_[at] (RFC 9112 section 7.1: hex size,
+  // optional extensions, CRLF, data, CRLF; a zero size, trailer lines, CRLF). Sets `body`
+  // and the offset just past the framing; a Framing with a status when it is malformed
+  // (400), too large (413, found before the excess is read) or stalls (408).
+  Framing read_chunked(size_t at, size_t max_body, const std::atomic<bool>& stopping, std::string& body,
+                       size_t& end) {
+    size_t p = at;
+    auto stall = [&] { return Clock::now() + std::chrono::milliseconds(read_ms_); };
+    // The next CRLF-terminated line from p, at most 4 KiB.
+    auto line = [&](std::string& out) -> Framing {
+      size_t eol;
+      while ((eol = buf_.find("\r\n", p)) == std::string::npos) {
+        if (buf_.size() - p > 4096) return {400, "chunk size or trailer line longer than 4 KiB"};
+        if (int why = more(stall(), stopping)) return {why, why == 408 ? "chunked body stalled for 30 s" : "closed"};
+      }
+      out = buf_.substr(p, eol - p);
+      p = eol + 2;
+      return {};
+    };
+    while (true) {
+      std::string size_line;
+      if (Framing bad = line(size_line); bad.status != 0) return bad;
+      std::string digits = size_line.substr(0, size_line.find(';'));
+      while (!digits.empty() && (digits.back() == ' ' || digits.back() == '\t')) digits.pop_back();
+      if (digits.empty() || digits.size() > 15 || digits.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+        return {400, "bad chunk size '" + size_line.substr(0, 32) + "'"};
+      size_t size = std::stoull(digits, nullptr, 16);
+      if (size == 0) break;
+      if (body.size() + size > max_body)
+        return {413, "request body larger than " + std::to_string(max_body) + " bytes"};
+      while (buf_.size() < p + size + 2)
+        if (int why = more(stall(), stopping)) return {why, why == 408 ? "chunked body stalled for 30 s" : "closed"};
+      if (buf_.compare(p + size, 2, "\r\n") != 0) return {400, "chunk data not followed by CRLF"};
+      body.append(buf_, p, size);
+      p += size + 2;
+    }
+    for (std::string trailer;;) {  // trailer fields, dropped; an empty line ends them
+      if (Framing bad = line(trailer); bad.status != 0) return bad;
+      if (trailer.empty()) break;
+    }
+    end = p;
+    return {};
+  }
+
   // Reads what the socket has (waiting up to timeout_ms); false on timeout, error or EOF.
   bool fill(int timeout_ms) {
     if (eof_) return false;
@@ -311,8 +423,8 @@ bool HttplibServer::process_and_close_socket(socket_t sock) {
   bool ok = true;
   size_t served = 0;
   while (conn.next_request(double(keep_alive_timeout_sec_), stopping_)) {
-    Framing f = conn.frame();
-    if (f.status < 0) break;  // the client went away mid-head
+    Framing f = conn.frame(stopping_, payload_max_length_);
+    if (f.status < 0) break;  // the client went away mid-request, or the server is stopping
     if (f.status > 0) {
       conn.refuse(f.status, f.problem);
       break;

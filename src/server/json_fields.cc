@@ -93,10 +93,10 @@ std::optional<bool> opt_bool(const json& obj, const char* name) {
   return v->get<bool>();
 }
 
-std::optional<std::string> opt_string(const json& obj, const char* name) {
+std::optional<std::string> opt_string(const json& obj, const char* name, const std::string& where) {
   const json* v = field(obj, name);
   if (!v) return std::nullopt;
-  if (!v->is_string()) bad_field(name, "expected a string");
+  if (!v->is_string()) bad_field(where.empty() ? std::string(name) : where + "." + name, "expected a string");
   return v->get<std::string>();
 }
 

@@ -24,7 +24,8 @@ int json_depth(const std::string& text, int limit);
 std::optional<double> opt_number(const nlohmann::ordered_json& obj, const char* name, double lo, double hi);
 std::optional<int64_t> opt_int(const nlohmann::ordered_json& obj, const char* name, int64_t lo, int64_t hi);
 std::optional<bool> opt_bool(const nlohmann::ordered_json& obj, const char* name);
-std::optional<std::string> opt_string(const nlohmann::ordered_json& obj, const char* name);
+// `where`: the path of `obj` in the request (e.g. "messages[2]"), so errors name the field in full.
+std::optional<std::string> opt_string(const nlohmann::ordered_json& obj, const char* name, const std::string& where = {});
 
 // JSON text safe for the wire: invalid UTF-8 in strings is replaced, never thrown.
 std::string dump_json(const nlohmann::ordered_json& value);

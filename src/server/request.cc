@@ -106,8 +106,8 @@ json parse_messages(const json& body) {
         if (m.contains(key) && m[key].is_string()) msg["reasoning_content"] = m[key];
       }
     }
-    if (auto v = opt_string(m, "name")) msg["name"] = *v;
-    if (auto v = opt_string(m, "tool_call_id")) msg["tool_call_id"] = *v;
+    if (auto v = opt_string(m, "name", p)) msg["name"] = *v;
+    if (auto v = opt_string(m, "tool_call_id", p)) msg["tool_call_id"] = *v;
     out.push_back(std::move(msg));
   }
   return out;
@@ -255,7 +255,7 @@ ParsedRequest parse_chat_request(const json& body, const RequestDefaults& defaul
   parse_common(body, defaults, r);
   r.messages = parse_messages(body);
   parse_tools(body, r);
-  r.structured = parse_structured_output(body, r.tools, r.tool_choice, true);
+  r.structured = parse_structured_output(body, r.tools, r.tool_choice, true, defaults.grammar);
   if (auto v = opt_bool(body, "logprobs")) r.logprobs = *v;
   if (auto v = opt_int(body, "top_logprobs", 0, 20)) {
     if (!r.logprobs && *v > 0) bad_field("top_logprobs", "requires logprobs: true");
@@ -308,7 +308,7 @@ ParsedRequest parse_completion_request(const json& body, const RequestDefaults& 
   }
   if (r.prompt_is_tokens && r.prompt_tokens.empty()) bad_field("prompt", "must not be empty");
   if (auto v = opt_bool(body, "echo")) r.echo = *v;
-  r.structured = parse_structured_output(body, nullptr, nullptr, false);
+  r.structured = parse_structured_output(body, nullptr, nullptr, false, defaults.grammar);
   // Legacy completions: logprobs is an int (number of alternatives).
   if (body.contains("logprobs") && !body["logprobs"].is_null()) {
     if (body["logprobs"].is_boolean()) {

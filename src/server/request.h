@@ -23,6 +23,7 @@ struct RequestDefaults {
   SamplingParams sampling;
   int max_tokens = 2048;
   KvOptions kv;  // the server's storage options (per-request kv_bits overrides type/group)
+  grammar::GrammarLimits grammar;  // bounds on structured output (--grammar-max-* flags)
 };
 
 struct ParsedRequest {

@@ -400,7 +400,8 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
 void HttpServer::generation_ended(const std::shared_ptr<Generation>& gen, const ResponsePlan& plan,
                                   const GenerationUpdate& last) {
   track(gen, false);
-  if (last.finish == FinishReason::kError) counters_.completions_failed++;
+  if (last.finish == FinishReason::kError || last.finish == FinishReason::kInvalidRequest)
+    counters_.completions_failed++;
   else counters_.completions_ok++;
   counters_.prompt_tokens_cached += uint64_t(std::max(0, last.timings.cache_n));
   if (options_.log_requests && log_level() <= LogLevel::kDebug) log_request_done(gen->id(), plan, last);
@@ -433,6 +434,8 @@ void HttpServer::whole_answer(httplib::Response& res, const std::shared_ptr<Gene
   }
   generation_ended(gen, plan, u);
   if (u.finish == FinishReason::kError) throw internal_error("generation failed: " + u.error);
+  if (u.finish == FinishReason::kInvalidRequest)
+    throw ApiError(400, "invalid_request_error", u.error, {}, "grammar_limit");
   json usage = usage_json(plan.n_prompt, u.completion_tokens, u.timings.cache_n);
   json timings = timings_json(u.timings);
   if (plan.chat) {

@@ -157,6 +157,8 @@ std::string SseWriter::final_events(const GenerationUpdate& u) {
   std::string out;
   if (u.finish == FinishReason::kError) {
     out += sse(internal_error("generation failed: " + u.error).to_json());
+  } else if (u.finish == FinishReason::kInvalidRequest) {
+    out += sse(ApiError(400, "invalid_request_error", u.error, {}, "grammar_limit").to_json());
   } else {
     bool calls = plan_.chat && !parser_.tool_calls().empty();
     if (calls)

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -135,7 +136,97 @@ TEST(Gbnf, ErrorsNameLineAndColumn) {
   chain += "r3000 ::= \"x\"\n";
   EXPECT_THROW(parse_gbnf(chain), GrammarError);
   EXPECT_THROW(pattern_to_gbnf(std::string(1000, '(') + "a" + std::string(1000, ')')), PatternError);
-  expect_error("root ::= \"" + std::string(200, 'a') + "\"{10000}\n", 1, 219, "grows past");
+}
+
+// The limits hostile grammars meet (each was a crash, a hang or a quiet wrong answer):
+// every one is a GrammarLimitError naming the flag that raises it, or a GrammarError.
+void expect_limit(const std::function<void()>& compile, const std::string& flag) {
+  try {
+    compile();
+    ADD_FAILURE() << "no limit error (expected " << flag << ")";
+  } catch (const GrammarLimitError& e) {
+    EXPECT_EQ(e.flag, flag) << e.what();
+  }
+}
+
+TEST(GrammarLimits, NestedOptionalRepetitionsAreRefusedNotRecursed) {
+  // 10^5 optional items in a row: every stack of the start state is one of them.
+  for (const char* text : {"root ::= ((\"a\"?){100}){1000}\n", "root ::= (\"a\"?){10000}\n"})
+    expect_limit([&] { Matcher m(gbnf(text)); }, "--grammar-max-stacks");
+  expect_limit([&] { Matcher m(gbnf("root ::= " + pattern_to_gbnf("((a?){100}){1000}") + "\n")); },
+               "--grammar-max-stacks");
+  // Raised far enough, the same grammar runs: the expansion is a work list, not recursion
+  // (10^5 frames deep would overflow the call stack).
+  GrammarLimits wide;
+  wide.max_stacks = 1 << 18;
+  Matcher m(gbnf("root ::= ((\"a\"?){100}){1000} \"b\"\n"), wide);
+  EXPECT_TRUE(m.accepting(m.advance(m.start(), "aaab")));
+  EXPECT_FALSE(m.accepting(m.advance(m.start(), "aaa")));
+}
+
+TEST(GrammarLimits, ExpandedSizeAndSchemaDepth) {
+  expect_limit([] { parse_gbnf("root ::= \"" + std::string(200, 'a') + "\"{10000}\n"); }, "--grammar-max-elements");
+  GrammarLimits small;
+  small.max_elements = 5000;
+  expect_limit([&] { parse_gbnf("root ::= \"ab\"{3000}\n", "root", small); }, "--grammar-max-elements");
+  EXPECT_NO_THROW(parse_gbnf("root ::= \"ab\"{3000}\n"));
+  // A chain of 10^4 $refs, directly and through properties.
+  json direct = {{"$ref", "#/$defs/d0"}, {"$defs", json::object()}};
+  json nested = {{"$ref", "#/$defs/d0"}, {"$defs", json::object()}};
+  for (int i = 0; i < 10000; ++i) {
+    direct["$defs"]["d" + std::to_string(i)] = {{"$ref", "#/$defs/d" + std::to_string(i + 1)}};
+    nested["$defs"]["d" + std::to_string(i)] = {
+        {"type", "object"}, {"properties", {{"x", {{"$ref", "#/$defs/d" + std::to_string(i + 1)}}}}}};
+  }
+  direct["$defs"]["d10000"] = {{"type", "string"}};
+  nested["$defs"]["d10000"] = {{"type", "string"}};
+  expect_limit([&] { json_schema_to_gbnf(direct); }, "--schema-max-depth");
+  expect_limit([&] { json_schema_to_gbnf(nested); }, "--schema-max-depth");
+  // Within the limit the same chain compiles (the flag allows up to 1000).
+  json shorter = {{"$ref", "#/$defs/d9500"}, {"$defs", direct["$defs"]}};
+  GrammarLimits deep;
+  deep.schema_max_depth = 1000;
+  EXPECT_NO_THROW(json_schema_to_gbnf(shorter, Whitespace::kFlexible, deep));
+  // An empty $ref is the schema's mistake (a SchemaError naming it), not an internal error.
+  EXPECT_THROW(json_schema_to_gbnf(json{{"$ref", ""}}), SchemaError);
+}
+
+TEST(GrammarLimits, GrammarsThatMatchNoStringAreRefused) {
+  expect_error("root ::= \"\\uD800\"\n", 1, 11, "surrogate");
+  expect_error("root ::= \"\\UFFFFFFFF\"\n", 1, 11, "past U+10FFFF");
+  expect_error("root ::= [\\uD800-\\uDFFF]\n", 1, 1, "matches no string");
+  expect_error("root ::= [^\\x00-\\U0010FFFF]\n", 1, 1, "matches no string");
+  expect_error("root ::= x | \"a\" x\nx ::= [\\uDC00-\\uDFFF] x?\n", 1, 1, "matches no string");
+  // Unmatchable alternatives beside a matchable one are fine, as are ranges that only
+  // touch the surrogates.
+  EXPECT_TRUE(full_match(gbnf("root ::= [\\uD800-\\uDFFF] | \"a\"\n"), "a"));
+  EXPECT_TRUE(full_match(gbnf("root ::= [\\u0000-\\uFFFF]+\n"), "\xe2\x82\xac"));
+}
+
+TEST(GrammarLimits, AmbiguityPastTheLimitWhileGeneratingFailsTheConstraint) {
+  // Every "*" may end as "a" or as "b": after n stars, 2^n parses are alive.
+  std::vector<std::string> vocab = {"*", "a", "b", ""};
+  GrammarLimits limits;
+  limits.max_stacks = 64;
+  auto compiled = std::make_shared<CompiledGrammar>(gbnf("root ::= s\ns ::= \"*\" s \"a\" | \"*\" s \"b\" | \"*\"\n"),
+                                                    std::make_shared<TokenTrie>(vocab), limits);
+  GrammarConstraint c(compiled, {3});
+  std::vector<float> logits(4);
+  int n = 0;
+  for (; n < 20 && c.failure().empty(); ++n) {
+    std::fill(logits.begin(), logits.end(), 0.0f);
+    if (!c.mask(logits.data(), 4)) break;
+    EXPECT_EQ(logits[0], 0.0f);
+    c.accept(0);
+  }
+  EXPECT_GE(n, 3);  // a few stars are fine (their masks look one token ahead)
+  EXPECT_LT(n, 20);
+  EXPECT_NE(c.failure().find("--grammar-max-stacks"), std::string::npos) << c.failure();
+  // Rolled back to where the output was still unambiguous enough, it goes on.
+  c.rollback(c.depth() - 2);
+  EXPECT_TRUE(c.failure().empty());
+  std::fill(logits.begin(), logits.end(), 0.0f);
+  EXPECT_TRUE(c.mask(logits.data(), 4));
 }
 
 // Every token allowed by the trie walk is exactly one whose bytes the matcher reads

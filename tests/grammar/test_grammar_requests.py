@@ -2,8 +2,11 @@
 server on the tiny model: llama.cpp's documented GBNF examples through `grammar` (outputs
 checked with Python's re and json, not with nextn's matcher), json_object mode, a required
 and a named tool call parsed into tool_calls with arguments valid under the tool's schema
-(jsonschema), streaming, and the 400s: unsupported schema keywords named with their JSON
-pointer, bad regexes, GBNF errors with line:column, conflicting fields.
+(jsonschema), pydantic-style tool parameters ($defs and #/$defs references), streaming,
+and the 400s: unsupported schema keywords named with their JSON pointer, bad regexes,
+GBNF errors with line:column, conflicting fields, grammars that match no string, and the
+limits hostile grammars meet (deep $ref chains, nested optional repetitions, ambiguity
+that grows while generating), each named with its flag.
 """
 import json
 import os
@@ -163,6 +166,46 @@ def main():
         expect_400(srv, {"messages": msgs, "tools": [{"type": "function", "function": {"name": "f", "parameters": {
             "type": "object", "properties": {"a": {"type": "string", "contentEncoding": "base64"}}}}}],
             "tool_choice": "required"}, "tools[0].function.parameters/properties/a/contentEncoding", "contentEncoding")
+
+        # Hostile grammars: each was a crash, a hang or a quiet wrong answer; now a 400 that
+        # names the limit and its flag, at once, and the server goes on serving.
+        chain = {"$ref": "#/$defs/d0", "$defs": {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(10000)}}
+        chain["$defs"]["d10000"] = {"type": "string"}
+        expect_400(srv, {"messages": msgs, "response_format": {"type": "json_schema", "json_schema": {
+            "name": "x", "schema": chain}}}, "response_format", "--schema-max-depth")
+        for grammar in ('root ::= (("a"?){100}){1000}', 'root ::= ("a"?){10000}'):
+            expect_400(srv, {"prompt": "a", "grammar": grammar}, "grammar", "--grammar-max-stacks", "/v1/completions")
+        # Ambiguity that grows with the output: found while generating, still a 400 (or,
+        # streamed, an error event with the same code).
+        stars = {"prompt": "*" * 50, "grammar": 'root ::= s\ns ::= "*" s "a" | "*" s "b" | "*"', "max_tokens": 64}
+        expect_400(srv, stars, "", "--grammar-max-stacks", "/v1/completions")
+        expect_400(srv, {"prompt": "a", "json_schema": {"type": "string", "pattern": "((a?){100}){1000}"},
+                         "max_tokens": 8}, "", "--grammar-max-stacks", "/v1/completions")
+        events = srv.stream("/v1/completions", dict(stars, stream=True))
+        codes = [e.get("error", {}).get("code") for e in events if isinstance(e, dict)]
+        check("grammar_limit" in codes, f"no grammar_limit error event: {events[-3:]}")
+        # Grammars that match no string are refused when compiled.
+        for grammar, what in (('root ::= "\\uD800"', "surrogate"), ("root ::= [\\uD800-\\uDFFF]", "matches no string"),
+                              ("root ::= [^\\x00-\\U0010FFFF]", "matches no string"),
+                              ('root ::= "\\UFFFFFFFF"', "U+10FFFF")):
+            expect_400(srv, {"prompt": "a", "grammar": grammar}, "grammar", what, "/v1/completions")
+        expect_400(srv, {"prompt": "a", "json_schema": {"$ref": ""}}, "json_schema/$ref", "$ref", "/v1/completions")
+        status, health = srv.get("/health")
+        check(status == 200, f"server unwell after hostile grammars: {status} {health}")
+
+        # Pydantic-style parameters ($defs beside the schema, "#/$defs/..." references) work.
+        address = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 10}}, "required": ["city"]}
+        pyd = {"$defs": {"Address": address}, "type": "object",
+               "properties": {"home": {"$ref": "#/$defs/Address"}}, "required": ["home"]}
+        for tools in ([{"type": "function", "function": {"name": "move", "parameters": pyd}}],
+                      [{"type": "function", "function": {"name": "move", "parameters": pyd}},
+                       {"type": "function", "function": {"name": "stay", "parameters": pyd}}]):
+            status, out = srv.post("/v1/chat/completions", {"messages": msgs, "tools": tools, "tool_choice": "required",
+                                                            "max_tokens": 120, "temperature": 1.0, "seed": 1})
+            check(status == 200, f"pydantic-style tool parameters refused: {status} {out}")
+            ch = out["choices"][0]
+            if ch["finish_reason"] == "tool_calls":
+                jsonschema.validate(json.loads(ch["message"]["tool_calls"][0]["function"]["arguments"]), pyd)
     print("ok")
 
 

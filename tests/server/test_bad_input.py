@@ -118,6 +118,12 @@ def main():
             check(isinstance(resp, dict) and "message" in resp.get("error", {}), f"{desc}: no error object: {resp}")
             check(s.proc.poll() is None, f"server died after {desc}")
 
+        # A field inside messages[i] is named with its path.
+        for field in ("name", "tool_call_id"):
+            status, resp = s.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi", field: 5}]})
+            n += 1
+            check(status == 400 and resp["error"]["param"] == f"messages[0].{field}", f"{field}: {status} {resp}")
+
         # Completions-specific garbage.
         for p in [None, 5, [], [[]], [1, "a"], [-1], [10 ** 12], ["a", "b"], {"x": 1}, [[1], [2]]]:
             status, resp = s.post("/v1/completions", {"prompt": p, "max_tokens": 2})

@@ -5,8 +5,11 @@ that half-closes after a complete request still gets its answer (streamed or not
 ambiguous framing (two Content-Length headers, Content-Length with Transfer-Encoding,
 unknown codings, folded or malformed header lines, bare LF) is refused with a 400/501
 JSON error and the connection closed, since a proxy in front could read such a request
-differently (request smuggling); a non-streamed request whose client has gone frees its
-slot, and the server still answers correctly afterwards."""
+differently (request smuggling); so is a malformed chunked body, and nothing after it is
+read as a request; a chunked body past the body limit is a 413 while it is read; a POST
+without a length has an empty body at once (no wait for the read timeout); a GET's body
+is read and dropped, so a request pipelined after it is answered; a non-streamed request
+whose client has gone frees its slot, and the server still answers correctly afterwards."""
 import json
 import os
 import socket
@@ -90,7 +93,7 @@ def parse_responses(buf):
 class HttpFramingTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.server = Server("--parallel", "1")
+        cls.server = Server("--parallel", "1", "--max-body-mb", "1")
 
     @classmethod
     def tearDownClass(cls):
@@ -168,6 +171,61 @@ class HttpFramingTest(unittest.TestCase):
         rs = self.final(parse_responses(exchange(self.server.port, raw)))
         self.assertEqual(rs[0][0], 200)
         self.assertIn("tokens", json.loads(rs[0][2]))
+
+    def test_bad_chunk_framing_closes_the_connection(self):
+        smuggled = get("/v1/models")
+        for framing in (b"zz\r\nhello\r\n0\r\n\r\n", b"5\r\nhelloXX0\r\n\r\n", b"-5\r\nhello\r\n0\r\n\r\n",
+                        b"ffffffffffffffffff\r\n"):
+            raw = (b"POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + framing + smuggled)
+            err = self.refused(raw, 400, "chunk")
+            self.assertEqual(err["code"], "bad_http_framing")
+
+    def test_chunked_body_past_the_limit_is_refused_while_reading(self):
+        # --max-body-mb 1 (setUpClass): 3 chunks of 512 KiB; the 413 comes after the second
+        # while the client is still sending, and the connection closes.
+        s = socket.create_connection(("127.0.0.1", self.server.port), timeout=30)
+        try:
+            s.sendall(b"POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+            chunk = b"%x\r\n" % (512 * 1024) + b"a" * (512 * 1024) + b"\r\n"
+            buf = b""
+            try:
+                for _ in range(3):
+                    s.sendall(chunk)
+                while True:
+                    got = s.recv(65536)
+                    if not got:
+                        break
+                    buf += got
+            except (ConnectionResetError, BrokenPipeError):
+                pass
+        finally:
+            s.close()
+        rs = parse_responses(buf)
+        self.assertEqual([r[0] for r in rs], [413], buf[:300])
+        self.assertIn("larger than", json.loads(rs[0][2])["error"]["message"])
+
+    def test_post_without_length_is_answered_at_once(self):
+        # No Content-Length, no Transfer-Encoding: the body is empty (RFC 9112 6.3), so the
+        # answer (a 400: no JSON) comes without waiting for more bytes.
+        s = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+        try:
+            s.sendall(b"POST /tokenize HTTP/1.1\r\nHost: x\r\n\r\n")
+            t0 = time.time()
+            head = s.recv(65536)
+            self.assertLess(time.time() - t0, 5)
+            self.assertTrue(head.startswith(b"HTTP/1.1 400"), head[:200])
+        finally:
+            s.close()
+
+    def test_get_with_body_then_pipelined_get(self):
+        raw = b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello" + get("/v1/models", close=True)
+        rs = self.final(parse_responses(exchange(self.server.port, raw)))
+        self.assertEqual([r[0] for r in rs], [200, 200])
+        self.assertEqual(json.loads(rs[1][2])["object"], "list")
+        raw = (b"GET /health HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n" +
+               get("/v1/models", close=True))
+        rs = self.final(parse_responses(exchange(self.server.port, raw)))
+        self.assertEqual([r[0] for r in rs], [200, 200])
 
     def test_gone_client_frees_its_non_streamed_slot(self):
         long_chat = dict(CHAT, max_tokens=100000)
