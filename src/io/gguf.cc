@@ -1,4 +1,5 @@
-// io/gguf.cc — parsing and validation of the GGUF container (spec v3, ggml/docs/gguf.md).
+// io/gguf.cc — parsing and validation of the GGUF container (the GGUF v3 specification:
+// docs/gguf.md in the ggml repository).
 #include "io/gguf.h"
 
 #include <algorithm>

@@ -1,7 +1,8 @@
 // io/gguf_dialect.h — what one GGUF architecture (general.architecture) means in Hugging
 // Face terms, both ways, as llama.cpp's converter (convert_hf_to_gguf.py) writes it:
 // tensor names, metadata keys ↔ config.json, and the tensors it adds. One file per
-// architecture (io/gguf_<arch>.cc) plus one line in gguf_dialect.cc's registry.
+// architecture (io/gguf_<arch>.cc) plus, in gguf_dialect.cc, its accessor's declaration and
+// one line in the registry.
 //
 // The families that came before (llama, qwen2, qwen3, glm4moe, qwen35, qwen35moe) still
 // use the shared name tables (gguf_names.cc) and their branches in gguf_checkpoint.cc

@@ -1,4 +1,5 @@
-// io/gguf_writer.cc — GGUF v3 serialization (ggml/docs/gguf.md).
+// io/gguf_writer.cc — GGUF v3 serialization (the GGUF v3 specification: docs/gguf.md in the
+// ggml repository).
 #include "io/gguf_writer.h"
 
 #include <cerrno>

@@ -6,7 +6,7 @@
 //   AVX3_ZEN4  AVX3_DL + AVX512_BF16 (vdpbf16ps) on AMD Zen 4 and later: BF16-weight
 //              matmuls with bf16 activations (matmul.cc). Highway 1.1 and later name this
 //              target AVX3_ZEN4 too; Intel's CPUs with AVX512_BF16 are left out (there it
-//              measured slower than float32 FMA, docs/performance.md).
+//              measured slower than float32 FMA, docs/performance.md, "Kernels").
 #pragma once
 
 namespace nextn {

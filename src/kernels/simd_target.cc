@@ -32,7 +32,7 @@ struct Extra {
 
 // AVX3_ZEN4 is AMD's, as in Highway: Zen 4/5 run vdpbf16ps at nearly the FMA rate (32
 // multiply-adds each), whereas on an Intel Xeon with AVX512_BF16 it measured half the
-// multiply-adds per second of float32 FMA (docs/performance.md).
+// multiply-adds per second of float32 FMA (docs/performance.md, "Kernels").
 Extra extras[] = {{"AVX2_VNNI", HWY_AVX2, 1u << 4, false}, {"AVX3_ZEN4", HWY_AVX3_DL, 1u << 5, true}};
 Extra& vnni = extras[0];
 Extra& bf16 = extras[1];

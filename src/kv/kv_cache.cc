@@ -57,7 +57,8 @@ std::unique_ptr<KvCache> make_kv_cache(const KvShape& shape, const KvOptions& op
     case KvType::kF32:
     case KvType::kF16:
     case KvType::kBF16: return std::make_unique<FullPrecisionCache>(shape, options.type);
-    // Quantized storage — adding a KV type is one file in kv/ plus one line here:
+    // Quantized storage — a KV type is one file in kv/ plus its case here, its name above
+    // and its KvType (the CLI help and tests that list types: docs/architecture.md, "How to add"):
     case KvType::kQ8: case KvType::kQ4: return std::make_unique<QuantizedCache>(shape, options);
     case KvType::kTurbo3: case KvType::kTurbo4: return std::make_unique<TurboCache>(shape, options);
     default: break;

@@ -1,6 +1,7 @@
 // model/architecture.h — the architecture registry. Each supported architecture is
-// one file (llama.cc, qwen2.cc, qwen3_5.cc, ...) defining an Architecture, plus one line
-// in the table of architectures.cc. All share the generic decoder (decoder_model.cc):
+// one file (llama.cc, qwen2.cc, qwen3_5.cc, ...) defining an Architecture, plus its
+// extern below and one line in the table of architectures.cc (the tools and tests that
+// must know it too: docs/architecture.md, "How to add"). All share the generic decoder (decoder_model.cc):
 // an architecture says which config keys and tensor variants it uses, fills the
 // per-layer specification (ModelConfig::layers) and may build its own layers.
 #pragma once

@@ -5,7 +5,7 @@
 //   x += RMSNorm_w(down(gelu_tanh(gate(m)) ⊙ up(m)); post_feedforward_layernorm), m = RMSNorm_w(x; pre_feedforward_layernorm)
 //   PLE: x += RMSNorm_w(per_layer_projection(gelu_tanh(per_layer_input_gate(x)) ⊙ ple_layer); post_per_layer_input_norm)
 //   x *= layer_scalar
-// 26B-A4B (LayerSpec::mlp routed, §2.7): the dense MLP above ends in post_feedforward_layernorm_1
+// 26B-A4B (LayerSpec::mlp routed; docs/architectures.md, Gemma 4): the dense MLP above ends in post_feedforward_layernorm_1
 // and runs beside routed experts (routed_mlp.h; GeGLU, fused experts.gate_up_proj):
 //   m2 = RMSNorm_w(Σ_e w_e expert_e(RMSNorm_w(x; pre_feedforward_layernorm_2)); post_feedforward_layernorm_2),
 //   router over RMSNorm(x) ⊙ router.scale · H^-1/2 (no weight of its own), top-k renormalised,

@@ -21,7 +21,7 @@ class Checkpoint;
 
 struct LoadOptions {
   // Copy weights into allocated memory instead of serving them from the mmap
-  // (mmap'd pages can be evicted and re-read; see docs/performance.md).
+  // (mmap'd pages can be evicted and re-read; docs/performance.md, "mmap'd vs copied weights").
   bool copy_weights = true;
 };
 

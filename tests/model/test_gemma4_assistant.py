@@ -36,7 +36,8 @@ TOL = 1e-4
 
 
 class WrongAssistant(M.Assistant):
-    """One deliberate drafter bug (shared/docs/architectures.md §2.12 item 9)."""
+    """One deliberate drafter bug (docs/architectures.md, "The Gemma 4 assistant": the mistakes
+    that still give plausible drafts)."""
 
     def __init__(self, model_dir, target, bug):
         super().__init__(model_dir, target)

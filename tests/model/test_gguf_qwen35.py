@@ -8,8 +8,8 @@ ggml_quants.py) sees it: the qwen35.* / ssm.* metadata keys, the tensor names
 (attn_qkv, attn_gate, ssm_*, post_attention_norm, blk.{n_layer}.nextn.*) in ggml order,
 every RMSNorm scale but ssm_norm stored as 1 + w, ssm_a = -exp(A_log), the conv squeezed
 to [K, channels] in ggml order, the value heads reordered from grouped-by-key-head to
-tiled. The test undoes those rewrites itself (written from the converter's description in
-shared/docs/architectures.md §1.2, §1.4, §1.8, not from nextn's C++), runs the float64
+tiled. The test undoes those rewrites itself (written from llama.cpp's converter layout as
+docs/quantized-weights.md, "Qwen3.5 / Qwen3.6", states it, not from nextn's C++), runs the float64
 reference (numpy_qwen3_5.py) on the dequantized weights and compares nextn's logits and
 MTP logits on the GGUF with quantized_check.py's bound; greedy --mtp equals plain greedy
 on the file; a file missing an ssm key is refused (exit 2) naming it.
@@ -50,7 +50,7 @@ TYPES = ["q8_0", "q4_k_m"]
 BOUND = 2e-3
 F32_BOUND = 1e-4  # test_qwen3_5_reference.py: float32 against float64, ~1e-5 measured
 
-# llama.cpp's qwen35 tensor names (gguf-py constants.py; architectures.md §1.2, §1.8)
+# llama.cpp's qwen35 tensor names (its gguf-py constants.py; docs/quantized-weights.md, "Qwen3.5 / Qwen3.6")
 GLOBAL = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
           "output.weight": "lm_head.weight"}
 BLOCK = {"attn_norm.weight": "input_layernorm.weight", "post_attention_norm.weight": "post_attention_layernorm.weight",

@@ -1,6 +1,6 @@
 """tests/reference/ggml_quants.py — independent float64 reference for GGUF files and
-ggml block types, written from the format description (ggml docs/gguf.md and the block
-layouts summarised in shared/docs/quantization.md §1-2), not from nextn's C++.
+ggml block types, written from the format description (the GGUF specification, docs/gguf.md
+in the ggml repository, and ggml's block layouts as listed below), not from nextn's C++.
 
 - dequantize(type_name, raw_bytes, n) -> float64 array of n elements
 - read_gguf(path) -> (version, metadata dict, tensors list, data_start)

@@ -1,7 +1,7 @@
 # tests/reference/numpy_gemma4.py — an independent float64 numpy implementation of the
 # Gemma 4 text model (Gemma4ForCausalLM, Gemma4ForConditionalGeneration's text part) and of
 # its "-assistant" drafter (Gemma4AssistantForCausalLM), written from the equations in
-# shared/docs/architectures.md Part 2, not from nextn's C++:
+# docs/architectures.md ("Gemma 4"), not from nextn's C++:
 #   - x0 = embed[id] * sqrt(H); every RMSNorm is plain x̂·w; v normed without a weight
 #   - sliding layers: key j visible from query i iff 0 <= i - j < window, head_dim, RoPE
 #     theta 1e4 over the whole head; full layers: global_head_dim, "proportional" RoPE
@@ -14,7 +14,7 @@
 #     same type; logits = cap * tanh(embed · norm(h) / cap)
 # Keys and values are kept for every position (no ring): the window is only a mask here.
 #
-#   - 26B-A4B form (enable_moe_block): routed GeGLU experts beside the dense MLP (§2.7)
+#   - 26B-A4B form (enable_moe_block): routed GeGLU experts beside the dense MLP
 #
 #   m = Model(dir, broken=None)         # broken: one deliberate bug (see BROKEN)
 #   logits, hidden = m.forward(tokens)  # hidden: post final norm
@@ -169,7 +169,7 @@ class Model(StatefulDecoding):
         return o.reshape(T, self.heads * D) @ W[p + "self_attn.o_proj.weight"].T
 
     def moe(self, p, h):
-        """26B-A4B routed branch (§2.7): router over RMSNorm(h) (no weight) * router.scale *
+        """26B-A4B routed branch: router over RMSNorm(h) (no weight) * router.scale *
         H^-1/2, softmax over all experts, top-k renormalised, times per_expert_scale; GeGLU
         experts (fused gate_up_proj rows [gate | up]) on pre_feedforward_layernorm_2(h)."""
         W, c = self.W, self.cfg
@@ -248,7 +248,7 @@ class Model(StatefulDecoding):
 
 
 class Assistant:
-    """The -assistant drafter over a target Model (§2.11): query-only layers reading the
+    """The -assistant drafter over a target Model (docs/architectures.md): query-only layers reading the
     target's K/V of the last non-shared layer of each type, at the constant position p."""
 
     def __init__(self, model_dir, target):

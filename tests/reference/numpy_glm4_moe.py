@@ -1,6 +1,7 @@
 # tests/reference/numpy_glm4_moe.py — an independent float64 numpy implementation of
 # GLM-4.5 (Glm4MoeForCausalLM, model_type glm4_moe) and its nextn (MTP) layer, written
-# from the equations (shared/docs/mtp.md §2.2, the Glm4Moe modeling semantics), not from
+# from the equations (docs/architectures.md, "GLM-4.5" and "MTP heads"; the Glm4Moe
+# modeling semantics), not from
 # nextn's C++:
 #   - plain-w RMSNorm; GQA attention with q/k/v bias, scale 1/sqrt(D), RoPE on the first
 #     partial_rotary_factor * D dims of each head (NeoX pairs (j, j + rot/2)), the rest kept

@@ -1,7 +1,7 @@
 # tests/reference/numpy_qwen3_5.py — an independent float64 numpy implementation of the
 # Qwen3.5 / Qwen3.6 dense text model (Qwen3_5ForCausalLM, Qwen3_5ForConditionalGeneration's
-# text part) and its MTP head, written from the equations (shared/docs/architectures.md
-# Part 1 and the transformers modeling semantics), not from nextn's C++:
+# text part) and its MTP head, written from the equations (docs/architectures.md,
+# "Qwen3.5 / Qwen3.6", and the transformers modeling semantics), not from nextn's C++:
 #   - (1+w) RMSNorm for input/post-attention/final/q/k and all MTP norms; plain w for the
 #     Gated DeltaNet output norm
 #   - gated attention: q_proj rows per head [q_h | gate_h], q/k norm, NeoX RoPE on the first

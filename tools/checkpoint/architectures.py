@@ -29,7 +29,7 @@ TINY = {
                   tied=True, rope_theta=1000000.0, eps=1e-6, rope_scaling=None),
     "mimo": dict(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, inter=128, vocab=320,
                  tied=False, rope_theta=640000.0, eps=1e-5, rope_scaling=None),
-    # Qwen3.5: every branch observable (shared/docs/architectures.md §3.2): 3 GDN + 1 full
+    # Qwen3.5: every branch observable (docs/architectures.md, last section): 3 GDN + 1 full
     # attention layer, head_dim 32 with 8 rotary dims, Hv = 2 Hk (value heads share key
     # heads), dk != dv, untied head
     "qwen3_5": dict(hidden=64, layers=4, heads=4, kv_heads=2, head_dim=32, inter=128, vocab=384,

@@ -1,13 +1,13 @@
 # tools/checkpoint/gemma4.py — Gemma 4 shapes (tiny + the E2B preset), the Hugging Face
 # config.json (Gemma4ForCausalLM, or Gemma4ForConditionalGeneration with text_config) and
 # the tensor list, plus the matching "-assistant" drafter (Gemma4AssistantForCausalLM).
-# shared/docs/architectures.md Part 2.
+# The layout: docs/architectures.md, "Gemma 4".
 import math
 
 from architectures import Init, embed_init, linear_init
 
 TINY = dict(
-    # every branch observable (shared/docs/architectures.md §3.2): 7 layers S,S,S,F,S,S,F
+    # every branch observable (docs/architectures.md, last section): 7 layers S,S,S,F,S,S,F
     # (the last three share KV: donors 2 (sliding) and 3 (full)), head 16 / global 32,
     # window 8 (prompts cross it, the KV ring wraps), PLE P = 8, double-wide MLP on the
     # shared layers, proportional global RoPE (4 of 16 pairs), softcap 10 (visible at

@@ -2,8 +2,8 @@
 # GLM-4.5-Air preset), the Hugging Face config.json (Glm4MoeForCausalLM) and the tensor
 # list: q/k/v-biased GQA attention with partial rotary, first_k_dense_replace dense
 # layers, then routed layers (sigmoid router with e_score_correction_bias, one tensor per
-# expert, shared experts), and the nextn layer at model.layers.{L} in the DeepSeek layout.
-# shared/docs/mtp.md §2.2.
+# expert, shared experts), and the nextn layer at model.layers.{L} in the DeepSeek layout
+# (docs/architectures.md, "GLM-4.5" and "MTP heads").
 from architectures import Init, embed_init, linear_init, norm_init
 
 TINY = dict(

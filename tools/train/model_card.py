@@ -72,7 +72,7 @@ def render(ev, sources, stats, config, hardware, command, checks, train_log="", 
       a("- Honest note on compute: the issue asked for 60-90 CPU minutes; this model instead had a "
         "7-minute wall-clock budget on one NVIDIA H200, which is far more compute than 75 minutes "
         "on a 2-core CPU: ~870 k tokens/s here against ~2.3 k tokens/s measured for this size on "
-        "two Zen 5 cores with bf16 autocast (shared/docs/tiny-model.md), i.e. ~35× the ~10 M tokens "
+        "two Zen 5 cores with bf16 autocast, i.e. ~35× the ~10 M tokens "
         "a 75-minute CPU run sees. The same script runs on CPU: "
         "`tools/train/reproduce.sh --device cpu --minutes 75` reproduces the pipeline end to end "
         "(a smaller batch, hence a weaker model).")

@@ -1,5 +1,5 @@
 """model_qwen35.py — the Qwen3.5 hybrid text model in PyTorch, as nextn implements it
-(shared/docs/architectures.md Part 1), with the exact Hugging Face tensor names nextn loads
+(docs/architectures.md, "Qwen3.5 / Qwen3.6"), with the exact Hugging Face tensor names nextn loads
 (Qwen3_5ForCausalLM, `model.*` + `mtp.*`):
 
   - layers i with (i+1) % full_attention_interval == 0 are gated full attention, the others
@@ -17,7 +17,7 @@
     one gated-attention decoder layer at position p, mtp.norm, the tied lm_head -> x_{p+2}.
 
 The delta rule has two forms: `delta_rule_recurrent` (token by token, the definition) and
-`delta_rule_chunked` (the chunked WY/UT form of §1.6.4, used for training); check_qwen35.py
+`delta_rule_chunked` (the chunked WY/UT form in docs/architectures.md, used for training); check_qwen35.py
 checks that they agree and that the whole forward matches tests/reference/numpy_qwen3_5.py.
 Works on torch 1.13 (CPU) and 2.x (CUDA).
 """
@@ -171,7 +171,7 @@ def delta_rule_recurrent(q, k, v, beta, g, S=None):
 
 
 def delta_rule_chunked(q, k, v, beta, g, S=None, chunk=64):
-    """The chunked WY/UT form (architectures.md §1.6.4), same arguments and results as
+    """The chunked WY/UT form (docs/architectures.md, "The chunked form"), same arguments and results as
     delta_rule_recurrent. Within a chunk: gamma = cumsum(g), Gamma_ij = exp(gamma_i - gamma_j)
     (j <= i, masked before exp), M = I + strict_lower((beta k) k^T * Gamma),
     U = M^-1 (beta v), W = M^-1 (beta k exp(gamma)); across chunks
