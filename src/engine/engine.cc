@@ -81,6 +81,13 @@ struct Active {
   int generated = 0;
   Timings timings;
   double t_admit = 0, t_first = 0;
+  // Where emitting the current step's tokens got to: its accepted drafts, the token being
+  // emitted and whether it reached the caller. A request that ends inside a step (a stop
+  // string, the end token, max_tokens) leaves its later accepted drafts out of the
+  // answer, and they are taken off its counters: draft_n_accepted then counts exactly
+  // the drafted tokens the caller was given.
+  int step_accepted = 0, step_index = 0;
+  bool step_token_delivered = true;
 };
 
 struct Slot {
@@ -414,6 +421,8 @@ void Engine::Impl::emit_step(Slot& slot, const StepSequence& q) {
                 : k == 0              ? TokenSource::kTarget
                 : step.accepted == k  ? TokenSource::kBonus
                                       : TokenSource::kCorrection;
+    a.step_accepted = step.accepted;
+    a.step_index = int(i);
     if (!emit(slot, ev, q.logits + i * size_t(vocab))) return;
   }
 }
@@ -427,6 +436,7 @@ void Engine::Impl::finish_prefill_chunk(Slot& slot, const StepSequence& q) {
   if (!q.last_chunk) return;
   const float* logits = q.logits;
   a.decoding = true;
+  a.step_accepted = 0;
   a.t_first = now_seconds();
   a.timings.prompt_n = int(a.req.prompt.size()) - a.timings.cache_n;
   a.timings.prompt_ms = (a.t_first - a.t_admit) * 1e3;
@@ -441,6 +451,7 @@ void Engine::Impl::finish_prefill_chunk(Slot& slot, const StepSequence& q) {
 // when the request finished.
 bool Engine::Impl::emit(Slot& slot, const TokenEvent& provenance, const float* logits_row) {
   Active& a = *slot.active;
+  a.step_token_delivered = false;
   if (constraint_failed(slot)) return false;
   const int32_t token = provenance.token;
   a.last = token;
@@ -461,6 +472,7 @@ bool Engine::Impl::emit(Slot& slot, const TokenEvent& provenance, const float* l
     }
     reply = a.req.on_token(ev);
   }
+  a.step_token_delivered = true;
   if (!reply) {
     finish(slot, reply.finish());
     return false;
@@ -493,6 +505,10 @@ void Engine::Impl::finish(Slot& slot, FinishReason reason, const std::string& er
   double t_end = now_seconds();
   Timings& t = a->timings;
   t.speculative = slot.spec.counters;
+  for (int p = a->step_index + (a->step_token_delivered ? 1 : 0); p < a->step_accepted; ++p) {
+    t.speculative.accepted -= 1;  // accepted, but past where the answer ended
+    if (size_t(p) < t.speculative.accepted_per_pos.size()) t.speculative.accepted_per_pos[size_t(p)] -= 1;
+  }
   t.draft_depths = slot.spec.depths;
   t.draft_ms = slot.spec.draft_seconds * 1e3;
   if (a->decoding) {

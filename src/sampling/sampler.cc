@@ -192,6 +192,8 @@ void Sampler::penalized(const float* logits) {
     for (auto& [t, c] : output_counts_)
       if (t >= 0 && t < vocab_) work_[size_t(t)] -= params_.presence_penalty + params_.frequency_penalty * float(c);
   }
+  for (auto [t, bias] : params_.logit_bias)
+    if (t >= 0 && t < vocab_) work_[size_t(t)] = bias <= -100.0f ? -INFINITY : work_[size_t(t)] + bias;
 }
 
 void Sampler::distribution(const float* logits, Distribution& out) {
@@ -207,7 +209,7 @@ void Sampler::distribution(const float* logits, Distribution& out) {
 
 int32_t Sampler::argmax_token(const float* logits) {
   bool penalties = params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
-                   params_.frequency_penalty != 0.0f;
+                   params_.frequency_penalty != 0.0f || !params_.logit_bias.empty();
   if (!penalties && !constraint_) return argmax(logits, vocab_);
   penalized(logits);
   if (constraint_) constraint_->mask(work_.data(), vocab_);

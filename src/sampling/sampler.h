@@ -11,6 +11,7 @@
 #include <span>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "sampling/constraint.h"
@@ -27,6 +28,9 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;
   uint64_t seed = 0;
   bool has_seed = false;
+  // OpenAI's logit_bias: added to a token's logit before everything else; -100 or less
+  // bans the token (its logit becomes -infinity).
+  std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 // xoshiro256** seeded through splitmix64: same seed, same stream, on every platform.

@@ -31,6 +31,12 @@ bool prompt_opens_think(const std::string& rendered) {
 }
 
 // The engine's prompt rules (find_prompt_problem), as errors naming the request field.
+void check_logit_bias(const SamplingParams& s, const ModelInfo& info) {
+  for (auto [t, bias] : s.logit_bias)
+    if (t >= info.vocab_size)
+      bad_field("logit_bias." + std::to_string(t), fmt::format("token id {} is outside the vocabulary ({})", t, info.vocab_size));
+}
+
 void check_prompt(const std::vector<int32_t>& prompt, const ModelInfo& info, bool chat) {
   PromptProblem p = find_prompt_problem(prompt, info.n_ctx, info.vocab_size);
   switch (p.kind) {
@@ -87,6 +93,7 @@ PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, 
     prompt = backend.tokenize(pr.prompt_text, true, true);
   }
   check_prompt(prompt, info, pr.chat);
+  check_logit_bias(pr.sampling, info);
   if (!pr.chat && pr.echo) plan.echo = pr.prompt_is_tokens ? backend.detokenize(prompt) : pr.prompt_text;
 
   int max_tokens = pr.max_tokens.value_or(default_max_tokens);

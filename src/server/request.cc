@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <limits>
 
 #include "server/api_error.h"
@@ -187,6 +188,21 @@ void parse_common(const json& body, const RequestDefaults& d, ParsedRequest& r) 
     if (*v != -1) {
       s.seed = uint64_t(*v);
       s.has_seed = true;
+    }
+  }
+
+  if (body.contains("logit_bias") && !body["logit_bias"].is_null()) {
+    const json& lb = body["logit_bias"];
+    if (!lb.is_object()) bad_field("logit_bias", "expected an object mapping token ids to numbers");
+    if (lb.size() > 1024) bad_field("logit_bias", "at most 1024 tokens");
+    s.logit_bias.clear();
+    for (auto& [key, v] : lb.items()) {
+      const std::string where = "logit_bias." + key;
+      if (key.empty() || key.size() > 9 || key.find_first_not_of("0123456789") != std::string::npos)
+        bad_field(where, "expected a token id (a non-negative integer) as the key");
+      if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < -100 || v.get<double>() > 100)
+        bad_field(where, "expected a number between -100 and 100");
+      s.logit_bias.emplace_back(int32_t(std::stol(key)), v.get<float>());
     }
   }
 

@@ -137,6 +137,29 @@ TEST(Sampler, Penalties) {
   for (int i = 0; i < 8; ++i) EXPECT_NEAR(d.p(i), ref[size_t(i)], 1e-6);
 }
 
+// logit_bias: added before everything else; -100 bans the token, even from greedy.
+TEST(Sampler, LogitBias) {
+  SamplingParams bp;
+  bp.logit_bias = {{1, -100.0f}};  // the argmax, banned: 5 (2.9) wins
+  Sampler b(bp, 8, {});
+  EXPECT_EQ(b.argmax_token(kLogits.data()), 5);
+  bp.logit_bias = {{1, -0.2f}, {2, 0.45f}};  // 2.8 and 2.95: 2 wins
+  Sampler c(bp, 8, {});
+  EXPECT_EQ(c.argmax_token(kLogits.data()), 2);
+  bp.temperature = 1.0f;
+  bp.logit_bias = {{1, -100.0f}, {3, 1.0f}};
+  Sampler d(bp, 8, {});
+  Distribution dist;
+  d.distribution(kLogits.data(), dist);
+  EXPECT_EQ(dist.probs[1], 0.0f);
+  std::vector<float> adjusted = kLogits;
+  adjusted[1] = -INFINITY;
+  adjusted[3] += 1.0f;
+  double z = 0;
+  for (float l : adjusted) z += std::exp(double(l));
+  for (int t = 0; t < 8; ++t) EXPECT_NEAR(dist.probs[size_t(t)], std::exp(double(adjusted[size_t(t)])) / z, 1e-6);
+}
+
 TEST(Sampler, SameSeedSameOutput) {
   SamplingParams sp;
   sp.temperature = 1.0f;

@@ -51,6 +51,7 @@ def bodies():
                      [{"content": "x"}], None],
         "max_tokens": ["10", -1, 0, 1e300, 2.5, True, [1], 99999999999999999999],
         "max_completion_tokens": [-5, "x"],
+        "logit_bias": ["x", [1], {"a": 1}, {"-1": 1}, {"1": 101}, {"1": "x"}, {"99999999": -100}],
         "temperature": ["hot", -0.1, 1e309 if False else 1e300, [0], {"a": 1}],
         "top_p": [0, 1.5, "x"],
         "top_k": ["x", 1.5, -2],
@@ -117,6 +118,15 @@ def main():
             check(status in (400, 404, 413), f"{desc}: status {status} {str(resp)[:200]}")
             check(isinstance(resp, dict) and "message" in resp.get("error", {}), f"{desc}: no error object: {resp}")
             check(s.proc.poll() is None, f"server died after {desc}")
+
+        # logit_bias -100 bans the greedy answer's first token, in chat too.
+        status, toks = s.post("/tokenize", {"content": reference})
+        check(status == 200 and toks["tokens"], toks)
+        first = toks["tokens"][0]
+        status, banned = s.post("/v1/chat/completions", dict(GOOD, logit_bias={str(first): -100}))
+        check(status == 200, banned)
+        status, btoks = s.post("/tokenize", {"content": banned["choices"][0]["message"]["content"]})
+        check(not btoks["tokens"] or btoks["tokens"][0] != first, f"banned token {first} still first: {banned}")
 
         # A field inside messages[i] is named with its path.
         for field in ("name", "tool_call_id"):
