@@ -54,14 +54,24 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
       specials[key] = token_text(value);  // unset (null) tokens are not passed, as in transformers
   }
   std::string source, tool_source;
-  if (config.contains("chat_template") && config["chat_template"].is_string()) {
-    source = config["chat_template"].get<std::string>();
-  } else if (config.contains("chat_template") && config["chat_template"].is_array()) {
-    for (auto& t : config["chat_template"]) {
-      std::string name = t.value("name", "");
-      if (name == "default") source = t.value("template", "");
-      if (name == "tool_use") tool_source = t.value("template", "");
+  const nlohmann::ordered_json* ct = config.contains("chat_template") ? &config["chat_template"] : nullptr;
+  if (ct && ct->is_string()) {
+    source = ct->get<std::string>();
+  } else if (ct && ct->is_array()) {
+    // Named templates: [{"name": "default", "template": "..."}, {"name": "tool_use", ...}].
+    for (size_t i = 0; i < ct->size(); ++i) {
+      const auto& t = (*ct)[i];
+      if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("template") ||
+          !t["template"].is_string())
+        fail(ErrorKind::kBadInput, "{}: chat_template[{}] must be an object with a string \"name\" and \"template\"",
+             config_path.string(), i);
+      std::string name = t["name"].get<std::string>();
+      if (name == "default") source = t["template"].get<std::string>();
+      if (name == "tool_use") tool_source = t["template"].get<std::string>();
     }
+  } else if (ct && !ct->is_null()) {
+    fail(ErrorKind::kBadInput, "{}: chat_template must be a string or a list of named templates, got {}",
+         config_path.string(), ct->dump().substr(0, 80));
   }
   fs::path jinja_path = fs::path(dir) / "chat_template.jinja";
   if (source.empty() && fs::exists(jinja_path)) source = read_file(jinja_path.string());

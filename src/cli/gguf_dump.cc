@@ -25,8 +25,9 @@ Command add_gguf_dump_command(CLI::App& root) {
   return {app, [f]() -> int {
             auto file = GgufFile::open(f->file);
             if (f->tensor.empty()) {
-              std::printf("GGUF v%u, %zu metadata keys, %zu tensors\n", file->version(), file->metadata().size(),
-                          file->tensors().size());
+              std::printf("GGUF v%u, %zu metadata keys, %zu tensors%s\n", file->version(), file->metadata().size(),
+                          file->tensors().size(),
+                          file->tensors().empty() ? " (a vocabulary-only file: not loadable as a model)" : "");
               for (const auto& [key, value] : file->metadata().items()) {
                 std::string text = value.is_array() ? "[" + std::to_string(value.size()) + " values]"
                                                     : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -191,6 +191,8 @@ void GgufFile::parse() {
     uint64_t numel = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       ne[d] = c.read<uint64_t>(name);
+      if (ne[d] == 0)
+        fail(ErrorKind::kBadInput, "{}: tensor '{}': dimension {} is 0 (a tensor without elements)", path, name, d);
       if (ne[d] > (uint64_t{1} << 40) || (ne[d] != 0 && numel > (uint64_t{1} << 48) / ne[d]))
         fail(ErrorKind::kBadInput, "{}: tensor '{}': dimension {} of {} is implausibly large", path, name, d, ne[d]);
       numel *= ne[d];

@@ -119,6 +119,9 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
            json_text(file->metadata()["split.count"]), paths.size());
     ckpt->gguf_files_.push_back(std::move(file));
   }
+  size_t n_tensors = 0;
+  for (const auto& file : ckpt->gguf_files_) n_tensors += file->tensors().size();
+  if (n_tensors == 0) fail(ErrorKind::kBadInput, "{}: the file holds no tensors (a vocabulary-only GGUF is not a model)", path);
   const GgufFile& first = *ckpt->gguf_files_.front();
   const nlohmann::json& kv = first.metadata();
   if (!kv.contains("general.architecture") || !kv["general.architecture"].is_string())

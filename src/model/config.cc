@@ -31,18 +31,23 @@ const Architecture& pick_architecture(const ConfigReader& reader) {
   reader.error(ErrorKind::kUnsupported, "unsupported architecture '{}' (supported: {})", wanted, supported);
 }
 
-// An int or a list of ints ("eos_token_id": 2 or [2, 7]).
-std::vector<int> token_id_list(const ConfigReader& reader, const std::string& key) {
+// An int or a list of ints ("eos_token_id": 2 or [2, 7]), each a token id of the vocabulary.
+std::vector<int> token_id_list(const ConfigReader& reader, const std::string& key, int vocab_size) {
   std::vector<int> ids;
   if (!reader.has(key)) return ids;
   const nlohmann::json& v = reader.json().at(key);
+  auto id = [&](const nlohmann::json& x) {
+    if (!x.is_number_integer()) reader.error(ErrorKind::kBadInput, "key '{}' must hold integers, got {}", key, v.dump());
+    int64_t n = x.get<int64_t>();
+    if (n < 0 || n >= vocab_size)
+      reader.error(ErrorKind::kBadInput, "key '{}': token id {} is outside the vocabulary (0..{})", key, x.dump(),
+                   vocab_size - 1);
+    return int(n);
+  };
   if (v.is_number_integer()) {
-    ids.push_back(v.get<int>());
+    ids.push_back(id(v));
   } else if (v.is_array()) {
-    for (const auto& x : v) {
-      if (!x.is_number_integer()) reader.error(ErrorKind::kBadInput, "key '{}' must hold integers, got {}", key, v.dump());
-      ids.push_back(x.get<int>());
-    }
+    for (const auto& x : v) ids.push_back(id(x));
   } else {
     reader.error(ErrorKind::kBadInput, "key '{}' must be an integer or a list of integers, got {}", key, v.dump());
   }
@@ -222,10 +227,10 @@ ModelConfig parse_model_config(const Checkpoint& ckpt) {
   // eos/bos: generation_config.json wins over config.json.
   ConfigReader gen(ckpt.generation_config(),
                    (std::filesystem::path(ckpt.dir()) / "generation_config.json").string());
-  c.eos_token_ids = token_id_list(gen, "eos_token_id");
-  if (c.eos_token_ids.empty()) c.eos_token_ids = token_id_list(reader, "eos_token_id");
-  std::vector<int> bos = token_id_list(gen, "bos_token_id");
-  if (bos.empty()) bos = token_id_list(reader, "bos_token_id");
+  c.eos_token_ids = token_id_list(gen, "eos_token_id", c.vocab_size);
+  if (c.eos_token_ids.empty()) c.eos_token_ids = token_id_list(reader, "eos_token_id", c.vocab_size);
+  std::vector<int> bos = token_id_list(gen, "bos_token_id", c.vocab_size);
+  if (bos.empty()) bos = token_id_list(reader, "bos_token_id", c.vocab_size);
   c.bos_token_id = bos.empty() ? -1 : bos[0];
   return c;
 }

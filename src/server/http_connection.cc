@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "server/api_error.h"
+#include "server/http_framing.h"
 #include "server/json_fields.h"
 
 namespace nextn::server {
@@ -60,16 +61,6 @@ void address_of(int fd, bool peer, std::string& ip, int& port) {
   ip = text;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::string trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
 const char* reason_phrase(int status) {
   switch (status) {
     case 400: return "Bad Request";
@@ -79,88 +70,6 @@ const char* reason_phrase(int status) {
     case 501: return "Not Implemented";
     default: return "Error";
   }
-}
-
-// What the framing check decided about the request at the front of the buffer.
-struct Framing {
-  int status = 0;                  // 0: acceptable; else the error status to answer
-  std::string problem;             // why, for the error body
-  size_t head_bytes = 0;           // request line + headers + blank line
-  long long content_length = -1;   // -1: no Content-Length header
-  bool chunked = false;            // Transfer-Encoding: chunked
-  bool expects_continue = false;   // Expect: 100-continue
-};
-
-// The checks httplib does not make, on a complete head (it ends with "\r\n\r\n").
-Framing check_head(const std::string& head) {
-  Framing f;
-  f.head_bytes = head.size();
-  int lengths = 0, codings = 0;
-  std::string coding;
-  size_t line_start = head.find("\r\n") + 2;  // the request line is httplib's to parse
-  if (head.substr(0, line_start - 2).find_first_of("\r\n") != std::string::npos) {
-    f.status = 400;
-    f.problem = "bare CR or LF in the request line";
-    return f;
-  }
-  while (line_start + 2 < head.size()) {  // the last "\r\n" ends the head
-    size_t end = head.find("\r\n", line_start);
-    std::string line = head.substr(line_start, end - line_start);
-    line_start = end + 2;
-    auto refuse = [&](const std::string& why) {
-      f.status = 400;
-      f.problem = why;
-      return f;
-    };
-    if (line.find_first_of("\r\n") != std::string::npos) return refuse("bare CR or LF in a header line");
-    if (line[0] == ' ' || line[0] == '\t') return refuse("folded header line (obsolete line folding)");
-    size_t colon = line.find(':');
-    if (colon == std::string::npos || colon == 0) return refuse("header line without a field name and ':'");
-    std::string name = line.substr(0, colon);
-    if (name.find_first_of(" \t") != std::string::npos) return refuse("whitespace before ':' in header '" + name + "'");
-    std::string key = lower(name), value = trim(line.substr(colon + 1));
-    if (key == "content-length") {
-      if (++lengths > 1) return refuse("more than one Content-Length header");
-      if (value.empty() || value.size() > 18 || value.find_first_not_of("0123456789") != std::string::npos)
-        return refuse("Content-Length '" + value + "' is not a byte count");
-      f.content_length = std::stoll(value);
-    } else if (key == "transfer-encoding") {
-      if (++codings > 1) return refuse("more than one Transfer-Encoding header");
-      coding = lower(value);
-    } else if (key == "expect" && lower(value) == "100-continue") {
-      f.expects_continue = true;
-    }
-  }
-  f.chunked = codings && coding == "chunked";
-  if (codings && lengths) {
-    f.status = 400;
-    f.problem = "both Content-Length and Transfer-Encoding";
-  } else if (codings && coding != "chunked") {
-    f.status = 501;
-    f.problem = "Transfer-Encoding '" + coding + "' is not supported (only chunked)";
-  }
-  return f;
-}
-
-// `head` (ending "\r\n\r\n") with its framing headers replaced by one Content-Length:
-// the form of a request whose body is already whole in the buffer.
-std::string with_content_length(const std::string& head, size_t length) {
-  std::string out = head.substr(0, head.find("\r\n") + 2);
-  for (size_t start = out.size(); start + 2 < head.size();) {
-    size_t end = head.find("\r\n", start);
-    std::string line = head.substr(start, end + 2 - start);
-    start = end + 2;
-    std::string key = lower(line.substr(0, line.find(':')));
-    if (key != "content-length" && key != "transfer-encoding" && key != "expect") out += line;
-  }
-  return out + "Content-Length: " + std::to_string(length) + "\r\n\r\n";
-}
-
-// Methods whose body httplib reads; it leaves any other request's body in the stream,
-// where it would be taken for the next request.
-bool httplib_reads_body(const std::string& head) {
-  std::string method = head.substr(0, head.find(' '));
-  return method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE" || method == "PRI";
 }
 
 // One accepted socket as an httplib::Stream whose read buffer lives as long as the
@@ -232,8 +141,9 @@ class Connection final : public httplib::Stream {
     Framing f = check_head(head);
     if (f.status != 0) return f;
     if (f.content_length > 0 && size_t(f.content_length) > max_body) return f;  // httplib answers 413 unread
-    const size_t body_at = pos_ + head.size();
-    if (f.expects_continue && buf_.size() == body_at && (f.chunked || f.content_length > 0))
+    // Offsets from pos_: fill() may move the buffer's contents down while we wait.
+    const size_t body_at = head.size();
+    if (f.expects_continue && buf_.size() - pos_ == body_at && (f.chunked || f.content_length > 0))
       write(kContinue, std::strlen(kContinue));
     std::string body;
     size_t body_end = body_at;
@@ -242,15 +152,15 @@ class Connection final : public httplib::Stream {
       if (bad.status != 0) return bad;
     } else if (f.content_length > 0) {
       body_end = body_at + size_t(f.content_length);
-      while (buf_.size() < body_end) {
+      while (buf_.size() - pos_ < body_end) {
         auto stall = Clock::now() + std::chrono::milliseconds(read_ms_);  // each arrival resets it
         if (int why = more(stall, stopping)) return {why, why == 408 ? "request body stalled for 30 s" : "closed"};
       }
-      body = buf_.substr(body_at, size_t(f.content_length));
+      body = buf_.substr(pos_ + body_at, size_t(f.content_length));
     }
     if (!httplib_reads_body(head)) body.clear();
     std::string normal = with_content_length(head, body.size());
-    buf_.replace(pos_, body_end - pos_, normal + body);
+    buf_.replace(pos_, body_end, normal + body);
     f.head_bytes = normal.size();
     f.content_length = (long long)body.size();
     return f;
@@ -327,48 +237,25 @@ class Connection final : public httplib::Stream {
     }
   }
 
-  // Decodes the chunked body starting at buf_[at] (RFC 9112 section 7.1: hex size,
-  // optional extensions, CRLF, data, CRLF; a zero size, trailer lines, CRLF). Sets `body`
-  // and the offset just past the framing; a Framing with a status when it is malformed
-  // (400), too large (413, found before the excess is read) or stalls (408).
+  // Reads the chunked body starting at buf_[pos_ + at] into `body`; `end`: the offset
+  // (from pos_) just past its framing. A Framing with a status when it is malformed (400), too large (413,
+  // found before the excess is read), stalls (408) or the client goes (-1).
   Framing read_chunked(size_t at, size_t max_body, const std::atomic<bool>& stopping, std::string& body,
                        size_t& end) {
-    size_t p = at;
-    auto stall = [&] { return Clock::now() + std::chrono::milliseconds(read_ms_); };
-    // The next CRLF-terminated line from p, at most 4 KiB.
-    auto line = [&](std::string& out) -> Framing {
-      size_t eol;
-      while ((eol = buf_.find("\r\n", p)) == std::string::npos) {
-        if (buf_.size() - p > 4096) return {400, "chunk size or trailer line longer than 4 KiB"};
-        if (int why = more(stall(), stopping)) return {why, why == 408 ? "chunked body stalled for 30 s" : "closed"};
-      }
-      out = buf_.substr(p, eol - p);
-      p = eol + 2;
-      return {};
-    };
+    ChunkedDecoder decoder(max_body);
     while (true) {
-      std::string size_line;
-      if (Framing bad = line(size_line); bad.status != 0) return bad;
-      std::string digits = size_line.substr(0, size_line.find(';'));
-      while (!digits.empty() && (digits.back() == ' ' || digits.back() == '\t')) digits.pop_back();
-      if (digits.empty() || digits.size() > 15 || digits.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
-        return {400, "bad chunk size '" + size_line.substr(0, 32) + "'"};
-      size_t size = std::stoull(digits, nullptr, 16);
-      if (size == 0) break;
-      if (body.size() + size > max_body)
-        return {413, "request body larger than " + std::to_string(max_body) + " bytes"};
-      while (buf_.size() < p + size + 2)
-        if (int why = more(stall(), stopping)) return {why, why == 408 ? "chunked body stalled for 30 s" : "closed"};
-      if (buf_.compare(p + size, 2, "\r\n") != 0) return {400, "chunk data not followed by CRLF"};
-      body.append(buf_, p, size);
-      p += size + 2;
+      switch (decoder.resume(std::string_view(buf_).substr(pos_ + at))) {
+        case ChunkedDecoder::Status::kDone:
+          body = decoder.take_body();
+          end = at + decoder.end();
+          return {};
+        case ChunkedDecoder::Status::kBad: return {400, decoder.problem()};
+        case ChunkedDecoder::Status::kTooLarge: return {413, decoder.problem()};
+        case ChunkedDecoder::Status::kNeedMore: break;
+      }
+      auto stall = Clock::now() + std::chrono::milliseconds(read_ms_);  // each arrival resets it
+      if (int why = more(stall, stopping)) return {why, why == 408 ? "chunked body stalled for 30 s" : "closed"};
     }
-    for (std::string trailer;;) {  // trailer fields, dropped; an empty line ends them
-      if (Framing bad = line(trailer); bad.status != 0) return bad;
-      if (trailer.empty()) break;
-    }
-    end = p;
-    return {};
   }
 
   // Reads what the socket has (waiting up to timeout_ms); false on timeout, error or EOF.

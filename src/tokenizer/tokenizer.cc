@@ -172,6 +172,11 @@ std::unique_ptr<Tokenizer> Tokenizer::parse_text(const std::string& text, const 
   if (type.empty() && raw.vocab_is_object && !raw.merges.empty()) type = "BPE";
   if (type != "BPE") fail(ErrorKind::kUnsupported, "tokenizer.json: unsupported model type '{}'", type);
   if (!raw.vocab_is_object) fail(ErrorKind::kBadInput, "{}: model.vocab must be an object", json_path);
+  // The scanner takes merges only as an array: anything else left here is a damaged file
+  // (BPE without its merges would tokenize every word into single bytes, silently).
+  if (raw.model.contains("merges"))
+    fail(ErrorKind::kBadInput, "{}: model.merges must be an array of merges, got {}", json_path,
+         raw.model["merges"].dump().substr(0, 80));
   BpeConfig bc;
   bc.unk_token = optional_string(raw.model, "unk_token");
   bc.continuing_subword_prefix = optional_string(raw.model, "continuing_subword_prefix").value_or("");

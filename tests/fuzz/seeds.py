@@ -101,6 +101,34 @@ from schemas import SCHEMAS  # noqa: E402
 for name, schema in SCHEMAS.items():
     put("grammar", name + ".json", b"\x01" + json.dumps(schema).encode())
 
+# grammar: the shapes that once crashed or hung the server (nested optional repetition,
+# ambiguity that grows with the output, $ref chains, what no UTF-8 text holds)
+for name, text in {"nested_optional": 'root ::= (("a"?){100}){1000}', "optional_run": 'root ::= ("a"?){10000}',
+                   "stars": 'root ::= s\ns ::= "*" s "a" | "*" s "b" | "*"', "surrogate": 'root ::= "\\uD800"',
+                   "surrogate_range": "root ::= [\\uD800-\\uDFFF]", "nothing": "root ::= [^\\x00-\\U0010FFFF]",
+                   "past_unicode": 'root ::= "\\UFFFFFFFF"'}.items():
+    put("grammar", name + ".gbnf", b"\x00" + text.encode())
+chain = {"$ref": "#/$defs/d0", "$defs": {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(300)}}
+chain["$defs"]["d300"] = {"type": "string"}
+put("grammar", "ref_chain.json", b"\x01" + json.dumps(chain).encode())
+put("grammar", "ref_empty.json", b"\x01" + json.dumps({"$ref": ""}).encode())
+put("grammar", "pattern_nested.json", b"\x01" + json.dumps({"type": "string", "pattern": "((a?){100}){1000}"}).encode())
+
+# http_framing: first byte = where the body arrives split; then a request as sent
+for i, raw in enumerate([
+        b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello",
+        b"POST /tokenize HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+        b"POST /t HTTP/1.1\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n"
+        b"3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: 1\r\n\r\n",
+        b"POST /t HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\nGET /v1/models HTTP/1.1\r\n\r\n",
+        b"POST /t HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n",
+        b"POST /t HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2000\r\n" + b"a" * 64,
+        b"POST /t HTTP/1.1\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nhello",
+        b"POST /t HTTP/1.1\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        b"GET /health HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloGET / HTTP/1.1\r\n\r\n",
+        b"GET /health HTTP/1.1\r\nX-A: 1\r\n folded\r\n\r\n"]):
+    put("http_framing", f"request{i}", bytes([(i * 37) % 256]) + raw)
+
 # request bodies
 msgs = [{"role": "user", "content": "Tell me a story"}]
 for i, body in enumerate([

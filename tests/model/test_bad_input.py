@@ -3,7 +3,9 @@
 exit code 2, exactly one error line on stderr naming the file and the tensor/key, no crash
 and no output files. Checkpoints come from tools/make_checkpoint.py and are then damaged
 here (truncated, corrupted header, offsets past EOF, wrong shape/dtype, unknown architecture,
-missing config keys, missing tensors/shards)."""
+missing config keys, missing tensors/shards, end-token ids outside the vocabulary, BPE
+merges that are not a list, a chat_template list of junk, a GGUF with an empty dimension
+or no tensors at all)."""
 import json
 import os
 import shutil
@@ -285,6 +287,63 @@ class BadInputTest(unittest.TestCase):
 
     def test_malformed_prompt_tokens(self):
         self.expect_error(self.good["qwen3"], "--prompt-tokens", "'x'", tokens="1,x")
+
+    # --- damaged files the loader once took (a wrong answer or an internal error later) --
+    def test_end_token_ids_outside_the_vocabulary(self):
+        for value in ("2", 4294967295, -3, [1, 10 ** 9]):
+            m = self.copy("bad-eos")
+            for file in ("config.json", "generation_config.json"):  # the second wins where it exists
+                if os.path.exists(os.path.join(m, file)):
+                    self.edit_config(m, lambda c: c.update(eos_token_id=value), file=file)
+            self.expect_error(m, "config.json", "eos_token_id")
+
+    def expect_cli_error(self, args, *fragments):
+        p = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, f"{args}: exit {p.returncode}, stderr: {p.stderr}")
+        for fragment in fragments:
+            self.assertIn(fragment, p.stderr)
+
+    def test_merges_that_are_not_a_list(self):
+        m = self.copy("bad-merges")
+        self.edit_config(m, lambda t: t["model"].update(merges={"a b": 1}), file="tokenizer.json")
+        self.expect_cli_error(["generate", "--model", m, "--prompt", "hi", "-n", "1"], "tokenizer.json", "merges")
+
+    def test_chat_template_list_of_junk(self):
+        for value in ([1, 2, "x"], [{"name": 5}], 7):
+            m = self.copy("bad-template")
+            self.edit_config(m, lambda t: t.update(chat_template=value), file="tokenizer_config.json")
+            self.expect_cli_error(["generate", "--model", m, "--chat", "hi", "-n", "1"], "tokenizer_config.json",
+                                  "chat_template")
+
+    def write_gguf(self, name, tensors):
+        """A GGUF v3 file with a qwen3 architecture key and `tensors` (name, dims) in F32."""
+        def s(x):
+            return struct.pack("<Q", len(x.encode())) + x.encode()
+        out = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 1) + s("general.architecture") + struct.pack("<I", 8)
+        out += s("qwen3")
+        data = b""
+        for tname, dims in tensors:
+            n = 1
+            for d in dims:
+                n *= d
+            out += s(tname) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+            out += struct.pack("<IQ", 0, len(data))
+            data += bytes(4 * n) + bytes((-4 * n) % 32)
+        out += bytes((-len(out)) % 32)
+        path = os.path.join(self.tmp, name + ".gguf")
+        with open(path, "wb") as f:
+            f.write(out + data)
+        return path
+
+    def test_gguf_without_tensors_or_with_an_empty_dimension(self):
+        empty_dim = self.write_gguf("zero-dim", [("token_embd.weight", [0, 16]), ("output_norm.weight", [16])])
+        self.expect_cli_error(["gguf-dump", empty_dim], "token_embd.weight", "dimension 0 is 0")
+        self.expect_error(empty_dim, "token_embd.weight", "dimension 0 is 0")
+        no_tensors = self.write_gguf("no-tensors", [])
+        p = subprocess.run([BIN, "gguf-dump", no_tensors], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("not loadable as a model", p.stdout)
+        self.expect_error(no_tensors, "no tensors")
 
 
 if __name__ == "__main__":

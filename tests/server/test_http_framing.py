@@ -227,6 +227,30 @@ class HttpFramingTest(unittest.TestCase):
         rs = self.final(parse_responses(exchange(self.server.port, raw)))
         self.assertEqual([r[0] for r in rs], [200, 200])
 
+    def test_body_arriving_late_after_a_large_pipelined_request(self):
+        # The first request is > 64 KiB, so the connection's buffer moves its contents down
+        # while the second one's body is still on its way.
+        first = post("/tokenize", {"content": "word " * 30000})
+        body = json.dumps({"content": "hello world"}).encode()
+        second_head = (b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body))
+        s = socket.create_connection(("127.0.0.1", self.server.port), timeout=30)
+        try:
+            s.sendall(first + second_head + body[:5])
+            time.sleep(0.3)
+            s.sendall(body[5:])
+            buf = b""
+            while True:
+                got = s.recv(65536)
+                if not got:
+                    break
+                buf += got
+        finally:
+            s.close()
+        rs = self.final(parse_responses(buf))
+        self.assertEqual([r[0] for r in rs], [200, 200], buf[:300])
+        self.assertEqual(len(json.loads(rs[1][2])["tokens"]), len(self.server.post("/tokenize", {"content": "hello world"})[1]["tokens"]))
+
     def test_gone_client_frees_its_non_streamed_slot(self):
         long_chat = dict(CHAT, max_tokens=100000)
         long_chat["messages"] = [{"role": "user", "content": "a long answer please"}]
