@@ -134,7 +134,7 @@ class Connection final : public httplib::Stream {
     size_t end;
     while ((end = buf_.find("\r\n\r\n", pos_)) == std::string::npos) {
       if (buf_.size() - pos_ > kMaxHeadBytes) return {431, "request head larger than 64 KiB"};
-      if (int why = more(deadline, stopping)) return {why, why == 408 ? "request head not complete within 30 s" : "closed"};
+      if (int why = more(deadline, stopping)) return gave_up(why, "request head");
     }
     if (end + 4 - pos_ > kMaxHeadBytes) return {431, "request head larger than 64 KiB"};
     const std::string head = buf_.substr(pos_, end + 4 - pos_);
@@ -154,7 +154,7 @@ class Connection final : public httplib::Stream {
       body_end = body_at + size_t(f.content_length);
       while (buf_.size() - pos_ < body_end) {
         auto stall = Clock::now() + std::chrono::milliseconds(read_ms_);  // each arrival resets it
-        if (int why = more(stall, stopping)) return {why, why == 408 ? "request body stalled for 30 s" : "closed"};
+        if (int why = more(stall, stopping)) return gave_up(why, "request body (shorter than its Content-Length)");
       }
       body = buf_.substr(pos_ + body_at, size_t(f.content_length));
     }
@@ -226,15 +226,25 @@ class Connection final : public httplib::Stream {
 
  private:
   // Waits for more of the request until `deadline`: 0 once bytes came, 408 at the
-  // deadline, -1 when the client closed or the server is stopping.
+  // deadline, 400 when the client ended its input (half-closed) before the request was
+  // whole, -1 when the connection failed or the server is stopping.
   int more(Clock::time_point deadline, const std::atomic<bool>& stopping) {
     while (true) {
       if (stopping) return -1;
       int left = int(std::chrono::duration<double, std::milli>(deadline - Clock::now()).count());
       if (left <= 0) return 408;
       if (fill(std::min(left, kIdleSliceMs))) return 0;
-      if (eof_ || poll_fd(fd_, POLLIN, 0) < 0) return -1;
+      if (eof_) return 400;
+      if (poll_fd(fd_, POLLIN, 0) < 0) return -1;
     }
+  }
+
+  // The Framing for giving up on `part` of the request for more()'s reason `why`. A
+  // client that closed (or half-closed) before sending any of this request gets no answer.
+  Framing gave_up(int why, const std::string& part) const {
+    if (why == 408) return {408, part + " not complete within 30 s"};
+    if (why == 400 && buf_.size() > pos_) return {400, part + " ended before it was complete"};
+    return {-1, "closed"};
   }
 
   // Reads the chunked body starting at buf_[pos_ + at] into `body`; `end`: the offset
@@ -254,7 +264,7 @@ class Connection final : public httplib::Stream {
         case ChunkedDecoder::Status::kNeedMore: break;
       }
       auto stall = Clock::now() + std::chrono::milliseconds(read_ms_);  // each arrival resets it
-      if (int why = more(stall, stopping)) return {why, why == 408 ? "chunked body stalled for 30 s" : "closed"};
+      if (int why = more(stall, stopping)) return gave_up(why, "chunked request body");
     }
   }
 

@@ -251,6 +251,14 @@ class HttpFramingTest(unittest.TestCase):
         self.assertEqual([r[0] for r in rs], [200, 200], buf[:300])
         self.assertEqual(len(json.loads(rs[1][2])["tokens"]), len(self.server.post("/tokenize", {"content": "hello world"})[1]["tokens"]))
 
+    def test_short_body_then_half_close_is_answered_at_once(self):
+        t0 = time.time()
+        raw = b"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{\"content\":"
+        rs = parse_responses(exchange(self.server.port, raw, half_close=True, timeout=10))
+        self.assertLess(time.time() - t0, 5)  # not the 30 s read timeout
+        self.assertEqual([r[0] for r in rs], [400], rs)
+        self.assertIn("Content-Length", json.loads(rs[0][2])["error"]["message"])
+
     def test_gone_client_frees_its_non_streamed_slot(self):
         long_chat = dict(CHAT, max_tokens=100000)
         long_chat["messages"] = [{"role": "user", "content": "a long answer please"}]
