@@ -70,10 +70,11 @@ fuzz_pid=$!
 # The statistical tests (Distribution.*: 100,000 sampled tokens per drafter) take many
 # minutes under the sanitizers and exercise no code the greedy tests do not; parts 1
 # and 2 run them.
-# The web chat's browser test drives two browsers for minutes under ASan and reaches no
-# server code the other server tests do not; part 1 runs it.
+# The web chat's browser test drives two browsers for minutes under ASan, and the token
+# sources test decodes a few hundred tokens of the chat model (~4 min under ASan); neither
+# reaches server code the other server tests do not; part 1 runs them.
 part "sanitizers: GoogleTest and server HTTP tests" bash -c \
-  "cd '$SAN_DIR' && GTEST_FILTER='-Distribution.*' ctest --output-on-failure -j1 --timeout 1500 -R '(\.gtest$|^server\.)' -E 'webui_browser'"
+  "cd '$SAN_DIR' && GTEST_FILTER='-Distribution.*' ctest --output-on-failure -j1 --timeout 1500 -R '(\.gtest$|^server\.)' -E 'webui_browser|test_token_sources'"
 fuzz_result() { wait "$fuzz_pid"; local rc=$?; cat "$SAN_DIR/fuzz.log"; return $rc; }
 part "fuzzing (${FUZZ_SECONDS} s per target, beside part 3)" fuzz_result
 
