@@ -134,7 +134,8 @@ def main():
         flag = a.split("=", 1)[0]
         check(flag in flags, f"`nextn serve` has no option {flag} (manifest args {args})")
     grace = deployments["nextn"][1]["spec"]["template"]["spec"].get("terminationGracePeriodSeconds", 30)
-    seconds = {a.split("=", 1)[0]: float(a.split("=", 1)[1]) for a in args if "=" in a}
+    seconds = {a.split("=", 1)[0]: float(a.split("=", 1)[1]) for a in args
+               if a.startswith(("--drain-delay=", "--shutdown-grace="))}
     check(grace > seconds.get("--drain-delay", 0) + seconds.get("--shutdown-grace", 10),
           "terminationGracePeriodSeconds must cover --drain-delay + --shutdown-grace")
 
