@@ -71,6 +71,8 @@ def free_port():
 class Balancer:
     """HAProxy running deploy/haproxy.cfg with these replicas (and round robin if asked)."""
 
+    running = []  # stopped at the end even when a check fails midway
+
     def __init__(self, replicas, balance=None):
         self.port, self.stats_port = free_port(), free_port()
         text = open(os.path.join(SRC, "deploy", "haproxy.cfg")).read()
@@ -95,6 +97,7 @@ class Balancer:
         check(r.returncode == 0, f"haproxy -c rejects the generated config: {r.stdout}{r.stderr}")
         self.log = open(self.cfg + ".log", "w")
         self.proc = subprocess.Popen([HAPROXY, "-db", "-f", self.cfg], stdout=self.log, stderr=subprocess.STDOUT)
+        Balancer.running.append(self)
         self.url = f"127.0.0.1:{self.port}"
         deadline = time.time() + 30
         while self.states() is None or any(s != "UP" for s in self.states().values()):
@@ -128,9 +131,11 @@ class Balancer:
         check(False, f"HAProxy did not mark {server} {state} within {timeout} s: {self.states()}")
 
     def stop(self):
-        self.proc.terminate()
-        self.proc.wait(10)
-        self.log.close()
+        if self in Balancer.running:
+            Balancer.running.remove(self)
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.log.close()
 
 
 def chat(addr, messages, stream=False, max_tokens=MAX_TOKENS, session=None):
@@ -268,8 +273,10 @@ def main():
     check(os.path.exists(HAPROXY),
           "haproxy is missing: scripts/setup.sh --tests installs Debian's haproxy (tests/cluster needs it)")
     started = time.monotonic()
-    replicas = [Server(*REPLICA_ARGS, model=MODEL) for _ in range(3)]
+    replicas = []
     try:
+        for _ in range(3):
+            replicas.append(Server(*REPLICA_ARGS, model=MODEL))
         for r in replicas:
             status, h = r.get("/health")
             check(status == 200 and h["status"] == "ready", (status, h))
@@ -353,6 +360,8 @@ def main():
         check(drained.proc.wait(60) == 0, f"replica2 exit code {drained.proc.returncode}")
         lb.stop()
     finally:
+        for b in list(Balancer.running):
+            b.stop()
         for r in replicas:
             r.stop()
             r.log.close()
