@@ -11,7 +11,8 @@
 #
 #   Environment: PORT (balancer, default 8080), STATS_PORT (HAProxy's /metrics and /stats,
 #   default 8404), NEXTN_BIN (default build/nextn), HAPROXY (default haproxy),
-#   BALANCE=roundrobin (compare with plain round robin instead of prefix hashing).
+#   BALANCE=roundrobin (compare with plain round robin instead of prefix hashing),
+#   PIN=0 (no taskset: e.g. one replica with --threads 2 using every core).
 #
 # The replicas' logs and the generated config are in a temporary folder printed at start
 # and removed at exit.
@@ -55,7 +56,7 @@ trap 'exit 143' TERM
 # (pinning two busy replicas to one core would only make them take turns).
 cores=$(nproc)
 pin=()
-command -v taskset >/dev/null && pin=(taskset -c)
+if [[ ${PIN:-1} == 1 ]] && command -v taskset >/dev/null; then pin=(taskset -c); fi
 threads=()
 [[ " ${serve_args[*]} " == *" --threads "* ]] || threads=(--threads 1)
 
