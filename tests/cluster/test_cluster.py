@@ -14,6 +14,8 @@ changed here), and the clients are plain HTTP clients. Checks:
      hangs, and HAProxy marks it DOWN and sends it nothing more.
   4. A replica stopped with SIGTERM under load: /health says "draining" (503), not one
      request fails, it exits 0.
+  5. A full replica (every slot busy, no queue room): /health says "full" (503), HAProxy
+     takes it out of rotation and puts it back once it has room.
 """
 import collections
 import concurrent.futures
@@ -358,6 +360,30 @@ def main():
         check(seen["health"] == (503, "draining"), f"/health while draining: {seen['health']}")
         check(not failed, f"requests failed while replica2 drained: {failed[:3]}")
         check(drained.proc.wait(60) == 0, f"replica2 exit code {drained.proc.returncode}")
+        lb.stop()
+
+        # 5: a full replica (one slot, no queue, one long stream) leaves HAProxy's rotation
+        # while full and comes back once the stream's client has gone.
+        busy = Server("--parallel", "1", "--queue-size", "0", model=MODEL)
+        replicas.append(busy)
+        lb = Balancer([busy, replicas[2]])
+        body = json.dumps({"messages": [{"role": "user", "content": "Count."}], "max_tokens": 3000,
+                           "ignore_eos": True, "temperature": 0, "stream": True}).encode()
+        stream = socket.create_connection(("127.0.0.1", busy.port), timeout=TIMEOUT)
+        stream.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        check(b"data: " in stream.recv(65536), "the long stream did not start")
+        status, h = busy.get("/health")
+        check(status == 503 and h["status"] == "full", f"/health of a replica with no free slot: {status} {h}")
+        lb.wait_state("replica1", "DOWN")
+        answers = [chat(lb.url, [{"role": "user", "content": f"Question {i}?"}], session=f"full-{i}") for i in range(6)]
+        check(all(a["ok"] and a["replica"] == "replica2" for a in answers),
+              f"requests went to the full replica or failed: {[(a['replica'], a['error']) for a in answers]}")
+        stream.close()  # its generation is cancelled and the slot frees
+        lb.wait_state("replica1", "UP")
+        status, h = busy.get("/health")
+        check(status == 200 and h["status"] == "ready", f"/health once the slot is free: {status} {h}")
+        print("full: out of rotation while full, back once free")
         lb.stop()
     finally:
         for b in list(Balancer.running):
