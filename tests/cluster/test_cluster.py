@@ -372,8 +372,13 @@ def main():
         stream = socket.create_connection(("127.0.0.1", busy.port), timeout=TIMEOUT)
         stream.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                        b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        check(b"data: " in stream.recv(65536), "the long stream did not start")
-        status, h = busy.get("/health")
+        check(stream.recv(65536).startswith(b"HTTP/1.1 200"), "the long stream was refused")
+        deadline = time.monotonic() + 30  # the engine admits it at its next step
+        while True:
+            status, h = busy.get("/health")
+            if status != 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
         check(status == 503 and h["status"] == "full", f"/health of a replica with no free slot: {status} {h}")
         lb.wait_state("replica1", "DOWN")
         answers = [chat(lb.url, [{"role": "user", "content": f"Question {i}?"}], session=f"full-{i}") for i in range(6)]
