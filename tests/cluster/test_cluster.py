@@ -39,7 +39,7 @@ MODEL = os.path.join(SRC, "models", "nextn-tiny-chat")
 # Slots for the conversations a replica holds; the drain delay lets /health say "draining"
 # while HAProxy's checks (every 200 ms here) take the replica out.
 PARALLEL = 3
-REPLICA_ARGS = ["--parallel", str(PARALLEL), "--ctx-size", "1024", "--drain-delay", "1", "--shutdown-grace", "30"]
+REPLICA_ARGS = ["--parallel", str(PARALLEL), "--ctx-size", "1024", "--drain-delay", "2", "--shutdown-grace", "30"]
 CLIENTS = 8
 TURNS = 4
 MAX_TOKENS = 10
@@ -140,11 +140,18 @@ class Balancer:
             self.log.close()
 
 
-def chat(addr, messages, stream=False, max_tokens=MAX_TOKENS, session=None):
+# Streams whose first token has arrived, per replica (the SIGKILL check waits for one).
+streaming = collections.Counter()
+streaming_lock = threading.Lock()
+
+
+def chat(addr, messages, stream=False, max_tokens=MAX_TOKENS, session=None, ignore_eos=False):
     """One chat request. Returns {"ok", "text", "replica", "error", "started"}: `started` is
     true once response bytes arrived (a stream that then breaks failed mid-answer)."""
     host, port = addr.split(":")
-    body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "stream": stream}
+    body = {"messages": messages, "max_tokens": max_tokens, "temperature": 0, "stream": stream,
+            "ignore_eos": ignore_eos}
+    counted = None
     headers = {"Content-Type": "application/json"}
     if session:
         headers["X-Session-Id"] = session
@@ -173,6 +180,10 @@ def chat(addr, messages, stream=False, max_tokens=MAX_TOKENS, session=None):
             ev = json.loads(line[6:])
             for c in ev.get("choices", []):
                 out["text"] += (c.get("delta") or {}).get("content") or ""
+            if counted is None and out["text"]:
+                counted = out["replica"]
+                with streaming_lock:
+                    streaming[counted] += 1
         if not done:
             out["error"] = "the stream ended before its [DONE] event"
         out["ok"] = done
@@ -182,6 +193,9 @@ def chat(addr, messages, stream=False, max_tokens=MAX_TOKENS, session=None):
         out["error"] = f"{type(e).__name__}: {e}"
     finally:
         conn.close()
+        if counted is not None:
+            with streaming_lock:
+                streaming[counted] -= 1
     return out
 
 
@@ -242,8 +256,9 @@ def load(addr, stop, results, c):
     while not stop.is_set():
         stream = i % 2 == 0
         t0 = time.monotonic()
+        # Streams run to 48 tokens, so the kill below finds one in the middle.
         r = chat(addr, [{"role": "user", "content": f"Client {c} asks question {i} about {TOPICS[c]}."}],
-                 stream=stream, max_tokens=24, session=f"client-{c}-{i}")
+                 stream=stream, max_tokens=48 if stream else 24, session=f"client-{c}-{i}", ignore_eos=stream)
         r.update(client=c, stream=stream, t0=t0, t1=time.monotonic())
         results.append(r)
         i += 1
@@ -263,12 +278,6 @@ def run_load(addr, during, settle=0.5):
         t.join(TIMEOUT + 10)
         check(not t.is_alive(), "a client hangs: no answer and no error within the request timeout")
     return results, extra
-
-
-def metric(replica, name):
-    status, text = replica.get("/metrics")
-    m = re.search(r"^" + re.escape(name) + r"(\{[^}]*\})? (\S+)$", text, re.M) if status == 200 else None
-    return float(m[2]) if m else None
 
 
 def main():
@@ -314,9 +323,9 @@ def main():
 
         def kill():
             deadline = time.time() + 30
-            while (metric(victim, "vllm:num_requests_running") or 0) < 1:
-                check(time.time() < deadline, "replica1 never got a request")
-                time.sleep(0.01)
+            while streaming["replica1"] < 1:  # a stream from replica1 is under way
+                check(time.time() < deadline, "replica1 never streamed an answer")
+                time.sleep(0.005)
             victim.proc.kill()
             killed["t"] = time.monotonic()
             lb.wait_state("replica1", "DOWN")
@@ -343,8 +352,8 @@ def main():
 
         def drain():
             drained.proc.send_signal(signal.SIGTERM)
-            # Within --drain-delay (1 s) the replica still listens and says why it is out.
-            deadline = time.monotonic() + 0.8
+            # Within --drain-delay (2 s) the replica still listens and says why it is out.
+            deadline = time.monotonic() + 1.5
             while time.monotonic() < deadline:
                 status, h = drained.get("/health", timeout=5)
                 seen["health"] = (status, h.get("status") if isinstance(h, dict) else h)
