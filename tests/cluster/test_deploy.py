@@ -173,7 +173,8 @@ def main():
     haproxy_check(k8s_cfg, "the ConfigMap's haproxy.cfg")
     expect = without_replicas(shipped).replace("    bind 127.0.0.1:8404\n", "    bind :8404\n")
     check(without_replicas(k8s_cfg) == expect,
-          "deploy/kubernetes/haproxy.yaml's haproxy.cfg has drifted from deploy/haproxy.cfg")
+          "deploy/kubernetes/haproxy.yaml's haproxy.cfg has drifted from deploy/haproxy.cfg: "
+          "run tools/render_haproxy_configmap.py")
     check("server-template replica" in k8s_cfg, "the ConfigMap's config does not discover replicas by DNS")
     print("test_deploy: ok")
 
