@@ -57,8 +57,12 @@ trap 'exit 143' TERM
 cores=$(nproc)
 pin=()
 if [[ ${PIN:-1} == 1 ]] && command -v taskset >/dev/null; then pin=(taskset -c); fi
-threads=()
-[[ " ${serve_args[*]} " == *" --threads "* ]] || threads=(--threads 1)
+# One thread each unless the replicas' arguments say otherwise (pinned to one core, more
+# threads would only take turns).
+threads=(--threads 1)
+for a in "${serve_args[@]}"; do
+  case "$a" in -t|--threads|--threads=*|-t*) threads=() ;; esac
+done
 
 echo "cluster: $n replica(s), logs in $tmp" >&2
 for (( i = 0; i < n; i++ )); do
