@@ -24,6 +24,9 @@ if [[ $want_tests == 1 ]]; then
   pkgs+=(python3 python3-numpy python3-jinja2 curl)
   # Structured output: an independent JSON Schema validator (tests/grammar/test_schema_outputs.py).
   pkgs+=(python3-jsonschema)
+  # The cluster tests (tests/cluster): replicas behind Debian's HAProxy, and the Kubernetes
+  # manifests parsed with PyYAML (scripts/cluster.sh needs haproxy too).
+  pkgs+=(haproxy python3-yaml)
   # The chat page's browser tests (tests/server/webui_browser.test.mjs, puppeteer-core:
   # Chromium over the DevTools protocol, Firefox over WebDriver BiDi).
   pkgs+=(chromium firefox-esr)

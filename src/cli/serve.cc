@@ -1,10 +1,12 @@
 // cli/serve.cc — `nextn serve`: the OpenAI-compatible HTTP server.
 // Binds first (so /health answers 503 while the model loads), loads the engine,
 // prints one JSON ready line and a human URL line on stdout, and on SIGTERM/SIGINT
-// stops accepting, lets in-flight streams end and exits 0.
+// (after --drain-delay seconds of /health saying "draining") stops accepting, lets
+// in-flight streams end and exits 0.
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -88,10 +90,21 @@ int run_serve(ServeFlags& f) {
     int sig = 0;
     sigwait(&sigs, &sig);
     signalled = true;
-    log_info("received {}: stopping (no new requests; in-flight streams finish)", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    if (so.drain_delay_s > 0) {
+      // Behind a balancer: /health turns 503 "draining" first and requests are still served
+      // until the health checks have taken this replica out; a second signal stops at once.
+      log_info("received {}: draining for {:.1f}s (/health answers 503), then stopping", name, so.drain_delay_s);
+      http.drain();
+      timespec wait{time_t(so.drain_delay_s), long((so.drain_delay_s - double(time_t(so.drain_delay_s))) * 1e9)};
+      siginfo_t info;
+      if (sigtimedwait(&sigs, &info, &wait) > 0) log_info("received a second signal: stopping now");
+    }
+    log_info("received {}: stopping (no new requests; in-flight streams finish)", name);
     http.stop();
     // The promise to whoever sent the signal (a supervisor, a load balancer draining this
-    // replica): gone within the grace and one second, whatever still holds on.
+    // replica): once the drain is over, gone within the grace and one second, whatever
+    // still holds on.
     std::this_thread::sleep_for(std::chrono::duration<double>(so.shutdown_grace_s + 1.0));
     log_error("still running {:.1f} s after the signal: exiting now", so.shutdown_grace_s + 1.0);
     std::fflush(nullptr);
@@ -179,6 +192,11 @@ Command add_serve_command(CLI::App& root) {
                   "Seconds in-flight generations may run after SIGTERM before they are cancelled")
       ->capture_default_str()
       ->check(finite_in(0, 86400));
+  app->add_option("--drain-delay", f.server.drain_delay_s,
+                  "Seconds after SIGTERM during which /health answers 503 \"draining\" while requests are still "
+                  "served, so a load balancer's health checks take the replica out before it stops listening")
+      ->capture_default_str()
+      ->check(finite_in(0, 3600));
   add_template_limit_flags(*app, f.server.template_limits);
   // Structured output is compiled from client input: bound what it may cost.
   grammar::GrammarLimits& g = f.server.defaults.grammar;

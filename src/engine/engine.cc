@@ -95,6 +95,7 @@ struct Slot {
   std::unique_ptr<SequenceState> state;
   KvOptions kv_options;
   std::vector<int32_t> cached;  // tokens in state
+  uint64_t last_used = 0;       // when a request last started here (admission order)
   SequenceSpeculation spec;     // the draft session and this request's speculation record
   std::unique_ptr<Active> active;
 };
@@ -118,6 +119,7 @@ struct Engine::Impl {
   std::unordered_set<uint64_t> cancel_requests;
   bool stopping = false;
   uint64_t next_id = 1;
+  uint64_t admissions = 0;  // orders the slots by last use
   EngineStats stats;
   std::thread thread;
 
@@ -257,16 +259,31 @@ void Engine::Impl::admit() {
     {
       std::lock_guard lock(mu);
       if (queue.empty()) return;
-      // Among free slots, prefer the one whose cached tokens share the longest prefix.
-      size_t best_common = 0;
+      // Among free slots: the one whose cache this prompt reuses with gain, counting what
+      // taking it throws away (gain = tokens reused - cached tokens lost); else an empty
+      // slot; else the least recently used one. A slot whose cache only shares a beginning
+      // with the prompt (a common system prompt) holds another conversation whose next turn
+      // would lose it, and on hybrid models that beginning cannot be reused at all
+      // (longest_returnable); so a new conversation leaves the others' slots alone and the
+      // next turn of a conversation finds its own (what a balancer's prefix affinity
+      // relies on).
+      const auto& prompt = queue.front().req.prompt;
+      long best_gain = 0;
       for (auto& slot : slots) {
         if (slot.active) continue;
-        const auto& prompt = queue.front().req.prompt;
         size_t c = 0;
         while (c < slot.cached.size() && c < prompt.size() && slot.cached[c] == prompt[c]) ++c;
-        if (!target || c > best_common) {
+        long reused = 0;
+        if (c > 0 && slot.state) reused = slot.state->longest_returnable(int(std::min(c, prompt.size() - 1)));
+        long gain = std::max(0L, 2 * reused - long(slot.cached.size()));
+        bool better = !target || gain > best_gain;
+        if (!better && gain == best_gain) {
+          if (slot.cached.empty() != target->cached.empty()) better = slot.cached.empty();
+          else better = slot.last_used < target->last_used;
+        }
+        if (better) {
           target = &slot;
-          best_common = c;
+          best_gain = gain;
         }
       }
       if (!target) return;
@@ -283,6 +300,7 @@ void Engine::Impl::admit() {
 }
 
 void Engine::Impl::start(Slot& slot, Queued q) {
+  slot.last_used = ++admissions;
   auto a = std::make_unique<Active>();
   a->id = q.id;
   a->req = std::move(q.req);
@@ -381,8 +399,10 @@ bool Engine::Impl::step() {
 void Engine::Impl::update_memory_stats() {
   std::lock_guard lock(mu);
   size_t used = 0, f16 = 0, recurrent = 0, snapshots = 0, per_sequence = 0;
+  uint64_t active_tokens = 0;
   for (auto& slot : slots)
     if (slot.state) {
+      if (slot.active) active_tokens += uint64_t(std::max(0, slot.state->length()));
       const SequenceState& st = *slot.state;
       size_t kv = st.attention_bytes() + (slot.spec.session ? slot.spec.session->kv_bytes() : 0);
       used += kv;
@@ -396,6 +416,7 @@ void Engine::Impl::update_memory_stats() {
   stats.recurrent_bytes = recurrent;
   stats.snapshot_bytes = snapshots;
   stats.state_bytes_per_sequence_max = per_sequence;
+  stats.kv_tokens_active = active_tokens;
 }
 
 // Emits what the step made of the slot's sequence: the tokens of a decode step, with how
@@ -525,6 +546,8 @@ void Engine::Impl::finish(Slot& slot, FinishReason reason, const std::string& er
     stats.generated_tokens_total += uint64_t(a->generated);
     stats.prompt_seconds_total += t.prompt_ms / 1e3;
     stats.decode_seconds_total += t.predicted_ms / 1e3;
+    uint64_t held = slot.state ? uint64_t(std::max(0, slot.state->length())) : 0;
+    stats.kv_tokens_active -= std::min(stats.kv_tokens_active, held);  // no longer busy; the next step recounts
   }
   std::string line = fmt::format(
       "slot done: id {} | slot {} | {} | prompt_n={} cache_n={} {:.1f} t/s | gen_tokens={} {:.1f} t/s", a->id,

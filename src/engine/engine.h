@@ -128,6 +128,9 @@ struct EngineStats {
   size_t kv_bytes_used = 0, kv_bytes_f16_equivalent = 0;
   size_t recurrent_bytes = 0, snapshot_bytes = 0;
   size_t state_bytes_per_sequence_max = 0;  // the largest one slot holds (KV + recurrent + snapshots)
+  // Tokens held by the sequences decoding now, out of parallel × ctx_size: the KV use a
+  // balancer reads. Idle slots' prefix-cache entries are not counted (they are reusable, not busy).
+  uint64_t kv_tokens_active = 0;
 };
 
 // Why a prompt cannot be generated from: the one definition of a valid prompt

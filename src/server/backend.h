@@ -25,6 +25,7 @@ struct ModelInfo {
   int vocab_size = 0;
   int head_dim = 0;          // KV group sizes must divide it
   int parallel = 1;
+  int queue_size = 0;        // requests that may wait for a slot (the engine's --queue-size)
   size_t weight_bytes = 0;
   std::string kv_type;       // default KV storage type name
   std::string speculative;   // none | mtp | assistant | draft | ngram

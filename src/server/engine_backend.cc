@@ -42,6 +42,7 @@ class EngineBackend : public Backend {
     info_.vocab_size = cfg.vocab_size;
     info_.head_dim = cfg.head_dim > 0 ? cfg.head_dim : (cfg.num_heads > 0 ? cfg.hidden_size / cfg.num_heads : 0);
     info_.parallel = eo.parallel;
+    info_.queue_size = eo.queue_size;
     info_.weight_bytes = engine_->model().weight_bytes();
     info_.kv_type = kv_type_name(eo.kv.type);
     info_.kv = eo.kv;

@@ -1,7 +1,10 @@
-// server/metrics.cc — Prometheus exposition text and the /health document.
+// server/metrics.cc — Prometheus exposition text, the /health document and the
+// replica's readiness.
 #include "server/metrics.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace nextn::server {
 
@@ -13,7 +16,38 @@ void metric(std::string& out, const char* name, const char* type, const char* he
   out += fmt::format("# HELP nextn:{} {}\n# TYPE nextn:{} {}\nnextn:{} {}\n", name, help, name, type, name, value);
 }
 
+// The same value under the name vLLM gives it, labelled with the model like vLLM's. Balancers
+// and autoscalers built for vLLM (the inference gateway's endpoint picker, dashboards,
+// HPA rules) then read a nextn replica without a mapping of their own.
+void vllm_metric(std::string& out, const char* name, const char* type, const char* help, const std::string& model,
+                 double value) {
+  out += fmt::format("# HELP vllm:{} {}\n# TYPE vllm:{} {}\nvllm:{}{{model_name=\"{}\"}} {}\n", name, help, name, type,
+                     name, model, value);
+}
+
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+// Fraction (0..1) of the KV room the running sequences hold: their tokens out of
+// parallel × ctx_size. Idle slots' cached prefixes are free to reuse, so they do not count.
+double kv_usage(const MetricsInput& in) {
+  if (!in.info) return 0.0;
+  double capacity = double(in.info->parallel) * double(in.info->n_ctx);
+  return std::min(1.0, ratio(double(in.engine.kv_tokens_active), capacity));
+}
+
+// Label values are the model's name: escape what the exposition format requires.
+std::string label_value(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    if (ch == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += ch;
+  }
+  return out;
+}
 
 double compression(const EngineStats& e) {
   return e.kv_bytes_used > 0 ? double(e.kv_bytes_f16_equivalent) / double(e.kv_bytes_used) : 1.0;
@@ -83,7 +117,52 @@ std::string render_metrics(const MetricsInput& in) {
     out += fmt::format("nextn:spec_decode_draft_depth_sum {}\nnextn:spec_decode_draft_depth_count {}\n", sum, count);
   }
   metric(out, "uptime_seconds", "gauge", "Seconds since the server started", in.uptime_s);
+  metric(out, "queue_capacity", "gauge", "Requests that may wait for a slot (--queue-size)",
+         double(in.info ? in.info->queue_size : 0));
+  metric(out, "kv_cache_usage_ratio", "gauge", "Fraction of parallel x ctx_size tokens held by running sequences",
+         kv_usage(in));
+  metric(out, "draining", "gauge", "1 after SIGTERM: finishing in-flight requests, /health answers 503",
+         in.draining ? 1.0 : 0.0);
+  // The Gateway API inference extension's model server protocol (TotalQueuedRequests,
+  // TotalRunningRequests, KVCacheUtilization) under vLLM's names, and vLLM's prefix-cache
+  // counters (in tokens) for a cache-hit rate per replica.
+  if (in.info) {
+    std::string model = label_value(in.info->id);
+    vllm_metric(out, "num_requests_waiting", "gauge", "Requests waiting in the queue (= nextn:requests_waiting)",
+                model, double(e.requests_queued));
+    vllm_metric(out, "num_requests_running", "gauge", "Sequences decoding now (= nextn:requests_running)", model,
+                double(e.requests_active));
+    vllm_metric(out, "kv_cache_usage_perc", "gauge", "KV-cache usage, 1 means full (= nextn:kv_cache_usage_ratio)",
+                model, kv_usage(in));
+    vllm_metric(out, "prefix_cache_queries_total", "counter",
+                "Prompt tokens looked up in the prefix cache (nextn:prompt_tokens_total + ..._cached_total)", model,
+                double(e.prompt_tokens_total + c.prompt_tokens_cached));
+    vllm_metric(out, "prefix_cache_hits_total", "counter",
+                "Prompt tokens found in the prefix cache (= nextn:prompt_tokens_cached_total)", model,
+                double(c.prompt_tokens_cached));
+  }
   return out;
+}
+
+Readiness readiness(const MetricsInput& in) {
+  if (in.draining) return Readiness::kDraining;
+  if (in.info) {
+    // The engine refuses a request once every slot is busy and --queue-size wait: the
+    // same condition, so a balancer stops sending before requests bounce.
+    const EngineStats& e = in.engine;
+    if (e.requests_active >= uint64_t(in.info->parallel) && e.requests_queued >= uint64_t(in.info->queue_size))
+      return Readiness::kFull;
+  }
+  return Readiness::kReady;
+}
+
+const char* readiness_name(Readiness r) {
+  switch (r) {
+    case Readiness::kReady: return "ready";
+    case Readiness::kFull: return "full";
+    case Readiness::kDraining: return "draining";
+  }
+  return "ready";
 }
 
 json render_health(const MetricsInput& in) {
@@ -100,7 +179,7 @@ json render_health(const MetricsInput& in) {
                 e.speculative.drafts > 0 ? 1.0 + double(e.speculative.accepted) / double(e.speculative.drafts) : 1.0},
                {"accepted_per_pos", e.speculative.accepted_per_pos},
                {"steps_per_depth", e.draft_depths}};
-  return {{"status", "ok"},
+  return {{"status", readiness_name(readiness(in))},
           {"model", m.id},
           {"model_path", m.path},
           {"uptime_s", in.uptime_s},
@@ -114,6 +193,7 @@ json render_health(const MetricsInput& in) {
            {{"total", e.requests_total},
             {"active", e.requests_active},
             {"queued", e.requests_queued},
+            {"queue_capacity", m.queue_size},
             {"succeeded", c.completions_ok.load()},
             {"failed", c.completions_failed.load()},
             {"rejected", c.rejected_overload.load()},
@@ -129,7 +209,8 @@ json render_health(const MetricsInput& in) {
            {{"type", m.kv_type},
             {"bytes_used", e.kv_bytes_used},
             {"f16_equivalent_bytes", e.kv_bytes_f16_equivalent},
-            {"compression_ratio", compression(e)}}},
+            {"compression_ratio", compression(e)},
+            {"usage", kv_usage(in)}}},
           {"sequence_state",
            {{"attention_kv_bytes", e.kv_bytes_used},
             {"recurrent_bytes", e.recurrent_bytes},

@@ -105,7 +105,10 @@ void HttpServer::set_backend(std::unique_ptr<Backend> backend) {
   backend_ready_ = true;
 }
 
+void HttpServer::drain() { draining_ = true; }
+
 void HttpServer::stop() {
+  draining_ = true;
   if (stopping_.exchange(true)) return;
   // The grace thread exists before the listener stops: run() returns once it has, and the
   // caller may then destroy this server, which joins grace_thread_. Started after, it
@@ -281,6 +284,7 @@ MetricsInput HttpServer::metrics_input() const {
   in.counters = &counters_;
   in.memory = process_memory();
   in.uptime_s = now_seconds() - start_time_;
+  in.draining = draining_ || stopping_;
   return in;
 }
 
@@ -291,14 +295,12 @@ void HttpServer::handle_health(httplib::Response& res) {
     send_json(res, 503, body);
     return;
   }
-  json body = render_health(metrics_input());
+  MetricsInput in = metrics_input();
+  json body = render_health(in);
   body["api_key_required"] = !options_.api_key.empty();  // the chat page asks for a key before it calls
-  if (stopping_) {
-    body["status"] = "shutting_down";
-    send_json(res, 503, body);
-    return;
-  }
-  send_json(res, 200, body);
+  // A balancer's health check sees 503 while the replica is full or draining and sends new
+  // work elsewhere; the body says which.
+  send_json(res, readiness(in) == Readiness::kReady ? 200 : 503, body);
 }
 
 void HttpServer::handle_metrics(httplib::Response& res) {

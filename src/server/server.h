@@ -4,7 +4,8 @@
 // built-in chat page at / (server/webui.h). It listens before the
 // model is loaded (503 until set_backend), checks the API key, limits body size
 // and JSON depth, and shuts down gracefully: stop accepting, let in-flight
-// streams end (cancelled after a grace period), then return from run().
+// streams end (cancelled after a grace period), then return from run(). /health says
+// ready (200), full or draining (503) for load balancers (server/metrics.h).
 #pragma once
 #include <atomic>
 #include <memory>
@@ -41,6 +42,7 @@ struct ServerOptions {
   int max_json_depth = 64;
   int http_threads = 0;          // 0: derived from parallel + queue
   double shutdown_grace_s = 10;  // in-flight generations get this long before being cancelled
+  double drain_delay_s = 0;      // after SIGTERM, /health says draining this long before the listener closes
   jinja::RenderLimits template_limits;  // bounds on each chat-template render (cancel is set by the server)
   bool log_requests = true;
   bool webui = true;             // serve the chat page at / (--no-webui: off)
@@ -58,6 +60,9 @@ class HttpServer {
   // The model is loaded: requests are served from now on.
   void set_backend(std::unique_ptr<Backend> backend);
   Backend* backend() const { return backend_ready_ ? backend_.get() : nullptr; }
+  // Announce a coming stop (thread-safe): /health answers 503 "draining" so balancers
+  // take this replica out, while requests are still accepted and served.
+  void drain();
   // Graceful stop (thread-safe, idempotent): refuse new requests, close the
   // listening socket, cancel generations still running after the grace period.
   void stop();
@@ -91,6 +96,7 @@ class HttpServer {
   std::unique_ptr<Backend> backend_;
   std::atomic<bool> backend_ready_{false};
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> draining_{false};
   ServerCounters counters_;
   double start_time_ = 0;
 

@@ -1,7 +1,8 @@
 // tests/engine/hybrid_engine_test.cc — the engine on a hybrid model (Qwen3.5: recurrent
 // Gated DeltaNet layers beside attention layers): the prefix cache reuses only lengths
-// the state can return to and gives the same tokens as a fresh engine; memory of the
-// recurrent state and its snapshots is reported.
+// the state can return to and gives the same tokens as a fresh engine; a new conversation
+// leaves other conversations' slots alone; memory of the recurrent state and its
+// snapshots is reported.
 #include "engine_test_util.h"
 
 namespace nextn {
@@ -34,6 +35,34 @@ TEST(HybridEngine, PrefixReuseEqualsAFreshRun) {
     EXPECT_EQ(third.timings.cache_n, 0) << mode;
     EXPECT_EQ(third.tokens, run_one(fresh, greedy_request(diverged, 8)).tokens) << mode;
   }
+}
+
+// Two conversations that begin alike (a shared system prompt), two slots: the second
+// takes the empty slot instead of the first's, whose common beginning a recurrent state
+// cannot return to anyway, so the first conversation's next turn still reuses all of it.
+// Once no slot is empty, a new prompt takes the least recently used one.
+TEST(HybridEngine, NewConversationKeepsOffAnotherConversationsSlot) {
+  EngineOptions o = base_options(qwen3_5_model());
+  o.parallel = 2;
+  Engine engine(o);
+  auto a1 = run_one(engine, greedy_request(kPrompt, 4));
+  std::vector<int32_t> other(kPrompt.begin(), kPrompt.begin() + 8);
+  other.push_back(77);
+  auto b1 = run_one(engine, greedy_request(other, 4));
+  EXPECT_EQ(b1.timings.cache_n, 0);
+  std::vector<int32_t> a2 = kPrompt;
+  a2.insert(a2.end(), a1.tokens.begin(), a1.tokens.end() - 1);
+  a2.push_back(9);
+  auto a2r = run_one(engine, greedy_request(a2, 4));
+  EXPECT_EQ(a2r.timings.cache_n, int(kPrompt.size()) + 3);
+  // A third conversation takes b's slot (used longer ago than a's, which a2 used last):
+  // a's next turn still finds its own.
+  auto c1 = run_one(engine, greedy_request({200, 201, 202}, 4));
+  EXPECT_EQ(c1.timings.cache_n, 0);
+  std::vector<int32_t> a3 = a2;
+  a3.insert(a3.end(), a2r.tokens.begin(), a2r.tokens.end() - 1);
+  a3.push_back(10);
+  EXPECT_EQ(run_one(engine, greedy_request(a3, 4)).timings.cache_n, int(a2.size()) + 3);
 }
 
 TEST(HybridEngine, ReportsRecurrentStateAndSnapshots) {

@@ -1,6 +1,7 @@
 // tests/server/http_fake_test.cc — the HTTP layer against a scripted fake backend:
 // tool calls and <think> splitting through real HTTP (non-streamed and SSE), stop
-// strings cancelling generation, 503 while loading, 401 without the key.
+// strings cancelling generation, 503 while loading, 401 without the key, /health
+// "draining" while requests are still served.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -298,6 +299,31 @@ TEST(HttpFake, StopStringCancelsGeneration) {
   EXPECT_EQ(finish, "stop");
   h.fake->shutdown();
   EXPECT_EQ(h.fake->generated_.load(), 7);  // nothing generated after the stop string completed
+}
+
+// drain(): /health turns 503 "draining" for the balancer while requests are still answered.
+TEST(HttpFake, DrainingHealthStillServes) {
+  ServerOptions o;
+  o.port = 0;
+  HttpServer server(o);
+  int port = server.bind();
+  std::thread t([&] { server.run(); });
+  server.set_backend(std::make_unique<FakeBackend>("ok"));
+  httplib::Client c("127.0.0.1", port);
+  auto ready = c.Get("/health");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+  EXPECT_EQ(json::parse(ready->body)["status"], "ready");
+  server.drain();
+  auto draining = c.Get("/health");
+  ASSERT_TRUE(draining);
+  EXPECT_EQ(draining->status, 503);
+  EXPECT_EQ(json::parse(draining->body)["status"], "draining");
+  auto answer = c.Post("/v1/chat/completions", chat_body().dump(), "application/json");
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 200);
+  server.stop();
+  t.join();
 }
 
 TEST(HttpFake, LoadingAndAuth) {

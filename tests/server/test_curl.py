@@ -68,7 +68,7 @@ def main():
         check(s.url in s.human_line, f"human line lacks the URL: {s.human_line!r}")
 
         status, h = curl_json(u + "/health")
-        check(status == 200 and h["status"] == "ok", h)
+        check(status == 200 and h["status"] == "ready", h)
         check(h["memory"]["rss_bytes"] > 0 and h["memory"]["peak_rss_bytes"] >= h["memory"]["rss_bytes"], h)
         for k in ("type", "bytes_used", "compression_ratio"):
             check(k in h["kv_cache"], f"kv_cache.{k} missing: {h}")
