@@ -63,19 +63,6 @@ struct ModelPerf {
   double restore_seconds = 0;
 };
 
-// Distinct experts per routed-layer forward since `start` (0 when nothing was routed).
-struct ExpertCount {
-  uint64_t forwards = 0, distinct = 0;
-  static ExpertCount now() {
-    RoutedCounters& c = routed_counters();
-    return {c.forwards.load(), c.distinct_experts.load()};
-  }
-  double per_layer_since(const ExpertCount& start) const {
-    const uint64_t n = forwards - start.forwards;
-    return n ? double(distinct - start.distinct) / double(n) : 0.0;
-  }
-};
-
 std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int32_t> dist(0, std::max(1, vocab) - 1);
@@ -150,9 +137,9 @@ ModelPerf measure_model(const PerfFlags& f) {
     }
     kv->return_to(context);
     double total = 0;
-    const ExpertCount before = ExpertCount::now();
+    const RoutedStats before = model->routed_stats();
     for (int32_t token : steps) total += timed_forward(*model, *kv, {token}, false, result);
-    perf.decode_experts = ExpertCount::now().per_layer_since(before);
+    perf.decode_experts = std::max(0.0, model->routed_stats().experts_per_forward_since(before));
     perf.decode_seconds = std::min(perf.decode_seconds, total / std::max(1, f.decode_steps));
   }
 
@@ -168,9 +155,9 @@ ModelPerf measure_model(const PerfFlags& f) {
     for (int k = 1; k <= f.max_k; ++k) {
       const auto rows = random_tokens(k, vocab, 100 + k);
       kv->return_to(context);
-      const ExpertCount before = ExpertCount::now();
+      const RoutedStats before = model->routed_stats();
       perf.verify_seconds[k - 1] = std::min(perf.verify_seconds[k - 1], timed_forward(*model, *kv, rows, true, result));
-      perf.verify_experts[k - 1] = ExpertCount::now().per_layer_since(before);
+      perf.verify_experts[k - 1] = std::max(0.0, model->routed_stats().experts_per_forward_since(before));
       if (k == f.max_k && k > 1) {
         Stopwatch restore;
         kv->return_to(context + 1);

@@ -16,6 +16,10 @@ class AttentionBlock : public Block {
                  std::unique_ptr<FeedForward> mlp = nullptr)
       : w_(w), shape_(shape), inv_freq_(std::move(inv_freq)), mlp_(std::move(mlp)) {}
 
+  void add_routed_stats(RoutedStats& into) const override {
+    if (mlp_) mlp_->add_routed_stats(into);
+  }
+
   void forward(int layer, const BlockRows& rows, BlockScratch& s) override {
     // Every sequence's cache slot for this layer; the shared block appends and attends
     // over one layer index, identical across the sequences of an attention-only model.

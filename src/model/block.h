@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 
+#include "model/routed_stats.h"
 #include "state/sequence_state.h"
 
 namespace nextn {
@@ -62,6 +63,8 @@ class Block {
   virtual ~Block() = default;
   // `layer` is this layer's index in each sequence's state.
   virtual void forward(int layer, const BlockRows& rows, BlockScratch& scratch) = 0;
+  // Adds what this layer's routed experts (Mixture of Experts) have done to `into`.
+  virtual void add_routed_stats(RoutedStats& into) const { (void)into; }
 };
 
 }  // namespace nextn

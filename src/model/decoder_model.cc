@@ -235,4 +235,10 @@ void DecoderModel::forward_rows(std::span<SequenceRows> sequences, ForwardResult
   }
 }
 
+RoutedStats DecoderModel::routed_stats() const {
+  RoutedStats sum;
+  for (const auto& layer : layers_) layer->add_routed_stats(sum);
+  return sum;
+}
+
 }  // namespace nextn

@@ -25,6 +25,7 @@ class DecoderModel : public Model {
   std::unique_ptr<SequenceState> new_state(int max_tokens, const KvOptions& options) const override;
   void forward(std::span<SequenceRows> sequences, ForwardResult& result) override;
   MtpHead* mtp_head() override { return mtp_.get(); }
+  RoutedStats routed_stats() const override;
 
   // Shared with MTP heads.
   const WeightMatrix& embedding() const { return embedding_; }

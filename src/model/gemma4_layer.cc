@@ -68,6 +68,10 @@ class Gemma4Layer : public Block {
       for (size_t i = size_t(spec_.rotary_pairs); i < inv_freq_.size(); ++i) inv_freq_[i] = 0.0f;  // identity pairs
   }
 
+  void add_routed_stats(RoutedStats& into) const override {
+    if (routed_) into += routed_->stats();
+  }
+
   void forward(int layer, const BlockRows& rows, BlockScratch& s) override {
     const int n = rows.n_rows;
     const size_t nr = size_t(n);

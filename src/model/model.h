@@ -13,6 +13,7 @@
 
 #include "kv/kv_cache.h"
 #include "model/config.h"
+#include "model/routed_stats.h"
 #include "state/sequence_state.h"
 
 namespace nextn {
@@ -61,6 +62,9 @@ class Model {
   // storage of its attention layers' KV.
   virtual std::unique_ptr<SequenceState> new_state(int max_tokens, const KvOptions& options) const = 0;
   virtual void forward(std::span<SequenceRows> sequences, ForwardResult& result) = 0;
+  // What the trunk's routed layers (Mixture of Experts) have done so far; zero for a
+  // dense model. Take differences around a forward.
+  virtual RoutedStats routed_stats() const { return {}; }
 
   // The MTP layers inside the checkpoint (nullptr when it has none).
   virtual MtpHead* mtp_head() = 0;

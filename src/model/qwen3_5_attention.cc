@@ -34,6 +34,10 @@ class GatedAttentionBlock : public Block {
     inv_freq_ = rope_inv_freq(spec_.rotary_dim, spec_.rope_theta, RopeScaling{});
   }
 
+  void add_routed_stats(RoutedStats& into) const override {
+    if (mlp_) mlp_->add_routed_stats(into);
+  }
+
   void forward(int layer, const BlockRows& rows, BlockScratch& s) override {
     const int n = rows.n_rows;
     const int64_t H = hidden_, D = spec_.head_dim, Hq = spec_.heads;

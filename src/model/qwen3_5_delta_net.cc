@@ -52,6 +52,10 @@ class GatedDeltaNetBlock : public Block {
     mlp_ = std::make_unique<FeedForward>(c, layer, s, p);
   }
 
+  void add_routed_stats(RoutedStats& into) const override {
+    if (mlp_) mlp_->add_routed_stats(into);
+  }
+
   void forward(int layer, const BlockRows& rows, BlockScratch& s) override {
     const DeltaNetSpec& d = spec_;
     const int n = rows.n_rows;

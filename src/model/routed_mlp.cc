@@ -20,11 +20,6 @@
 
 namespace nextn {
 
-RoutedCounters& routed_counters() {
-  static RoutedCounters counters;
-  return counters;
-}
-
 void gated_activation(bool gelu, const float* gate, const float* up, int64_t n, float* out) {
   if (gelu) geglu(gate, up, n, out);
   else swiglu(gate, up, n, out);
@@ -243,10 +238,9 @@ void RoutedExperts::forward(const float* router_in, const float* x, int n, float
     const float* yr = ye + i * H;
     for (int64_t j = 0; j < H; ++j) o[j] += w * yr[j];
   }
-  RoutedCounters& c = routed_counters();
-  c.forwards.fetch_add(1, std::memory_order_relaxed);
-  c.distinct_experts.fetch_add(distinct, std::memory_order_relaxed);
-  c.rows.fetch_add(uint64_t(n), std::memory_order_relaxed);
+  stats_.forwards += 1;
+  stats_.distinct_experts += uint64_t(distinct);
+  stats_.rows += uint64_t(n);
 }
 
 FeedForward::FeedForward(const ModelConfig& c, const LayerSpec& l, WeightStore& s, const std::string& p)
@@ -257,6 +251,10 @@ FeedForward::FeedForward(const ModelConfig& c, const LayerSpec& l, WeightStore& 
   }
   dense_.norm = s.floats(p + "post_attention_layernorm.weight", {hidden_}, c.norm_offset);
   routed_ = std::make_unique<RoutedExperts>(l.mlp, hidden_, s, p, c.routed_names);
+}
+
+void FeedForward::add_routed_stats(RoutedStats& into) const {
+  if (routed_) into += routed_->stats();
 }
 
 void FeedForward::forward(float* x, int n, BlockScratch& s) {

@@ -9,7 +9,6 @@
 // output rows) items: one dispatch for every gate/up projection of the layer, one for
 // every down projection.
 #pragma once
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -17,6 +16,7 @@
 
 #include "model/config.h"
 #include "model/decoder_block.h"
+#include "model/routed_stats.h"
 #include "model/weights.h"
 
 namespace nextn {
@@ -41,6 +41,9 @@ class RoutedExperts {
   // router_in [n_rows, H] is what the router scores (the same rows as x for Qwen and
   // GLM; Gemma 4 scores a differently normed copy).
   void forward(const float* router_in, const float* x, int n_rows, float* out);
+
+  // What this layer's forwards have routed so far.
+  const RoutedStats& stats() const { return stats_; }
 
   // Bytes of one routed expert's matrices (what each chosen expert streams).
   size_t expert_bytes() const { return expert_bytes_; }
@@ -76,16 +79,9 @@ class RoutedExperts {
   std::vector<int32_t> order_, fill_;  // route(): experts by score, next free slot per expert
   std::vector<float> choice_;          // route(): score (+ correction bias) of each expert
   std::vector<ExpertWorkItem> items_;  // one pass of (expert, output block) work
+  RoutedStats stats_;                  // what forward() has routed so far
 };
 
-// Counters of the routed layers of this process (nextn perf reads differences):
-// layer forwards, the distinct experts they ran, and the rows they routed.
-struct RoutedCounters {
-  std::atomic<uint64_t> forwards{0};
-  std::atomic<uint64_t> distinct_experts{0};
-  std::atomic<uint64_t> rows{0};
-};
-RoutedCounters& routed_counters();
 
 // One layer's MLP with its pre-norm and residual: x += MLP(RMSNorm(x; `norm`)), dense
 // or routed (then config.routed_names under `prefix`). norm is prefix + "post_attention_layernorm.weight".
@@ -93,6 +89,8 @@ class FeedForward {
  public:
   FeedForward(const ModelConfig& config, const LayerSpec& layer, WeightStore& store, const std::string& prefix);
   void forward(float* x, int n_rows, BlockScratch& s);
+  // Adds what the routed part has done to `into` (nothing for a dense layer).
+  void add_routed_stats(RoutedStats& into) const;
 
  private:
   int hidden_, intermediate_;

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "model/routed_mlp.h"
+#include "model/model.h"
 #include "util/log.h"
 #include "util/timer.h"
 
@@ -33,14 +33,12 @@ struct ForwardCost {
 // Runs the forward and measures it; the verify cost of a Mixture-of-Experts model
 // follows the distinct experts it ran.
 ForwardCost timed_forward(Model& model, std::span<SequenceRows> rows, ForwardResult& result) {
-  const RoutedCounters& routed = routed_counters();
-  const uint64_t forwards0 = routed.forwards.load(), experts0 = routed.distinct_experts.load();
+  const RoutedStats before = model.routed_stats();
   Stopwatch sw;
   model.forward(rows, result);
   ForwardCost c;
   c.seconds = sw.seconds();
-  const uint64_t forwards = routed.forwards.load() - forwards0;
-  if (forwards) c.distinct_experts = double(routed.distinct_experts.load() - experts0) / double(forwards);
+  c.distinct_experts = model.routed_stats().experts_per_forward_since(before);
   return c;
 }
 
