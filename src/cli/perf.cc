@@ -22,7 +22,6 @@
 #include "io/checkpoint.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
-#include "model/routed_mlp.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
