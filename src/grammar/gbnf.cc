@@ -355,22 +355,7 @@ class Parser {
   // U+10FFFF that is not a UTF-16 surrogate.
   static bool matches_a_character(const Item& it) {
     auto covers = [&](uint32_t lo, uint32_t hi) {
-      if (!it.negated) {
-        for (const CharRange& r : it.ranges)
-          if (r.lo <= hi && r.hi >= lo) return true;
-        return false;
-      }
-      for (uint32_t x = lo; x <= hi;) {  // negated: some x in [lo, hi] outside every range
-        bool moved = false;
-        for (const CharRange& r : it.ranges)
-          if (r.lo <= x && x <= r.hi) {
-            if (r.hi >= hi) return false;
-            x = r.hi + 1;
-            moved = true;
-          }
-        if (!moved) return true;
-      }
-      return false;
+      return ranges_match_some(it.ranges.data(), uint32_t(it.ranges.size()), it.negated, lo, hi);
     };
     return covers(0, 0xD7FF) || covers(0xE000, 0x10FFFF);
   }
@@ -487,12 +472,10 @@ class Parser {
 
 }  // namespace
 
-bool Grammar::matches_some(const Element& e, uint32_t lo, uint32_t hi) const {
-  if (!e.negated) {
-    for (uint32_t i = 0; i < e.num_ranges; ++i) {
-      const CharRange& r = ranges[e.first_range + i];
-      if (r.lo <= hi && r.hi >= lo) return true;
-    }
+bool ranges_match_some(const CharRange* ranges, uint32_t n, bool negated, uint32_t lo, uint32_t hi) {
+  if (!negated) {
+    for (uint32_t i = 0; i < n; ++i)
+      if (ranges[i].lo <= hi && ranges[i].hi >= lo) return true;
     return false;
   }
   // Negated: some code point of [lo, hi] lies outside every range. Walk lo upwards past
@@ -500,8 +483,8 @@ bool Grammar::matches_some(const Element& e, uint32_t lo, uint32_t hi) const {
   uint32_t x = lo;
   for (bool moved = true; moved && x <= hi;) {
     moved = false;
-    for (uint32_t i = 0; i < e.num_ranges; ++i) {
-      const CharRange& r = ranges[e.first_range + i];
+    for (uint32_t i = 0; i < n; ++i) {
+      const CharRange& r = ranges[i];
       if (r.lo <= x && x <= r.hi) {
         if (r.hi >= hi) return false;
         x = r.hi + 1;
@@ -510,6 +493,10 @@ bool Grammar::matches_some(const Element& e, uint32_t lo, uint32_t hi) const {
     }
   }
   return x <= hi;
+}
+
+bool Grammar::matches_some(const Element& e, uint32_t lo, uint32_t hi) const {
+  return ranges_match_some(ranges.data() + e.first_range, e.num_ranges, e.negated, lo, hi);
 }
 
 Grammar parse_gbnf(std::string_view text, std::string_view root, const GrammarLimits& limits) {

@@ -29,6 +29,9 @@ struct Element {
   uint32_t num_ranges = 0;
 };
 
+// Whether a character set — `n` ranges, negated or not — holds some code point of [lo, hi].
+bool ranges_match_some(const CharRange* ranges, uint32_t n, bool negated, uint32_t lo, uint32_t hi);
+
 struct Grammar {
   std::vector<std::string> rule_names;
   std::vector<std::vector<uint32_t>> alternatives;  // per rule: index of each alternative's first element

@@ -31,12 +31,6 @@ bool prompt_opens_think(const std::string& rendered) {
 }
 
 // The engine's prompt rules (find_prompt_problem), as errors naming the request field.
-void check_logit_bias(const SamplingParams& s, const ModelInfo& info) {
-  for (auto [t, bias] : s.logit_bias)
-    if (t >= info.vocab_size)
-      bad_field("logit_bias." + std::to_string(t), fmt::format("token id {} is outside the vocabulary ({})", t, info.vocab_size));
-}
-
 void check_prompt(const std::vector<int32_t>& prompt, const ModelInfo& info, bool chat) {
   PromptProblem p = find_prompt_problem(prompt, info.n_ctx, info.vocab_size);
   switch (p.kind) {
@@ -47,6 +41,13 @@ void check_prompt(const std::vector<int32_t>& prompt, const ModelInfo& info, boo
                 fmt::format("token id {} is outside the vocabulary ({})", p.token, info.vocab_size));
     case PromptProblem::Kind::kTooLong: throw context_exceeded(int(prompt.size()), info.n_ctx);
   }
+}
+
+// logit_bias keys are token ids of this model's vocabulary (request.cc checks their form).
+void check_logit_bias(const SamplingParams& s, const ModelInfo& info) {
+  for (auto [t, bias] : s.logit_bias)
+    if (t >= info.vocab_size)
+      bad_field("logit_bias." + std::to_string(t), fmt::format("token id {} is outside the vocabulary ({})", t, info.vocab_size));
 }
 
 }  // namespace

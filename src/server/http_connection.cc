@@ -145,24 +145,33 @@ class Connection final : public httplib::Stream {
     const size_t body_at = head.size();
     if (f.expects_continue && buf_.size() - pos_ == body_at && (f.chunked || f.content_length > 0))
       write(kContinue, std::strlen(kContinue));
-    std::string body;
-    size_t body_end = body_at;
+    const bool keep_body = httplib_reads_body(head);
+    size_t body_bytes = 0;  // the body's length once it is whole and plain
     if (f.chunked) {
+      // The decoded body replaces head and chunk framing together.
+      std::string body;
+      size_t body_end = body_at;
       Framing bad = read_chunked(body_at, max_body, stopping, body, body_end);
       if (bad.status != 0) return bad;
-    } else if (f.content_length > 0) {
-      body_end = body_at + size_t(f.content_length);
-      while (buf_.size() - pos_ < body_end) {
+      if (!keep_body) body.clear();
+      body_bytes = body.size();
+      std::string normal = with_content_length(head, body_bytes);
+      f.head_bytes = normal.size();
+      buf_.replace(pos_, body_end, normal + body);
+    } else {
+      // The body stays where it is in the buffer (up to max_body: not copied); only the
+      // head is rewritten, and the body dropped where httplib would leave it unread.
+      const size_t length = f.content_length > 0 ? size_t(f.content_length) : 0;
+      while (buf_.size() - pos_ < body_at + length) {
         auto stall = Clock::now() + std::chrono::milliseconds(read_ms_);  // each arrival resets it
         if (int why = more(stall, stopping)) return gave_up(why, "request body (shorter than its Content-Length)");
       }
-      body = buf_.substr(pos_ + body_at, size_t(f.content_length));
+      body_bytes = keep_body ? length : 0;
+      std::string normal = with_content_length(head, body_bytes);
+      f.head_bytes = normal.size();
+      buf_.replace(pos_, body_at + length - body_bytes, normal);
     }
-    if (!httplib_reads_body(head)) body.clear();
-    std::string normal = with_content_length(head, body.size());
-    buf_.replace(pos_, body_end, normal + body);
-    f.head_bytes = normal.size();
-    f.content_length = (long long)body.size();
+    f.content_length = (long long)body_bytes;
     return f;
   }
 
