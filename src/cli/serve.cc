@@ -58,8 +58,6 @@ int run_serve(ServeFlags& f) {
   configure_allocator_for_serving();
   check_serve_engine_flags(f.engine);
   EngineOptions eo = resolve_engine_options(f.engine);
-  if (eo.parallel < 1 || eo.parallel > 256) fail(ErrorKind::kBadInput, "--parallel must be in 1..256");
-  if (f.server.defaults.max_tokens < 1) fail(ErrorKind::kBadInput, "--max-tokens must be >= 1");
 
   server::ServerOptions so = f.server;
   SamplingParams& s = so.defaults.sampling;

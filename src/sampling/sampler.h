@@ -28,8 +28,9 @@ struct SamplingParams {
   float frequency_penalty = 0.0f;
   uint64_t seed = 0;
   bool has_seed = false;
-  // OpenAI's logit_bias: added to a token's logit before everything else; -100 or less
-  // bans the token (its logit becomes -infinity).
+  // OpenAI's logit_bias: added to a token's logit after the repetition, presence and
+  // frequency penalties and before temperature and truncation; -100 or less bans the
+  // token (its logit becomes -infinity).
   std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
