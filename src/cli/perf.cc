@@ -1,6 +1,7 @@
 // cli/perf.cc — `nextn perf`: how fast this machine and nextn's kernels are.
 //   nextn perf [--threads T] [--bandwidth-mib M] [--repeats R]
-//              [--model DIR|FILE.gguf [--mmap] [--prefill P] [--decode-steps N] [--max-k K]] [--json]
+//              [--model DIR|FILE.gguf [--mmap] [--prefill P] [--decode-steps N] [--max-k K]]
+//              [--kernels] [--json]
 // Measures the streaming memory read bandwidth; with --model also decode tokens/s
 // (batch 1), prefill tokens/s over P tokens, and the cost of one forward over k
 // rows relative to one row for k = 1..K (what a speculative verify step costs),
@@ -8,7 +9,8 @@
 // the bandwidth, and the stored weight types (GB of matrices per type). For Mixture-of-
 // Experts models the weights counted are those a decode row reads (top-k experts per
 // layer), and the distinct experts per routed layer of each decode and verify forward
-// are reported. Every figure is the best of --repeats runs (the machine may be shared).
+// are reported. --kernels adds the matmul of every weight type on its own (cli/perf_kernels.cc).
+// Every figure is the best of --repeats runs (the machine may be shared).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/perf_kernels.h"
 #include "io/checkpoint.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -40,6 +43,7 @@ struct PerfFlags {
   int decode_steps = 32;
   int max_k = 8;
   bool json = false;
+  bool kernels = false;
   bool list_targets = false;
 };
 
@@ -248,6 +252,7 @@ int run_perf(const PerfFlags& f) {
                    p.restore_seconds * 1e3, f.max_k, 100.0 * p.restore_seconds / p.decode_seconds);
     }
   }
+  if (f.kernels) out["kernels"] = measure_kernels(f.repeats, !f.json);
   if (f.json) std::printf("%s\n", out.dump(2).c_str());
   return 0;
 }
@@ -265,6 +270,7 @@ Command add_perf_command(CLI::App& root) {
   app->add_option("--prefill", flags->prefill, "Prefill length in tokens");
   app->add_option("--decode-steps", flags->decode_steps, "Decode steps per run");
   app->add_option("--max-k", flags->max_k, "Largest verify batch measured");
+  app->add_flag("--kernels", flags->kernels, "Also time the matmul of every weight type on its own");
   app->add_flag("--json", flags->json, "Print one JSON object instead of the table");
   app->add_flag("--simd-targets", flags->list_targets,
                 "List the SIMD targets this build and CPU offer, best first (for NEXTN_SIMD=NAME), and exit");

@@ -139,13 +139,31 @@ struct Engine::Impl {
   void update_memory_stats();
 };
 
+namespace {
+const EngineOptions& checked(const EngineOptions& o) {
+  if (o.parallel < 1) fail(ErrorKind::kBadInput, "--parallel must be >= 1, got {}", o.parallel);
+  if (o.threads > 0) ThreadPool::set_global_threads(o.threads);
+  return o;
+}
+}  // namespace
+
 Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
+  std::unique_ptr<Model> model = Model::load(checked(options).model_dir, options.load);
+  auto speculator = std::make_unique<Speculator>(*model, options.speculative, options.parallel);
+  start_thread(options, std::move(model), std::move(speculator));
+}
+
+Engine::Engine(const EngineOptions& options, std::unique_ptr<Model> model, std::unique_ptr<Speculator> speculator)
+    : impl_(std::make_unique<Impl>()) {
+  start_thread(checked(options), std::move(model), std::move(speculator));
+}
+
+void Engine::start_thread(const EngineOptions& options, std::unique_ptr<Model> model,
+                          std::unique_ptr<Speculator> speculator) {
   Impl& s = *impl_;
   s.opt = options;
-  if (s.opt.parallel < 1) fail(ErrorKind::kBadInput, "--parallel must be >= 1, got {}", s.opt.parallel);
-  if (s.opt.threads > 0) ThreadPool::set_global_threads(s.opt.threads);
-  s.model = Model::load(s.opt.model_dir, s.opt.load);
-  s.speculator = std::make_unique<Speculator>(*s.model, s.opt.speculative, s.opt.parallel);
+  s.model = std::move(model);
+  s.speculator = std::move(speculator);
   s.slots.resize(size_t(s.opt.parallel));
   for (int i = 0; i < s.opt.parallel; ++i) s.slots[size_t(i)].index = i;
   if (const Drafter* drafter = s.speculator->drafter())

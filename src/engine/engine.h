@@ -146,9 +146,14 @@ struct PromptProblem {
 // for at least one generated token in a context of n_ctx tokens.
 PromptProblem find_prompt_problem(std::span<const int32_t> prompt, int n_ctx, int vocab_size);
 
+class Speculator;
+
 class Engine {
  public:
   explicit Engine(const EngineOptions& options);  // loads models; throws nextn::Error
+  // With the model and speculator already built (`speculator` drafts for `model`):
+  // how the tests give the engine a speculator the options cannot describe.
+  Engine(const EngineOptions& options, std::unique_ptr<Model> model, std::unique_ptr<Speculator> speculator);
   ~Engine();                                      // stops the engine thread
 
   const Model& model() const;
@@ -164,6 +169,7 @@ class Engine {
 
  private:
   struct Impl;
+  void start_thread(const EngineOptions& options, std::unique_ptr<Model> model, std::unique_ptr<Speculator> speculator);
   std::unique_ptr<Impl> impl_;
 };
 

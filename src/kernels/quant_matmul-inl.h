@@ -133,6 +133,25 @@ HWY_INLINE V64 high_bits_pair(const uint8_t* qh32, int shift, int step, int widt
                                         _mm512_set1_epi8(static_cast<char>((1 << width) - 1)));
   return V64{_mm512_slli_epi16(bits, 4)};
 }
+// One-group blocks two at a time (Q4_0, Q8_0): the 16 nibble bytes at qs and at next (null:
+// zeros) as the low, high nibbles of the first block, then of the second.
+HWY_INLINE V64 nibbles_of_block_pair(const uint8_t* qs, const uint8_t* next) {
+  const __m256i first = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m512i raw =
+      next ? _mm512_inserti64x4(_mm512_castsi256_si512(first),
+                                _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(next))), 1)
+           : _mm512_zextsi256_si512(first);
+  const uint64_t four = 0x0004000400040004ull;
+  return V64{_mm512_and_si512(_mm512_srlv_epi16(raw, _mm512_set_epi64(four, four, 0, 0, four, four, 0, 0)),
+                              _mm512_set1_epi8(0xF))};
+}
+// The 32 bytes at qs, then the 32 at next (null: zeros).
+HWY_INLINE V64 bytes_of_block_pair(const uint8_t* qs, const uint8_t* next) {
+  const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
+  return V64{next ? _mm512_inserti64x4(_mm512_castsi256_si512(first),
+                                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(next)), 1)
+                  : _mm512_zextsi256_si512(first)};
+}
 // A block's integer sub-scales as int16 lanes, once per block and output row; the
 // pairs' multipliers are then one permute each (pair_multipliers).
 HWY_INLINE V16x32 sub_scales_u8(const uint8_t* sc8) {  // 8 unsigned (Q4_K, Q5_K)

@@ -6,15 +6,6 @@
 
 namespace nextn {
 
-struct Distribution;
-class Rng;
-
-// Draws the token that replaces draft `draft`, rejected against the target's p and the
-// drafter's q (null: q one-hot at the draft); scratch is working memory. The lossless
-// rule is draw_from_residual (speculative/verifier.h).
-using RejectionRule = int32_t (*)(const Distribution& p, const Distribution* q, int32_t draft, Rng& rng,
-                                  Distribution& scratch);
-
 struct SpeculativeOptions {
   std::string mode = "none";        // none | mtp | assistant | draft | ngram (see drafter_registry.cc)
   int num_draft_tokens = 3;         // per step; 0 turns drafting off
@@ -27,8 +18,6 @@ struct SpeculativeOptions {
   // (q is simply zero elsewhere). -1: auto (32768 when the vocabulary exceeds
   // 65536, else all); 0: the full vocabulary.
   int draft_vocab = -1;
-  // What replaces a rejected draft (speculative/verifier.h); null: the lossless rule.
-  RejectionRule rejection_rule = nullptr;
 };
 
 }  // namespace nextn

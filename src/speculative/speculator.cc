@@ -84,14 +84,14 @@ struct Speculator::Impl {
   Impl(Model& model, int max_sequences) : target(model), forward_costs(max_sequences, max_sequences * kMaxRowsPerStep) {}
 };
 
-Speculator::Speculator(Model& target, const SpeculativeOptions& options, int max_sequences)
+Speculator::Speculator(Model& target, const SpeculativeOptions& options, int max_sequences, RejectionRule on_reject)
     : options_(options), impl_(std::make_unique<Impl>(target, std::max(1, max_sequences))) {
   if (options_.num_draft_tokens > 0) drafter_ = make_drafter(target, options_);
   if (!drafter_) options_.adaptive = false;
   for (const LayerSpec& l : target.config().layers)
     if (l.mlp.routed()) impl_->forward_costs.set_routing(l.mlp.experts, l.mlp.top_k);
   impl_->rules.synthetic_accept = options_.synthetic_accept;
-  impl_->rules.on_reject = options_.rejection_rule;
+  impl_->rules.on_reject = on_reject;
   if (options_.adaptive) calibrate(max_sequences, kCalibrationSeconds);
 }
 

@@ -22,6 +22,7 @@
 #include "speculative/drafter.h"
 #include "speculative/options.h"
 #include "speculative/step.h"
+#include "speculative/verifier.h"
 
 namespace nextn {
 
@@ -69,8 +70,10 @@ class Speculator {
  public:
   // `max_sequences`: the engine's slots. With an adaptive depth the forward costs are
   // measured here (calibrate).
+  // `on_reject`: what replaces a rejected draft; null (always, in the product) is the
+  // lossless rule — the distribution tests construct one with a wrong rule.
   // Throws nextn::Error when the drafter cannot be built.
-  Speculator(Model& target, const SpeculativeOptions& options, int max_sequences);
+  Speculator(Model& target, const SpeculativeOptions& options, int max_sequences, RejectionRule on_reject = nullptr);
   ~Speculator();
 
   const Drafter* drafter() const { return drafter_.get(); }

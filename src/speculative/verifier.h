@@ -27,6 +27,13 @@ struct VerifyOutcome {
 using TargetToken = std::function<int32_t(int row)>;                  // greedy choice
 using TargetDistribution = std::function<const Distribution&(int row)>;  // processed p
 
+// Draws the token that replaces draft `draft`, rejected against the target's p and the
+// drafter's q (null: q one-hot at the draft); scratch is working memory. The product
+// always uses the lossless draw_from_residual; the tests pass a wrong rule to show that
+// they would notice one.
+using RejectionRule = int32_t (*)(const Distribution& p, const Distribution* q, int32_t draft, Rng& rng,
+                                  Distribution& scratch);
+
 struct VerifyRules {
   double synthetic_accept = -1.0;  // >= 0: accept each draft with this probability
   RejectionRule on_reject = nullptr;  // null: draw_from_residual (lossless)

@@ -12,6 +12,7 @@
 #include "../speculative/wrong_rejection_rule.h"
 #include "constraint_util.h"
 #include "engine_test_util.h"
+#include "speculative/speculator.h"
 
 namespace nextn {
 namespace {
@@ -23,11 +24,15 @@ constexpr int kTokens = 5;  // per request: 100,000 tokens per run
 
 // mixed_depths: request i asks for at most i mod 5 drafts per step (0: none), so every
 // batched step verifies sequences of different depths together.
+// on_reject: what replaces a rejected draft (null: the engine's own, lossless rule).
 std::map<std::pair<int, int32_t>, double> histogram(EngineOptions o, uint64_t seed_base, double* acceptance,
-                                                   const char* gbnf = nullptr, bool mixed_depths = false) {
+                                                   const char* gbnf = nullptr, bool mixed_depths = false,
+                                                   RejectionRule on_reject = nullptr) {
   o.parallel = 8;
   o.queue_size = kRequests;
-  Engine engine(o);
+  std::unique_ptr<Model> model = Model::load(o.model_dir, o.load);
+  auto speculator = std::make_unique<Speculator>(*model, o.speculative, o.parallel, on_reject);
+  Engine engine(o, std::move(model), std::move(speculator));
   std::optional<ConstraintFactory> constraint;
   if (gbnf) constraint = constraint_factory(o.model_dir, engine.model().config().vocab_size, gbnf);
   std::vector<GenerationRequest> reqs;
@@ -198,20 +203,16 @@ TEST(Distribution, ConstrainedNgramIsLossless) {
 
 TEST(Distribution, ConstrainedBrokenRuleIsDetected) {
   // The same test has the power to see a wrong rejection rule under the constraint.
-  EngineOptions o = draft_model_options(3);
-  o.speculative.rejection_rule = testing::resample_from_target;
   double acc = 0;
-  auto bad = histogram(o, 2000000, &acc, kWordsGrammar);
+  auto bad = histogram(draft_model_options(3), 2000000, &acc, kWordsGrammar, false, testing::resample_from_target);
   auto r = homogeneity(constrained_plain_histogram(), bad);
   EXPECT_LT(r.p_value, 0.01) << "the broken rule went unnoticed: chi2 " << r.statistic << " dof " << r.dof;
   std::printf("constrained broken rule: chi2 %.1f dof %d p %.3g (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
 }
 
 TEST(Distribution, BrokenAcceptanceRuleIsDetected) {
-  EngineOptions o = draft_model_options(3);
-  o.speculative.rejection_rule = testing::resample_from_target;
   double acc = 0;
-  auto bad = histogram(o, 2000000, &acc);
+  auto bad = histogram(draft_model_options(3), 2000000, &acc, nullptr, false, testing::resample_from_target);
   auto r = homogeneity(plain_histogram(), bad);
   EXPECT_LT(r.p_value, 0.01) << "the broken rule went unnoticed: chi2 " << r.statistic << " dof " << r.dof;
   std::printf("broken rule: chi2 %.1f dof %d p %.3g (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);

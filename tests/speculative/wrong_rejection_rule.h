@@ -1,7 +1,7 @@
 // tests/speculative/wrong_rejection_rule.h — a deliberately wrong rejection rule: a
 // rejected draft is replaced by a draw from p itself instead of normalize(max(0, p - q)),
 // which over-weights the tokens the drafter likes. The verifier and distribution tests
-// plug it in (VerifyRules::on_reject, SpeculativeOptions::rejection_rule) to show that
+// plug it in (VerifyRules::on_reject, the Speculator's constructor) to show that
 // they notice a rule that is not lossless.
 #pragma once
 #include "sampling/sampler.h"
