@@ -11,6 +11,8 @@
 //     Two halves of 128 elements (ql += 64, qh += 32); within a half, element 32k + l
 //     (l < 32) takes the low (k = 0, 1) or high (k = 2, 3) nibble of ql[l + 32·(k % 2)]
 //     and bits 2k, 2k+1 of qh[l].
+#include <cmath>
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/format_k_quants.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -121,12 +123,8 @@ struct Q6_KUnpacker {
 };
 
 void MatmulKQuants(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end, DType type) {
-  switch (type) {
-    case DType::kQ4_K: return quant_matmul_outputs<KQuantUnpacker<4>>(job, o_begin, o_end);
-    case DType::kQ5_K: return quant_matmul_outputs<KQuantUnpacker<5>>(job, o_begin, o_end);
-    case DType::kQ6_K: return quant_matmul_outputs<Q6_KUnpacker>(job, o_begin, o_end);
-    default: return;  // the table below names only these
-  }
+  quant_matmul_of<FormatCase<DType::kQ4_K, KQuantUnpacker<4>>, FormatCase<DType::kQ5_K, KQuantUnpacker<5>>,
+                  FormatCase<DType::kQ6_K, Q6_KUnpacker>>(job, o_begin, o_end, type);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -134,28 +132,19 @@ void MatmulKQuants(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end, DT
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <cmath>
-
 namespace nextn {
-namespace {
-
-HWY_EXPORT(MatmulKQuants);
-
-template <DType kType>
-void matmul_k_quants(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
-  HWY_DYNAMIC_DISPATCH(MatmulKQuants)(job, o_begin, o_end, kType);
-}
+// The scalar side: dequantizers, quantizers and table entries.
 
 // Q4_K and Q5_K: value q of element l of sub-block j.
 template <int kBits>
-int kquant_value(const uint8_t* p, int j, int l) {
+static int kquant_value(const uint8_t* p, int j, int l) {
   const uint8_t* qs = p + KQuantLayout<kBits>::kQs + 32 * (j / 2);
   const int nibble = j % 2 ? qs[l] >> 4 : qs[l] & 0xF;
   return kBits == 5 ? nibble + 16 * ((p[16 + l] >> j) & 1) : nibble;
 }
 
 template <int kBits>
-void dequantize_kquant(const uint8_t* blocks, int64_t n, float* out) {
+static void dequantize_kquant(const uint8_t* blocks, int64_t n, float* out) {
   for (int64_t b = 0; b < n / 256; ++b) {
     const uint8_t* p = blocks + b * KQuantLayout<kBits>::kBlockBytes;
     const float d = load_f16(p), dmin = load_f16(p + 2);
@@ -170,7 +159,7 @@ void dequantize_kquant(const uint8_t* blocks, int64_t n, float* out) {
 }
 
 template <int kBits>
-void quantize_kquant(const float* x, int64_t n, uint8_t* blocks) {
+static void quantize_kquant(const float* x, int64_t n, uint8_t* blocks) {
   using L = KQuantLayout<kBits>;
   for (int64_t b = 0; b < n / 256; ++b) {
     const float* xb = x + b * 256;
@@ -195,7 +184,7 @@ void quantize_kquant(const float* x, int64_t n, uint8_t* blocks) {
   }
 }
 
-void dequantize_q6_k(const uint8_t* blocks, int64_t n, float* out) {
+static void dequantize_q6_k(const uint8_t* blocks, int64_t n, float* out) {
   for (int64_t b = 0; b < n / 256; ++b) {
     const uint8_t* p = blocks + b * 210;
     const float d = load_f16(p + 208);
@@ -217,7 +206,7 @@ void dequantize_q6_k(const uint8_t* blocks, int64_t n, float* out) {
 
 // Own simple rule: per 16 elements the step amax/31 (so q − 32 stays in −31..31),
 // stored as d·sc with d = max step/127 rounded up and sc rounded up.
-void quantize_q6_k(const float* x, int64_t n, uint8_t* blocks) {
+static void quantize_q6_k(const float* x, int64_t n, uint8_t* blocks) {
   for (int64_t b = 0; b < n / 256; ++b) {
     const float* xb = x + b * 256;
     uint8_t* p = blocks + b * 210;
@@ -253,7 +242,7 @@ void quantize_q6_k(const float* x, int64_t n, uint8_t* blocks) {
   }
 }
 
-}  // namespace
+NEXTN_EXPORT_FORMAT_MATMUL(MatmulKQuants, matmul_k_quants)
 
 extern const WeightFormat kQ4_KFormat = {DType::kQ4_K, dequantize_kquant<4>, quantize_kquant<4>,
                                          matmul_k_quants<DType::kQ4_K>};

@@ -10,6 +10,8 @@
 // Quantizers (llama.cpp's rules): Q4_0/Q5_0 d = max/−8 (−16), max the signed value of
 // largest magnitude, so d is negative when that value is positive; Q4_1/Q5_1 d =
 // (max − min)/15 (31) rounded up, m = min; Q8_0 d = amax/127.
+#include <cmath>
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/format_legacy32.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -77,14 +79,9 @@ struct Legacy32Unpacker {
 };
 
 void MatmulLegacy32(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end, DType type) {
-  switch (type) {
-    case DType::kQ4_0: return quant_matmul_outputs<Legacy32Unpacker<4, false>>(job, o_begin, o_end);
-    case DType::kQ4_1: return quant_matmul_outputs<Legacy32Unpacker<4, true>>(job, o_begin, o_end);
-    case DType::kQ5_0: return quant_matmul_outputs<Legacy32Unpacker<5, false>>(job, o_begin, o_end);
-    case DType::kQ5_1: return quant_matmul_outputs<Legacy32Unpacker<5, true>>(job, o_begin, o_end);
-    case DType::kQ8_0: return quant_matmul_outputs<Legacy32Unpacker<8, false>>(job, o_begin, o_end);
-    default: return;  // the table below names only these
-  }
+  quant_matmul_of<FormatCase<DType::kQ4_0, Legacy32Unpacker<4, false>>, FormatCase<DType::kQ4_1, Legacy32Unpacker<4, true>>,
+                  FormatCase<DType::kQ5_0, Legacy32Unpacker<5, false>>, FormatCase<DType::kQ5_1, Legacy32Unpacker<5, true>>,
+                  FormatCase<DType::kQ8_0, Legacy32Unpacker<8, false>>>(job, o_begin, o_end, type);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -92,21 +89,12 @@ void MatmulLegacy32(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end, D
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <cmath>
-
 namespace nextn {
-namespace {
-
-HWY_EXPORT(MatmulLegacy32);
-
-template <DType kType>
-void matmul_legacy32(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
-  HWY_DYNAMIC_DISPATCH(MatmulLegacy32)(job, o_begin, o_end, kType);
-}
+// The scalar side: dequantizer, quantizer and table entry of each format.
 
 // Value q of element i of the block at p (without the offset kZero).
 template <int kBits, bool kAffine>
-int value_of(const uint8_t* p, int i) {
+static int value_of(const uint8_t* p, int i) {
   using L = Legacy32Layout<kBits, kAffine>;
   if constexpr (kBits == 8) return static_cast<int8_t>(p[L::kQs + i]);
   const int nibble = i < 16 ? p[L::kQs + i] & 0xF : p[L::kQs + i - 16] >> 4;
@@ -117,7 +105,7 @@ int value_of(const uint8_t* p, int i) {
 }
 
 template <int kBits, bool kAffine>
-void dequantize_legacy32(const uint8_t* blocks, int64_t n, float* out) {
+static void dequantize_legacy32(const uint8_t* blocks, int64_t n, float* out) {
   using L = Legacy32Layout<kBits, kAffine>;
   for (int64_t b = 0; b < n / 32; ++b) {
     const uint8_t* p = blocks + b * L::kBlockBytes;
@@ -130,7 +118,7 @@ void dequantize_legacy32(const uint8_t* blocks, int64_t n, float* out) {
 }
 
 template <int kBits, bool kAffine>
-void quantize_legacy32(const float* x, int64_t n, uint8_t* blocks) {
+static void quantize_legacy32(const float* x, int64_t n, uint8_t* blocks) {
   using L = Legacy32Layout<kBits, kAffine>;
   for (int64_t b = 0; b < n / 32; ++b) {
     const float* xb = x + b * 32;
@@ -175,7 +163,7 @@ void quantize_legacy32(const float* x, int64_t n, uint8_t* blocks) {
   }
 }
 
-}  // namespace
+NEXTN_EXPORT_FORMAT_MATMUL(MatmulLegacy32, matmul_legacy32)
 
 extern const WeightFormat kQ4_0Format = {DType::kQ4_0, dequantize_legacy32<4, false>, quantize_legacy32<4, false>,
                                          matmul_legacy32<DType::kQ4_0>};

@@ -11,6 +11,8 @@
 // Quantizer (MLX's, for tests and tools): n = 2^bits − 1, s = max((max − min)/n, 1e-7);
 // the edge of larger magnitude (min, or max with s negated) is made exact: q0 =
 // round(edge/s), and if q0 ≠ 0 then s = edge/q0, bias = edge (else bias = 0).
+#include <cmath>
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/format_mlx.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
@@ -49,35 +51,27 @@ struct MlxUnpacker {
   }
 };
 
-#define NEXTN_MLX_MATMUL(BITS, GROUP)                                                        \
-  void MatmulMlx##BITS##G##GROUP(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) { \
-    quant_matmul_outputs<MlxUnpacker<BITS, GROUP>>(job, o_begin, o_end);                      \
-  }
-NEXTN_MLX_MATMUL(4, 32)
-NEXTN_MLX_MATMUL(4, 64)
-NEXTN_MLX_MATMUL(4, 128)
-NEXTN_MLX_MATMUL(8, 32)
-NEXTN_MLX_MATMUL(8, 64)
-NEXTN_MLX_MATMUL(8, 128)
-#undef NEXTN_MLX_MATMUL
+void MatmulMlx(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end, DType type) {
+  quant_matmul_of<FormatCase<DType::kMlx4G32, MlxUnpacker<4, 32>>, FormatCase<DType::kMlx4G64, MlxUnpacker<4, 64>>,
+                  FormatCase<DType::kMlx4G128, MlxUnpacker<4, 128>>, FormatCase<DType::kMlx8G32, MlxUnpacker<8, 32>>,
+                  FormatCase<DType::kMlx8G64, MlxUnpacker<8, 64>>, FormatCase<DType::kMlx8G128, MlxUnpacker<8, 128>>>(
+      job, o_begin, o_end, type);
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace nextn
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <cmath>
-
 namespace nextn {
-
-namespace {
+// The scalar side: the repacked blocks' values, dequantizer and quantizer, and MLX's packing.
 
 template <int Bits, int Group>
-constexpr int kBlockBytes = 8 + Group * Bits / 8;
+static constexpr int kBlockBytes = 8 + Group * Bits / 8;
 
 // The value of element i (< Group) of a repacked block.
 template <int Bits>
-int value_at(const uint8_t* values, int i) {
+static int value_at(const uint8_t* values, int i) {
   if constexpr (Bits == 8) {
     return values[i];
   } else {
@@ -88,7 +82,7 @@ int value_at(const uint8_t* values, int i) {
 }
 
 template <int Bits>
-void set_value(uint8_t* values, int i, int q) {
+static void set_value(uint8_t* values, int i, int q) {
   if constexpr (Bits == 8) {
     values[i] = static_cast<uint8_t>(q);
   } else {
@@ -100,7 +94,7 @@ void set_value(uint8_t* values, int i, int q) {
 }
 
 template <int Bits, int Group>
-void dequantize_mlx(const uint8_t* blocks, int64_t n, float* out) {
+static void dequantize_mlx(const uint8_t* blocks, int64_t n, float* out) {
   for (int64_t b = 0; b < n / Group; ++b) {
     const uint8_t* p = blocks + b * kBlockBytes<Bits, Group>;
     float scale, bias;
@@ -111,7 +105,7 @@ void dequantize_mlx(const uint8_t* blocks, int64_t n, float* out) {
 }
 
 template <int Bits, int Group>
-void quantize_mlx(const float* x, int64_t n, uint8_t* blocks) {
+static void quantize_mlx(const float* x, int64_t n, uint8_t* blocks) {
   const float levels = static_cast<float>((1 << Bits) - 1);
   for (int64_t b = 0; b < n / Group; ++b) {
     const float* xb = x + b * Group;
@@ -137,8 +131,6 @@ void quantize_mlx(const float* x, int64_t n, uint8_t* blocks) {
   }
 }
 
-}  // namespace
-
 // Packs one MLX group: `packed` holds Group·Bits/32 little-endian uint32 words with the
 // values least-significant bits first (element 0 in bits 0..Bits−1 of word 0).
 void repack_mlx_group(int bits, int group, const uint32_t* packed, float scale, float bias, uint8_t* block) {
@@ -155,29 +147,19 @@ void repack_mlx_group(int bits, int group, const uint32_t* packed, float scale, 
   }
 }
 
-namespace {
-#define NEXTN_MLX_FORMAT(BITS, GROUP)                                                                   \
-  HWY_EXPORT(MatmulMlx##BITS##G##GROUP);                                                                \
-  void matmul_mlx##BITS##_g##GROUP(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {          \
-    HWY_DYNAMIC_DISPATCH(MatmulMlx##BITS##G##GROUP)(job, o_begin, o_end);                               \
-  }
-NEXTN_MLX_FORMAT(4, 32)
-NEXTN_MLX_FORMAT(4, 64)
-NEXTN_MLX_FORMAT(4, 128)
-NEXTN_MLX_FORMAT(8, 32)
-NEXTN_MLX_FORMAT(8, 64)
-NEXTN_MLX_FORMAT(8, 128)
-#undef NEXTN_MLX_FORMAT
-}  // namespace
+NEXTN_EXPORT_FORMAT_MATMUL(MatmulMlx, matmul_mlx)
 
-extern const WeightFormat kMlx4G32Format = {DType::kMlx4G32, dequantize_mlx<4, 32>, quantize_mlx<4, 32>, matmul_mlx4_g32};
-extern const WeightFormat kMlx4G64Format = {DType::kMlx4G64, dequantize_mlx<4, 64>, quantize_mlx<4, 64>, matmul_mlx4_g64};
-extern const WeightFormat kMlx4G128Format = {DType::kMlx4G128, dequantize_mlx<4, 128>, quantize_mlx<4, 128>,
-                                             matmul_mlx4_g128};
-extern const WeightFormat kMlx8G32Format = {DType::kMlx8G32, dequantize_mlx<8, 32>, quantize_mlx<8, 32>, matmul_mlx8_g32};
-extern const WeightFormat kMlx8G64Format = {DType::kMlx8G64, dequantize_mlx<8, 64>, quantize_mlx<8, 64>, matmul_mlx8_g64};
-extern const WeightFormat kMlx8G128Format = {DType::kMlx8G128, dequantize_mlx<8, 128>, quantize_mlx<8, 128>,
-                                             matmul_mlx8_g128};
+template <int Bits, int Group, DType kType>
+static constexpr WeightFormat mlx_format() {
+  return {kType, dequantize_mlx<Bits, Group>, quantize_mlx<Bits, Group>, matmul_mlx<kType>};
+}
+
+extern const WeightFormat kMlx4G32Format = mlx_format<4, 32, DType::kMlx4G32>();
+extern const WeightFormat kMlx4G64Format = mlx_format<4, 64, DType::kMlx4G64>();
+extern const WeightFormat kMlx4G128Format = mlx_format<4, 128, DType::kMlx4G128>();
+extern const WeightFormat kMlx8G32Format = mlx_format<8, 32, DType::kMlx8G32>();
+extern const WeightFormat kMlx8G64Format = mlx_format<8, 64, DType::kMlx8G64>();
+extern const WeightFormat kMlx8G128Format = mlx_format<8, 128, DType::kMlx8G128>();
 
 }  // namespace nextn
 #endif  // HWY_ONCE

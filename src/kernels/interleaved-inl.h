@@ -92,6 +92,7 @@ void repack_interleaved(const uint8_t* src, int64_t rows, int64_t cols, uint8_t*
 
 #include "hwy/cache_control.h"
 #include "kernels/cpu_extras.h"
+#include "kernels/tiling.h"
 #include "kernels/weight_format.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -463,21 +464,14 @@ template <class L>
 void interleaved_matmul(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
   static const InterleavedTiles<L> tiles;
   const auto& fns = tiles.fns[HWY_TARGET == HWY_AVX2 && avx_vnni()];
-  const int64_t n_rows = job.x.n_rows;
-  // Output blocks whose weights stay in L2 while every group of rows passes over them.
-  int64_t block = n_rows <= kMaxRows ? o_end - o_begin
-                                     : static_cast<int64_t>((256 * 1024) / std::max<size_t>(1, job.w_row_bytes));
-  block = std::max<int64_t>(4 * kGroupRows, block / (4 * kGroupRows) * (4 * kGroupRows));
-  for (int64_t ob = o_begin; ob < o_end; ob += block) {
-    const int64_t ob_end = std::min(o_end, ob + block);
-    for (int64_t r = 0; r < n_rows; r += kMaxRows) {
-      const int rr = static_cast<int>(std::min<int64_t>(kMaxRows, n_rows - r));
-      const int64_t outs = tile_vecs(rr) * kLanes;
-      const TileRows rows = tile_rows(job, r, rr);
-      for (int64_t o = ob; o < ob_end; o += outs)
-        fns[rr - 1][std::min(outs, ob_end - o) / kGroupRows - 1](job, rows, r, o);
-    }
-  }
+  const auto tile_outs = [](int rows) { return static_cast<int64_t>(tile_vecs(rows) * kLanes); };
+  for_each_tile(job.x.n_rows, o_begin, o_end, job.w_row_bytes, kMaxRows, 4 * kGroupRows, tile_outs,
+                [&](int64_t r, int rows) {
+                  const TileRows packed = tile_rows(job, r, rows);  // once per pass: it may pack the rows
+                  return [&, packed, r, rows](int64_t o, int64_t outs) {
+                    fns[rows - 1][outs / kGroupRows - 1](job, packed, r, o);
+                  };
+                });
 }
 
 #else  // targets without byte dot products: the same integers and float steps in scalar code

@@ -37,6 +37,7 @@
 
 #include "kernels/cpu_extras.h"
 #include "kernels/kernels.h"
+#include "kernels/tiling.h"
 #include "kernels/weight_format.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -327,23 +328,10 @@ struct TileTable {
 template <DType kType, bool kDot = false>
 void run_outputs(const Job& job, int64_t n_rows, int64_t o_begin, int64_t o_end) {
   static const TileTable<kType, kDot> table;
-  // Output blocks whose weights stay in L2 while every group of rows passes over
-  // them; within a block a row group's activations stay in L1.
-  constexpr int64_t kUnit = 24;  // outputs; the 8-, 6- and 3-wide tiles divide it
-  int64_t block = n_rows <= kMaxRows ? o_end - o_begin
-                                     : static_cast<int64_t>((256 * 1024) / std::max<size_t>(1, job.w_row_bytes));
-  block = std::max<int64_t>(kUnit, block / kUnit * kUnit);
-  for (int64_t ob = o_begin; ob < o_end; ob += block) {
-    const int64_t ob_end = std::min(o_end, ob + block);
-    for (int64_t r = 0; r < n_rows; r += kMaxRows) {
-      const int64_t rr = std::min<int64_t>(kMaxRows, n_rows - r);
-      const int64_t outs = tile_outs(int(rr));
-      for (int64_t o = ob; o < ob_end; o += outs) {
-        const int64_t oo = std::min<int64_t>(outs, ob_end - o);
-        table.fns[rr - 1][oo - 1](job, r, o);
-      }
-    }
-  }
+  constexpr int64_t kUnit = 24;  // outputs of an L2 block; the 8-, 6- and 3-wide tiles divide it
+  for_each_tile(n_rows, o_begin, o_end, job.w_row_bytes, kMaxRows, kUnit, tile_outs, [&](int64_t r, int rows) {
+    return [&, r, rows](int64_t o, int64_t outs) { table.fns[rows - 1][outs - 1](job, r, o); };
+  });
 }
 
 // Whether BF16 weights take the bf16 dot product on this target and CPU.

@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "hwy/cache_control.h"
+#include "kernels/tiling.h"
 #include "kernels/weight_format.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -536,28 +537,24 @@ struct QuantTileTable {
   QuantTileTable() { fill_rows(std::make_index_sequence<kQuantRows>()); }
 };
 
+// The matmul of a format file that serves several types (FormatCase<type, Unpacker>...).
+template <class U>
+void quant_matmul_outputs(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end);
+template <class... Cases>
+void quant_matmul_of(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end, DType type) {
+  for_format<Cases...>(type, [&]<class U>() { quant_matmul_outputs<U>(job, o_begin, o_end); });
+}
+
 // Outputs [o_begin, o_end) for every row of the job.
 template <class U>
 void quant_matmul_outputs(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) {
   static const QuantTileTable<U> table;
   thread_local std::vector<float> mins;
   if (U::kHasMin) mins.assign(static_cast<size_t>(kQuantMaxOuts * job.x.stride), 0.0f);
-  const int64_t n_rows = job.x.n_rows;
-  // Output blocks whose weights stay in L2 while every group of 8 rows passes over them.
-  int64_t block = n_rows <= kQuantRows ? o_end - o_begin
-                                       : static_cast<int64_t>((256 * 1024) / std::max<size_t>(1, job.w_row_bytes));
-  block = std::max<int64_t>(kQuantMaxOuts, block / kQuantMaxOuts * kQuantMaxOuts);
-  for (int64_t ob = o_begin; ob < o_end; ob += block) {
-    const int64_t ob_end = std::min(o_end, ob + block);
-    for (int64_t r = 0; r < n_rows; r += kQuantRows) {
-      const int64_t rr = std::min<int64_t>(kQuantRows, n_rows - r);
-      const int64_t outs = tile_outs(static_cast<int>(rr));
-      for (int64_t o = ob; o < ob_end; o += outs) {
-        const int64_t oo = std::min<int64_t>(outs, ob_end - o);
-        table.fns[rr - 1][oo - 1](job, r, o, mins.data());
-      }
-    }
-  }
+  for_each_tile(job.x.n_rows, o_begin, o_end, job.w_row_bytes, kQuantRows, kQuantMaxOuts, tile_outs,
+                [&](int64_t r, int rows) {
+                  return [&, r, rows](int64_t o, int64_t outs) { table.fns[rows - 1][outs - 1](job, r, o, mins.data()); };
+                });
 }
 
 }  // namespace HWY_NAMESPACE

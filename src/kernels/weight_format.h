@@ -103,6 +103,25 @@ inline int round_clamp(float v, int lo, int hi) {
   return r < static_cast<float>(lo) ? lo : r > static_cast<float>(hi) ? hi : static_cast<int>(r);
 }
 
+// For a format file, whose one per-target matmul serves several types: FormatCase<T, U>
+// pairs type T with its implementation U (an Unpacker or a layout), and
+// for_format<Cases...>(type, run) calls run.template operator()<U>() for the matching case.
+template <DType kType, class U>
+struct FormatCase {
+  static constexpr DType kKey = kType;
+  using Impl = U;
+};
+template <class... Cases, class Run>
+void for_format(DType type, Run run) {
+  ((type == Cases::kKey ? (run.template operator()<typename Cases::Impl>(), 0) : 0), ...);
+}
+// In a format file's HWY_ONCE part: exports the per-target Fn(job, o_begin, o_end, type) and
+// defines `template <DType kType> void Name(job, o_begin, o_end)`, the matmul of a WeightFormat.
+#define NEXTN_EXPORT_FORMAT_MATMUL(Fn, Name) \
+  HWY_EXPORT(Fn);                            \
+  template <DType kType>                     \
+  static void Name(const QuantMatmulJob& job, int64_t o_begin, int64_t o_end) { HWY_DYNAMIC_DISPATCH(Fn)(job, o_begin, o_end, kType); }
+
 // The format of a quantized dtype; null for float dtypes.
 const WeightFormat* weight_format(DType dtype);
 
