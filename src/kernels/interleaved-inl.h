@@ -94,86 +94,28 @@ void repack_interleaved(const uint8_t* src, int64_t rows, int64_t cols, uint8_t*
 #include "kernels/cpu_extras.h"
 #include "kernels/tiling.h"
 #include "kernels/weight_format.h"
+#include "kernels/x86_ops-inl.h"
 
 HWY_BEFORE_NAMESPACE();
-// As in quant_matmul-inl.h: Highway 1.0.3's AVX3_DL target string lacks the EVEX VNNI.
-#undef NEXTN_INTERLEAVED_ATTR
-#if HWY_TARGET == HWY_AVX3_DL
-#define NEXTN_INTERLEAVED_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
-#else
-#define NEXTN_INTERLEAVED_ATTR
-#endif
 namespace nextn {
 namespace HWY_NAMESPACE {
 
 constexpr int kGroupRows = 16;   // rows per group
 
 #undef NEXTN_INTERLEAVED_SIMD
-#if HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX2
+#if NEXTN_X86_BYTE_TILES
 #define NEXTN_INTERLEAVED_SIMD 1
+using VI = TileI;
+using VF = TileF;
+constexpr int kLanes = kTileLanes;
 #if HWY_TARGET == HWY_AVX2
-using VI = __m256i;
-using VF = __m256;
-constexpr int kLanes = 8;
 constexpr int kMaxRows = 3;  // 16 registers (2 rows a pass measured no faster on AVX2, prefill slower)
 constexpr int tile_vecs(int) { return 2; }  // one group: 2 vectors
-HWY_INLINE VI load_i(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-HWY_INLINE VI set_i(int32_t v) { return _mm256_set1_epi32(v); }
-HWY_INLINE VI bytes_i(uint8_t v) { return _mm256_set1_epi8(static_cast<char>(v)); }
-HWY_INLINE VI and_i(VI a, VI b) { return _mm256_and_si256(a, b); }
-HWY_INLINE VI or_i(VI a, VI b) { return _mm256_or_si256(a, b); }
-HWY_INLINE VI shift_right16(VI a, int n) { return _mm256_srli_epi16(a, n); }
-HWY_INLINE VI shift_left16(VI a, int n) { return _mm256_slli_epi16(a, n); }
-HWY_INLINE VF zero_f() { return _mm256_setzero_ps(); }
-HWY_INLINE VF mul_f(VF a, VF b) { return _mm256_mul_ps(a, b); }
-HWY_INLINE VF neg_f(VF a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
-HWY_INLINE VF fma_f(VF a, VF b, VF c) { return _mm256_fmadd_ps(a, b, c); }
-HWY_INLINE VF set_f(float v) { return _mm256_set1_ps(v); }
-HWY_INLINE VF int_to_f(VI a) { return _mm256_cvtepi32_ps(a); }
-HWY_INLINE VF f16s(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
-HWY_INLINE VF u8s(const uint8_t* p) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-}
-HWY_INLINE VF i8s(const uint8_t* p) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-}
-HWY_INLINE void store_f(float* p, VF v) { _mm256_storeu_ps(p, v); }
 #else
-using VI = __m512i;
-using VF = __m512;
-constexpr int kLanes = 16;
 constexpr int kMaxRows = 8;
 constexpr int tile_vecs(int) { return 1; }
-HWY_INLINE VI load_i(const uint8_t* p) { return _mm512_loadu_si512(p); }
-HWY_INLINE VI set_i(int32_t v) { return _mm512_set1_epi32(v); }
-HWY_INLINE VI bytes_i(uint8_t v) { return _mm512_set1_epi8(static_cast<char>(v)); }
-HWY_INLINE VI and_i(VI a, VI b) { return _mm512_and_si512(a, b); }
-HWY_INLINE VI or_i(VI a, VI b) { return _mm512_or_si512(a, b); }
-HWY_INLINE VI shift_right16(VI a, int n) { return _mm512_srli_epi16(a, static_cast<unsigned>(n)); }
-HWY_INLINE VI shift_left16(VI a, int n) { return _mm512_slli_epi16(a, static_cast<unsigned>(n)); }
-HWY_INLINE VF zero_f() { return _mm512_setzero_ps(); }
-HWY_INLINE VF mul_f(VF a, VF b) { return _mm512_mul_ps(a, b); }
-HWY_INLINE VF neg_f(VF a) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN))); }
-HWY_INLINE VF fma_f(VF a, VF b, VF c) { return _mm512_fmadd_ps(a, b, c); }
-HWY_INLINE VF set_f(float v) { return _mm512_set1_ps(v); }
-HWY_INLINE VF int_to_f(VI a) { return _mm512_cvtepi32_ps(a); }
-HWY_INLINE VF f16s(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-HWY_INLINE VF u8s(const uint8_t* p) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
-HWY_INLINE VF i8s(const uint8_t* p) {
-  return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
-HWY_INLINE void store_f(float* p, VF v) { _mm512_storeu_ps(p, v); }
 #endif
 constexpr int kVecsPerGroup = kGroupRows / kLanes;
-
-// The 4 activation bytes at p in every lane.
-HWY_INLINE VI broadcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return set_i(v);
-}
 
 // Whether a tile multiplies bytes with VNNI's vpdpbusd: always on AVX3_DL; on AVX2 the
 // tiles come in two sets, kV choosing AVX-VNNI's (kernels/cpu_extras.h).
@@ -188,23 +130,16 @@ constexpr bool kSignedDot = L::kOffset == 128 && !kDotVnni<kV>;
 struct Chunk {
   VI w;    // the bytes as the dot takes them: value + kOffset, or q (kSignedDot)
   VI mag;  // kSignedDot: |q| (−128 → 128 as an unsigned byte)
-#if HWY_TARGET == HWY_AVX3
-  __mmask64 negative;
-#endif
+  SignOf sign;  // kSignedDot: where q < 0
 };
 
 template <class L, bool kV>
-HWY_INLINE NEXTN_INTERLEAVED_ATTR Chunk prepare(VI bytes) {
+HWY_INLINE NEXTN_X86_VNNI_ATTR Chunk prepare(VI bytes) {
   Chunk c;
   if constexpr (kSignedDot<L, kV>) {
-#if HWY_TARGET == HWY_AVX3
-    c.w = _mm512_xor_si512(bytes, bytes_i(0x80));
-    c.mag = _mm512_abs_epi8(c.w);
-    c.negative = _mm512_movepi8_mask(c.w);
-#elif HWY_TARGET == HWY_AVX2
-    c.w = _mm256_xor_si256(bytes, bytes_i(0x80));
-    c.mag = _mm256_abs_epi8(c.w);
-#endif
+    c.w = xor_i(bytes, bytes_i(0x80));
+    c.mag = abs_i8(c.w);
+    c.sign = sign_of(c.w);
   } else {
     c.w = bytes;
   }
@@ -275,11 +210,11 @@ inline TileRows tile_rows(const QuantMatmulJob& job, int64_t r0, int R) {
   return p.rows;
 }
 
-#if HWY_TARGET == HWY_AVX3_DL
+#if NEXTN_X86_VNNI
 // sum + Σ over each lane's 4 columns of w·x (x: the same 4 activations in every lane).
 template <class L>
-HWY_INLINE NEXTN_INTERLEAVED_ATTR VI dot(VI sum, const Chunk& c, VI x) {
-  return _mm512_dpbusd_epi32(sum, c.w, x);
+HWY_INLINE NEXTN_X86_VNNI_ATTR VI dot(VI sum, const Chunk& c, VI x) {
+  return quad_dot_add(sum, c.w, x);
 }
 #else
 // Without VNNI: the int16 pair sums of a chunk (vpmaddubsw), several chunks added in int16
@@ -290,29 +225,8 @@ constexpr int kInt16Chunks = kSignedDot<L, kV> ? 1 : 32767 / (2 * 127 * L::kMaxV
 
 template <class L, bool kV>
 HWY_INLINE VI pair_sums(const Chunk& c, VI x) {
-#if HWY_TARGET == HWY_AVX3
-  if constexpr (kSignedDot<L, kV>) x = _mm512_mask_sub_epi8(x, c.negative, _mm512_setzero_si512(), x);
-  return _mm512_maddubs_epi16(kSignedDot<L, kV> ? c.mag : c.w, x);
-#else
-  if constexpr (kSignedDot<L, kV>) x = _mm256_sign_epi8(x, c.w);
-  return _mm256_maddubs_epi16(kSignedDot<L, kV> ? c.mag : c.w, x);
-#endif
-}
-#if HWY_TARGET == HWY_AVX3
-HWY_INLINE VI add16(VI a, VI b) { return _mm512_add_epi16(a, b); }
-HWY_INLINE VI widen_add(VI sum, VI pairs) { return _mm512_add_epi32(sum, _mm512_madd_epi16(pairs, _mm512_set1_epi16(1))); }
-#else
-HWY_INLINE VI add16(VI a, VI b) { return _mm256_add_epi16(a, b); }
-HWY_INLINE VI widen_add(VI sum, VI pairs) { return _mm256_add_epi32(sum, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))); }
-#endif
-// AVX-VNNI's vpdpbusd (VEX, 256-bit): sum + Σ over each lane's 4 columns of w·x. Inline
-// assembly, so the tile needs no target attribute beyond Highway's AVX2 (the tiles that
-// use it run only where avx_vnni() said the CPU has it). A template: never instantiated
-// for 512-bit vectors.
-template <class V>
-HWY_INLINE V dot_avx_vnni(V sum, V w, V x) {
-  asm("%{vex%} vpdpbusd %2, %1, %0" : "+x"(sum) : "x"(w), "x"(x));
-  return sum;
+  if constexpr (kSignedDot<L, kV>) x = apply_sign(x, c.sign);
+  return maddubs_i(kSignedDot<L, kV> ? c.mag : c.w, x);
 }
 #endif
 
@@ -328,7 +242,7 @@ constexpr int lane0(int v) { return (v % kVecsPerGroup) * kLanes; }
 // block (the unit loop runs kStep units a pass with their offsets known at compile time):
 // with offsets computed per unit, the scalar arithmetic outnumbered the vector work.
 template <class L, int R, int NV, bool kV>
-HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& job, const TileRows& x, int64_t r0,
+HWY_NOINLINE NEXTN_X86_VNNI_ATTR void interleaved_tile(const QuantMatmulJob& job, const TileRows& x, int64_t r0,
                                                           int64_t o0) {
   const int64_t blocks = job.cols / L::kElems;
   const size_t group_bytes = kGroupRows * job.w_row_bytes;
@@ -371,7 +285,7 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
 #pragma GCC unroll 8
           for (int v = 0; v < NV; ++v) sum[r][v] = first;
         }
-#if HWY_TARGET != HWY_AVX3_DL
+#if !NEXTN_X86_VNNI
         [[maybe_unused]] VI pairs[R][NV];  // int16 sums of up to kInt16Chunks chunks (without VNNI)
 #endif
         // Each activation chunk is broadcast once for all NV vectors of the tile (AVX2: a
@@ -387,14 +301,14 @@ HWY_NOINLINE NEXTN_INTERLEAVED_ATTR void interleaved_tile(const QuantMatmulJob& 
             const VI xc = broadcast4(xq + (e + 4 * c) * R + 4 * r);
 #pragma GCC unroll 8
             for (int v = 0; v < NV; ++v) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if NEXTN_X86_VNNI
               sum[r][v] = dot<L>(sum[r][v], w[v], xc);
 #else
               if constexpr (kDotVnni<kV>) {
-                sum[r][v] = dot_avx_vnni(sum[r][v], w[v].w, xc);
+                sum[r][v] = quad_dot_add_avx_vnni(sum[r][v], w[v].w, xc);
               } else {
                 const VI p = pair_sums<L, kV>(w[v], xc);
-                pairs[r][v] = c % kInt16Chunks<L, kV> == 0 ? p : add16(pairs[r][v], p);
+                pairs[r][v] = c % kInt16Chunks<L, kV> == 0 ? p : add_i16(pairs[r][v], p);
                 if (c % kInt16Chunks<L, kV> == kInt16Chunks<L, kV> - 1 || c == kChunks - 1)
                   sum[r][v] = widen_add(sum[r][v], pairs[r][v]);
               }

@@ -85,17 +85,10 @@ struct EndToEnd {
 }  // namespace nextn
 #endif
 
-// The bf16 dot product: Highway 1.0.3's AVX3_DL target does not enable AVX512_BF16, so
-// the tile that uses it carries the feature itself and runs only where avx512_bf16().
-#undef NEXTN_BF16_DOT
-#undef NEXTN_BF16_DOT_ATTR
-#if HWY_TARGET == HWY_AVX3_DL
-#include <immintrin.h>
-#define NEXTN_BF16_DOT 1
-#define NEXTN_BF16_DOT_ATTR __attribute__((target(HWY_TARGET_STR ",avx512bf16")))
-#else
-#define NEXTN_BF16_DOT 0
-#endif
+// The bf16 dot product (NEXTN_X86_BF16_DOT): Highway 1.0.3's AVX3_DL target does not
+// enable AVX512_BF16, so the tile that uses it carries the feature itself and runs only
+// where avx512_bf16().
+#include "kernels/x86_ops-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nextn {
@@ -229,15 +222,15 @@ HWY_NOINLINE void tile(const Job& job, int64_t r0, int64_t o0) {
   }
 }
 
-#if NEXTN_BF16_DOT
+#if NEXTN_X86_BF16_DOT
 // R rows × O outputs with the bf16 dot product: vdpbf16ps adds to each 32-bit lane the two
 // products of the bf16 pair it holds (columns 2j and 2j+1), so weights and activations
 // stay in their stored order, 32 columns per vector. The same per-(row, output) order
 // whatever the tile, as in tile().
 template <int R, int O>
-HWY_NOINLINE NEXTN_BF16_DOT_ATTR void dot_tile(const Job& job, int64_t r0, int64_t o0) {
+HWY_NOINLINE NEXTN_X86_BF16_DOT_ATTR void dot_tile(const Job& job, int64_t r0, int64_t o0) {
   constexpr int64_t kCols = 32;  // per vector
-  __m512 acc[R][O];
+  Bf16Acc acc[R][O];
   const uint8_t* wrow[O];
   const uint16_t* xrow[R];
 #pragma GCC unroll 16
@@ -247,19 +240,19 @@ HWY_NOINLINE NEXTN_BF16_DOT_ATTR void dot_tile(const Job& job, int64_t r0, int64
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 16
-    for (int o = 0; o < O; ++o) acc[r][o] = _mm512_setzero_ps();
+    for (int o = 0; o < O; ++o) acc[r][o] = bf16_zero();
 
   for (int64_t b = 0; b < job.blocks; ++b) {
 #pragma GCC unroll 16
     for (int o = 0; o < O; ++o) prefetch(job, wrow[o], O, b, 2 * kCols);
-    __m512bh x[R];
+    Bf16Pairs x[R];
 #pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) x[r] = (__m512bh)_mm512_loadu_si512(xrow[r] + kCols * b);
+    for (int r = 0; r < R; ++r) x[r] = load_bf16x32(xrow[r] + kCols * b);
 #pragma GCC unroll 16
     for (int o = 0; o < O; ++o) {
-      const __m512bh w = (__m512bh)_mm512_loadu_si512(wrow[o] + 2 * kCols * b);
+      const Bf16Pairs w = load_bf16x32(wrow[o] + 2 * kCols * b);
 #pragma GCC unroll 16
-      for (int r = 0; r < R; ++r) acc[r][o] = _mm512_dpbf16_ps(acc[r][o], w, x[r]);
+      for (int r = 0; r < R; ++r) acc[r][o] = bf16_dot_add(acc[r][o], w, x[r]);
     }
   }
 
@@ -269,7 +262,7 @@ HWY_NOINLINE NEXTN_BF16_DOT_ATTR void dot_tile(const Job& job, int64_t r0, int64
     float* yr = job.y + (r0 + r) * job.y_stride;
 #pragma GCC unroll 16
     for (int o = 0; o < O; ++o) {
-      float sum = _mm512_reduce_add_ps(acc[r][o]);
+      float sum = bf16_sum(acc[r][o]);
       for (int64_t c = tail_begin; c < job.cols; ++c)
         sum += weight_at<DType::kBF16>(wrow[o], c) * bf16_to_f32(xrow[r][c]);
       if (job.bias) sum += job.bias[o0 + o];
@@ -281,16 +274,13 @@ HWY_NOINLINE NEXTN_BF16_DOT_ATTR void dot_tile(const Job& job, int64_t r0, int64
 // Row-major float32 activations to bf16, nearest even (vcvtne2ps2bf16 for whole vectors,
 // f32_to_bf16 for the rest of a row: the same rounding apart from subnormals, which the
 // instruction flushes to zero).
-NEXTN_BF16_DOT_ATTR void round_to_bf16(const float* x, int64_t n_rows, int64_t cols, uint16_t* out) {
+NEXTN_X86_BF16_DOT_ATTR void round_to_bf16(const float* x, int64_t n_rows, int64_t cols, uint16_t* out) {
   constexpr int64_t kCols = 32;
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* src = x + r * cols;
     uint16_t* dst = out + r * cols;
     int64_t c = 0;
-    for (; c + kCols <= cols; c += kCols) {
-      const __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + c + 16), _mm512_loadu_ps(src + c));
-      _mm512_storeu_si512(dst + c, (__m512i)v);
-    }
+    for (; c + kCols <= cols; c += kCols) round32_to_bf16(src + c, dst + c);
     for (; c < cols; ++c) dst[c] = f32_to_bf16(src[c]);
   }
 }
@@ -303,7 +293,7 @@ using TileFn = void (*)(const Job&, int64_t, int64_t);
 template <DType kType, bool kDot, int R, int O>
 constexpr TileFn tile_or_null() {
   if constexpr (O > tile_outs(R)) return nullptr;
-#if NEXTN_BF16_DOT
+#if NEXTN_X86_BF16_DOT
   else if constexpr (kDot) return &dot_tile<R, O>;
 #endif
   else return &tile<kType, R, O>;
@@ -336,7 +326,7 @@ void run_outputs(const Job& job, int64_t n_rows, int64_t o_begin, int64_t o_end)
 
 // Whether BF16 weights take the bf16 dot product on this target and CPU.
 bool bf16_dot() {
-#if NEXTN_BF16_DOT
+#if NEXTN_X86_BF16_DOT
   return avx512_bf16();
 #else
   return false;
@@ -369,7 +359,7 @@ RunFn prepare(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, c
   RunFn run = w.dtype == DType::kF32   ? &run_outputs<DType::kF32>
               : w.dtype == DType::kF16 ? &run_outputs<DType::kF16>
                                        : &run_outputs<DType::kBF16>;
-#if NEXTN_BF16_DOT
+#if NEXTN_X86_BF16_DOT
   // BF16 with the dot product: the activations rounded to bf16.
   thread_local std::vector<uint16_t> rounded;
   if (w.dtype == DType::kBF16 && bf16_dot()) {

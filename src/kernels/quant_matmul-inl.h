@@ -51,18 +51,9 @@
 #include "hwy/cache_control.h"
 #include "kernels/tiling.h"
 #include "kernels/weight_format.h"
+#include "kernels/x86_ops-inl.h"
 
 HWY_BEFORE_NAMESPACE();
-// Highway dispatches its AVX3_DL target (Ice Lake and later, Zen 4) only where the CPU has
-// AVX512-VNNI, but its target string (1.0.3) names only the VEX form: the tile functions
-// add the EVEX one, for vpdpbusd on 512-bit vectors (they may inline the format's
-// functions, not the other way round).
-#undef NEXTN_QUANT_TILE_ATTR
-#if HWY_TARGET == HWY_AVX3_DL
-#define NEXTN_QUANT_TILE_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
-#else
-#define NEXTN_QUANT_TILE_ATTR
-#endif
 namespace nextn {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
@@ -79,15 +70,6 @@ using DQF = hn::Repartition<float, D8>;
 using VQF = hn::Vec<DQF>;
 constexpr size_t kVecs = kQuantGroup / hn::MaxLanes(D8());
 
-// Per-target switches: this file is included once per target, so they are redefined.
-#undef NEXTN_QUANT_MADDUBS
-#undef NEXTN_QUANT_PAIRS
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
-#define NEXTN_QUANT_MADDUBS 1  // x86 with pmaddubsw: 128-bit (SSSE3/SSE4) or 256-bit
-#else
-#define NEXTN_QUANT_MADDUBS 0
-#endif
-
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_ARCH_ARM_A64
 constexpr int kAccRegs = 16;  // 32 vector registers: half of them accumulate
 #else
@@ -97,12 +79,11 @@ constexpr int kAccRegs = 8;  // 16 vector registers
 constexpr int kQuantDecodeOuts = 4;
 constexpr int kQuantRows = 8;  // activation rows per pass over the weights
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// The AVX-512 pair paths (see the top of the file), this file's switch: the format
+// files' pair functions are compiled under it.
+#undef NEXTN_QUANT_PAIRS
+#if NEXTN_X86_PAIRS
 #define NEXTN_QUANT_PAIRS 1
-using D64 = hn::Simd<uint8_t, 64, 0>;  // two groups
-using V64 = hn::Vec<D64>;
-using D16x32 = hn::Repartition<int16_t, D64>;
-using V16x32 = hn::Vec<D16x32>;
 using DPF = hn::Repartition<float, D64>;  // 16 lanes: 8 per group
 template <class U>
 constexpr bool kPaired = requires { U::kPairOffset; };
@@ -111,78 +92,10 @@ constexpr bool kPaired = requires { U::kPairOffset; };
 // of bytes (unsigned values, or int8 when kSigned); the upper half is zero otherwise.
 template <class U>
 constexpr bool kBlockPaired = requires { U::block_pair(nullptr, true); };
-
-// The 32 bytes at p in both halves of a vector: a load-port broadcast, no shuffle.
-HWY_INLINE __m512i both_halves(const uint8_t* p) {
-  return _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-}
-// 16-bit shift counts: a for the first group's half of a pair, b for the second's.
-HWY_INLINE __m512i half_shifts(int a, int b) {
-  const uint64_t qa = 0x0001000100010001ull * static_cast<uint64_t>(a), qb = 0x0001000100010001ull * static_cast<uint64_t>(b);
-  return _mm512_set_epi64(qb, qb, qb, qb, qa, qa, qa, qa);
-}
-// Groups 2c and 2c+1 of a K-quant block: the low, then the high nibbles of 32 bytes
-// (one broadcast load, one variable shift, one mask).
-HWY_INLINE V64 nibble_pair(const uint8_t* qs32) {
-  return V64{_mm512_and_si512(_mm512_srlv_epi16(both_halves(qs32), half_shifts(0, 4)), _mm512_set1_epi8(0xF))};
-}
-// Bits `shift` (first group) and `shift + step` (second group) of 32 bytes, `width` bits
-// wide, moved up by 4: the high bits of Q5_K and Q6_K values. (The 16-bit shift moves
-// bits across the byte boundary; the per-byte mask drops them before the move up.)
-HWY_INLINE V64 high_bits_pair(const uint8_t* qh32, int shift, int step, int width) {
-  const __m512i bits = _mm512_and_si512(_mm512_srlv_epi16(both_halves(qh32), half_shifts(shift, shift + step)),
-                                        _mm512_set1_epi8(static_cast<char>((1 << width) - 1)));
-  return V64{_mm512_slli_epi16(bits, 4)};
-}
-// One-group blocks two at a time (Q4_0, Q8_0): the 16 nibble bytes at qs and at next (null:
-// zeros) as the low, high nibbles of the first block, then of the second.
-HWY_INLINE V64 nibbles_of_block_pair(const uint8_t* qs, const uint8_t* next) {
-  const __m256i first = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
-  const __m512i raw =
-      next ? _mm512_inserti64x4(_mm512_castsi256_si512(first),
-                                _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(next))), 1)
-           : _mm512_zextsi256_si512(first);
-  const uint64_t four = 0x0004000400040004ull;
-  return V64{_mm512_and_si512(_mm512_srlv_epi16(raw, _mm512_set_epi64(four, four, 0, 0, four, four, 0, 0)),
-                              _mm512_set1_epi8(0xF))};
-}
-// The 32 bytes at qs, then the 32 at next (null: zeros).
-HWY_INLINE V64 bytes_of_block_pair(const uint8_t* qs, const uint8_t* next) {
-  const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs));
-  return V64{next ? _mm512_inserti64x4(_mm512_castsi256_si512(first),
-                                       _mm256_loadu_si256(reinterpret_cast<const __m256i*>(next)), 1)
-                  : _mm512_zextsi256_si512(first)};
-}
-// A block's integer sub-scales as int16 lanes, once per block and output row; the
-// pairs' multipliers are then one permute each (pair_multipliers).
-HWY_INLINE V16x32 sub_scales_u8(const uint8_t* sc8) {  // 8 unsigned (Q4_K, Q5_K)
-  return V16x32{_mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc8))))};
-}
-HWY_INLINE V16x32 sub_scales_i8(const int8_t* sc16) {  // 16 signed (Q6_K)
-  return V16x32{_mm512_castsi256_si512(_mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sc16))))};
-}
-// The int16 multipliers of pair c's 32 lanes (lane j covers elements 2j, 2j+1 of the
-// pair's 64) when each group has `per_group` sub-scales: lane j takes sub-scale
-// 2c·per_group + j / (16 / per_group) of the block.
-template <int kPerGroup>
-struct PairIndex {
-  alignas(64) int16_t lanes[4][32];
-  constexpr PairIndex() : lanes{} {
-    for (int c = 0; c < 4; ++c)
-      for (int j = 0; j < 32; ++j) lanes[c][j] = static_cast<int16_t>(2 * c * kPerGroup + j / (16 / kPerGroup));
-  }
-};
-template <int kPerGroup>
-inline constexpr PairIndex<kPerGroup> kPairIndex{};
 // One float per group of a pair: `first` in the lanes of group 2c, `second` in 2c+1's.
 HWY_INLINE hn::Vec<DPF> pair_floats(float first, float second) {
   const hn::Half<DPF> dh;
   return hn::Combine(DPF(), hn::Set(dh, second), hn::Set(dh, first));
-}
-template <int kPerGroup>
-HWY_INLINE V16x32 pair_multipliers(V16x32 sub_scales, int c) {
-  const __m512i index = _mm512_load_si512(kPairIndex<kPerGroup>.lanes[c]);
-  return V16x32{_mm512_permutexvar_epi16(index, sub_scales.raw)};
 }
 #else
 #define NEXTN_QUANT_PAIRS 0
@@ -254,7 +167,7 @@ HWY_INLINE void prepare(GroupWeights<kSigned>& gw, int lo, int hi) {
   const D16 d16;
   const size_t n16 = hn::Lanes(d16);
   for (size_t k = 0; k < kVecs; ++k) {
-#if NEXTN_QUANT_MADDUBS
+#if NEXTN_X86_MADDUBS
     if constexpr (kSigned) gw.mag[k] = hn::BitCast(D8(), hn::Abs(hn::BitCast(hn::RebindToSigned<D8>(), gw.w[k])));
     // Pair lane j of vector k covers elements 2j, 2j+1 of its 2·n16 elements.
     if (n16 >= 16) {
@@ -271,7 +184,7 @@ HWY_INLINE void prepare(GroupWeights<kSigned>& gw, int lo, int hi) {
   }
 }
 
-#if NEXTN_QUANT_MADDUBS
+#if NEXTN_X86_MADDUBS
 // Σ sub·w·x over one group as int32 partial sums (x86: pmaddubsw, pmaddwd).
 template <bool kSigned>
 HWY_INLINE V32 group_dot(const GroupWeights<kSigned>& gw, const int8_t* xq, int, int) {
@@ -279,15 +192,8 @@ HWY_INLINE V32 group_dot(const GroupWeights<kSigned>& gw, const int8_t* xq, int,
   V32 sum = hn::Zero(d32);
   for (size_t k = 0; k < kVecs; ++k) {
     const auto x = hn::LoadU(hn::RebindToSigned<D8>(), xq + k * hn::Lanes(D8()));
-#if HWY_TARGET <= HWY_AVX2
-    const __m256i pairs = kSigned ? _mm256_maddubs_epi16(gw.mag[k].raw, _mm256_sign_epi8(x.raw, gw.w[k].raw))
-                                  : _mm256_maddubs_epi16(gw.w[k].raw, x.raw);
-    sum = hn::Add(sum, V32{_mm256_madd_epi16(pairs, gw.sub[k].raw)});
-#else
-    const __m128i pairs = kSigned ? _mm_maddubs_epi16(gw.mag[k].raw, _mm_sign_epi8(x.raw, gw.w[k].raw))
-                                  : _mm_maddubs_epi16(gw.w[k].raw, x.raw);
-    sum = hn::Add(sum, V32{_mm_madd_epi16(pairs, gw.sub[k].raw)});
-#endif
+    if constexpr (kSigned) sum = hn::Add(sum, pair_dot<V32>(gw.mag[k], sign_by(x, gw.w[k]), gw.sub[k]));
+    else sum = hn::Add(sum, pair_dot<V32>(gw.w[k], x, gw.sub[k]));
   }
   return sum;
 }
@@ -369,17 +275,16 @@ HWY_INLINE void pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const ui
     }
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const __m512i xq = _mm512_loadu_si512(x.q + (r0 + r) * job.cols + xb * kQuantGroup);
+      const V64 xq = load64(x.q + (r0 + r) * job.cols + xb * kQuantGroup);
       const float* xs = x.scale + (r0 + r) * x.stride + xb;
       const auto xscale = pair_floats(xs[0], xs[1]);
-      __m512i offset = _mm512_setzero_si512();  // kPairOffset·(x_2i + x_2i+1)
-      if constexpr (U::kPairOffset != 0)
-        offset = _mm512_slli_epi16(_mm512_maddubs_epi16(_mm512_set1_epi8(1), xq), __builtin_ctz(U::kPairOffset));
+      V16x32 offset = hn::Zero(D16x32());  // kPairOffset·(x_2i + x_2i+1)
+      if constexpr (U::kPairOffset != 0) offset = pair_offsets<U::kPairOffset>(xq);
 #pragma GCC unroll 16
       for (int o = 0; o < O; ++o) {
-        __m512i pair_sums = _mm512_maddubs_epi16(w[o].raw, xq);
-        if constexpr (U::kPairOffset != 0) pair_sums = _mm512_sub_epi16(pair_sums, offset);
-        const hn::Vec<hn::Repartition<int32_t, D64>> dot{_mm512_madd_epi16(pair_sums, mul[o].raw)};
+        V16x32 products = pair_products(w[o], xq);
+        if constexpr (U::kPairOffset != 0) products = hn::Sub(products, offset);
+        const V32x16 dot = pair_sums(products, mul[o]);
         acc[r][o] = hn::MulAdd(hn::Mul(hn::ConvertTo(df, dot), xscale), scale[o], acc[r][o]);
       }
     }
@@ -390,36 +295,29 @@ HWY_INLINE void pairs(const QuantMatmulJob& job, int64_t r0, int64_t b, const ui
 // it adds exact zeros) of a one-group-per-block format, for a tile (AVX-512):
 // acc[r][o] += (Σ w·q as float) · (the blocks' activation scales) · (the blocks' scales).
 template <class U, int R, int O, bool kBoth>
-HWY_INLINE NEXTN_QUANT_TILE_ATTR void block_pairs(const QuantMatmulJob& job, int64_t r0, int64_t b,
+HWY_INLINE NEXTN_X86_VNNI_ATTR void block_pairs(const QuantMatmulJob& job, int64_t r0, int64_t b,
                                                   const uint8_t* const* wrow, const typename U::Header* h0,
                                                   const typename U::Header* h1, hn::Vec<DPF> (&acc)[R][O]) {
   const DPF df;
   const QuantizedRows& x = job.x;
-  __m512i w[O], mag[O];  // signed weights (Q8_0) go in as |w|, negating the activation where w < 0
+  V64 w[O], mag[O];  // signed weights (Q8_0) go in as |w|, negating the activation where w < 0
   hn::Vec<DPF> scale[O];
 #pragma GCC unroll 16
   for (int o = 0; o < O; ++o) {
-    w[o] = U::block_pair(wrow[o] + b * U::kBlockBytes, kBoth).raw;
-    mag[o] = U::kSigned ? _mm512_abs_epi8(w[o]) : w[o];
+    w[o] = U::block_pair(wrow[o] + b * U::kBlockBytes, kBoth);
+    mag[o] = U::kSigned ? abs_bytes(w[o]) : w[o];
     scale[o] = pair_floats(U::scale(h0[o], 0), kBoth ? U::scale(h1[o], 0) : 0.0f);
   }
-  [[maybe_unused]] const __m512i ones = _mm512_set1_epi16(1);
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r) {
     const int8_t* xq = x.q + (r0 + r) * job.cols + b * kQuantGroup;
-    const __m512i xv = kBoth ? _mm512_loadu_si512(xq)
-                             : _mm512_zextsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq)));
+    const V64 xv = kBoth ? load64(xq) : load32_low(xq);
     const float* xs = x.scale + (r0 + r) * x.stride + b;
     const auto xscale = pair_floats(xs[0], kBoth ? xs[1] : 0.0f);
 #pragma GCC unroll 16
     for (int o = 0; o < O; ++o) {
-      const __m512i xo =
-          U::kSigned ? _mm512_mask_sub_epi8(xv, _mm512_movepi8_mask(w[o]), _mm512_setzero_si512(), xv) : xv;
-#if HWY_TARGET == HWY_AVX3_DL  // the same int32 sums in one instruction (VNNI)
-      const hn::Vec<hn::Repartition<int32_t, D64>> dot{_mm512_dpbusd_epi32(_mm512_setzero_si512(), mag[o], xo)};
-#else
-      const hn::Vec<hn::Repartition<int32_t, D64>> dot{_mm512_madd_epi16(_mm512_maddubs_epi16(mag[o], xo), ones)};
-#endif
+      const V64 xo = U::kSigned ? negate_where_negative(xv, w[o]) : xv;
+      const V32x16 dot = quad_dot(mag[o], xo);
       acc[r][o] = hn::MulAdd(hn::Mul(hn::ConvertTo(df, dot), xscale), scale[o], acc[r][o]);
     }
   }
@@ -444,7 +342,7 @@ HWY_INLINE void block_headers(const QuantMatmulJob& job, int64_t b, const uint8_
 
 // R rows × O outputs starting at (r0, o0). `mins` is scratch of O × x.stride floats.
 template <class U, int R, int O>
-HWY_NOINLINE NEXTN_QUANT_TILE_ATTR void quant_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0, float* mins) {
+HWY_NOINLINE NEXTN_X86_VNNI_ATTR void quant_tile(const QuantMatmulJob& job, int64_t r0, int64_t o0, float* mins) {
   const D8 d8;
   using DAcc = std::conditional_t<kPaired<U> || kBlockPaired<U>, DPF, DQF>;
   const DAcc df;
