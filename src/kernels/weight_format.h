@@ -1,10 +1,12 @@
 // kernels/weight_format.h — block-quantized weight formats (GGUF's Q8_0, Q4_0, Q4_1,
 // Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; MLX affine 4/8-bit) behind one interface.
 //
-// A format is one file (format_<name>.cc) that defines a WeightFormat: a scalar
-// dequantizer (embedding rows, tests, tools), a quantizer (`nextn quantize`) and a
-// matmul over its blocks, plus one line in the table of weight_formats.cc (and its
-// DType with block size and GGUF id in util/dtype.h).
+// Formats come in families, one file each (format_legacy32.cc, format_k_quants.cc,
+// format_mlx.cc, format_interleaved16.cc); a format is a WeightFormat there: a scalar
+// dequantizer (embedding rows, tests, tools), a quantizer (`nextn quantize`) and a matmul
+// over its blocks (an Unpacker the family's one per-target matmul dispatches to by
+// FormatCase), plus one line in the table of weight_formats.cc (and its DType with block
+// size and GGUF id in util/dtype.h).
 //
 // Matmul scheme shared by every format (quant_matmul-inl.h): the activations are
 // quantized once per matmul to int8 blocks of 32 (QuantizedRows); each weight group of

@@ -5,7 +5,7 @@
 
 namespace nextn {
 
-// Defined one per file (format_<name>.cc).
+// Defined in the family files (format_<family>.cc).
 extern const WeightFormat kQ8_0Format;
 extern const WeightFormat kQ4_0Format;
 extern const WeightFormat kQ4_1Format;

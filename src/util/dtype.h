@@ -11,7 +11,7 @@ namespace nextn {
 // layouts, see kernels/weight_format.h); then MLX's affine 4- and 8-bit groups of
 // 32/64/128, repacked at load into blocks of {f32 scale, f32 bias, values}
 // (kernels/format_mlx.cc); last, interleaved layouts that the weight store regroups
-// file matrices into at load (Q8_0x16: 16 rows of Q8_0 per group, kernels/format_q8_0x16.cc;
+// file matrices into at load (Q8_0x16: 16 rows of Q8_0 per group, kernels/format_interleaved16.cc;
 // Q4_Kx16 also unpacks the 6-bit sub-block scales to bytes, so its rows are larger).
 // A quantized row of n elements is n/block blocks of block_bytes each (an interleaved
 // group of g rows holds g rows' bytes); dtype_size() is only meaningful for the float types.
