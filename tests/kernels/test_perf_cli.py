@@ -3,7 +3,8 @@
 
 No timing asserts: checks the JSON fields exist, are positive and consistent
 (k rows measured for k = 1..max_k, relative cost of k = 1 is exactly 1, decode
-GB/s = weight GB × tok/s), and that bad flags exit with code 2.
+GB/s = weight GB × tok/s, every weight type in --kernels), and that bad flags exit
+with code 2.
 """
 import json
 import os
@@ -46,6 +47,18 @@ def main():
         assert m["verify"][0]["relative_to_k1"] == 1.0
         assert all(v["ms"] > 0 for v in m["verify"])
         assert 0 <= m["restore_ms"] < m["verify"][-1]["ms"], m["restore_ms"]
+
+    # The per-type matmul: every weight type and interleaved layout, each row count timed.
+    r = run(["--threads", "2", "--bandwidth-mib", "64", "--repeats", "1", "--kernels", "--json"])
+    assert r.returncode == 0, r.stderr
+    kernels = json.loads(r.stdout)["kernels"]
+    names = [k["type"] for k in kernels]
+    for name in ("F32", "BF16", "Q8_0", "Q8_0x16", "Q4_0", "Q4_0x16", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q4_Kx16",
+                 "Q5_K", "Q6_K", "Q6_Kx16", "MLX4_G64", "MLX8_G64"):
+        assert name in names, names
+    for k in kernels:
+        assert sorted(k["us_by_rows"], key=int) == ["1", "4", "8", "32"], k
+        assert all(v > 0 for v in k["us_by_rows"].values()) and k["bytes"] > 0 and k["weight_gbs_1_row"] > 0, k
 
     # The table form names every section.
     r = run(["--bandwidth-mib", "64", "--repeats", "1", "--model", model, "--prefill", "8",
