@@ -53,7 +53,9 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
   app.add_option("--draft-model", o.speculative.draft_model_dir, "Smaller model with the same tokenizer used as drafter");
   app.add_option("--num-draft-tokens", f.num_draft_tokens,
                  "Tokens drafted per step by --draft-model / ngram: N, or auto (the default)");
-  app.add_option("--spec-type", f.spec_type, "Drafter without a model: ngram (prompt lookup)");
+  app.add_option("--spec-type", f.spec_type,
+                 "Drafter without a model: ngram (prompt lookup) or suffix (suffix decoding over the sequence and "
+                 "earlier outputs)");
   app.add_option("--spec-synthetic-accept", o.speculative.synthetic_accept,
                  "Accept each draft with this probability regardless of the target (benchmarking only)")
       ->check(finite_in(0, 1));
@@ -93,10 +95,10 @@ EngineOptions resolve_engine_options(const EngineFlags& f) {
     o.speculative.mode = "mtp";
   } else if (!o.speculative.draft_model_dir.empty()) {
     o.speculative.mode = "draft";
-  } else if (f.spec_type == "ngram") {
-    o.speculative.mode = "ngram";
+  } else if (f.spec_type == "ngram" || f.spec_type == "suffix") {
+    o.speculative.mode = f.spec_type;
   } else if (!f.spec_type.empty()) {
-    fail(ErrorKind::kBadInput, "--spec-type: unknown drafter '{}' (known: ngram)", f.spec_type);
+    fail(ErrorKind::kBadInput, "--spec-type: unknown drafter '{}' (known: ngram, suffix)", f.spec_type);
   }
   if (o.speculative.mode == "mtp") {
     resolve_depth("--num-mtp-tokens", f.num_mtp_tokens, kAdaptiveMaxDrafts, o.speculative);

@@ -541,6 +541,7 @@ bool Engine::Impl::constraint_failed(Slot& slot) {
 
 void Engine::Impl::finish(Slot& slot, FinishReason reason, const std::string& error) {
   std::unique_ptr<Active> a = std::move(slot.active);
+  speculator->finish(slot.spec, int(a->req.prompt.size()));
   double t_end = now_seconds();
   Timings& t = a->timings;
   t.speculative = slot.spec.counters;

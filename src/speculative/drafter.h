@@ -113,6 +113,9 @@ class DraftSession {
   virtual void commit(int start, std::span<const int32_t> tokens, const float* hidden) = 0;
   // The target's state returned to n tokens (prefix cache, cancellation).
   virtual void rollback(int n) = 0;
+  // The request the session served ended: its prompt was the first `prompt_tokens`
+  // tokens committed, the rest its output. For drafters that learn across requests.
+  virtual void request_finished(int prompt_tokens) {}
   // Memory held by the session's caches.
   virtual size_t kv_bytes() const { return 0; }
 };
@@ -149,6 +152,7 @@ std::unique_ptr<Drafter> make_mtp_drafter(Model& target, const SpeculativeOption
 std::unique_ptr<Drafter> make_assistant_drafter(Model& target, const SpeculativeOptions& options);
 std::unique_ptr<Drafter> make_draft_model_drafter(Model& target, const SpeculativeOptions& options);
 std::unique_ptr<Drafter> make_ngram_drafter(Model& target, const SpeculativeOptions& options);
+std::unique_ptr<Drafter> make_suffix_drafter(Model& target, const SpeculativeOptions& options);
 // Gemma 4 "-assistant" checkpoints under --mtp-assistant-model (chosen by make_assistant_drafter).
 std::unique_ptr<Drafter> make_gemma4_assistant_drafter(Model& target, const SpeculativeOptions& options);
 // Drafts per step when --num-mtp-tokens is not given for the assistant in `dir`: its

@@ -16,6 +16,7 @@ const std::pair<const char*, Factory> kDrafters[] = {
     {"assistant", make_assistant_drafter},  // MTP layers from --mtp-assistant-model
     {"draft", make_draft_model_drafter},    // an independent smaller model
     {"ngram", make_ngram_drafter},          // prompt lookup in the sequence's own tokens
+    {"suffix", make_suffix_drafter},        // suffix decoding over the sequence and earlier outputs
 };
 }  // namespace
 

@@ -121,6 +121,10 @@ void Speculator::return_to(SequenceSpeculation& spec, int n) {
   spec.session->rollback(spec.session_len);
 }
 
+void Speculator::finish(SequenceSpeculation& spec, int prompt_tokens) {
+  if (spec.session) spec.session->request_finished(prompt_tokens);
+}
+
 void Speculator::reset(SequenceSpeculation& spec) {
   spec.session.reset();
   spec.session_len = 0;

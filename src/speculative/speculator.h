@@ -89,6 +89,8 @@ class Speculator {
   void return_to(SequenceSpeculation& spec, int n);
   // Forgets the session (the slot's state is unknown after an error).
   void reset(SequenceSpeculation& spec);
+  // The slot's request ended (its prompt: the first `prompt_tokens` tokens).
+  void finish(SequenceSpeculation& spec, int prompt_tokens);
 
   // One step over the whole batch (see the header comment). The results are valid until
   // the next step.

@@ -131,6 +131,7 @@ std::vector<Family> families() {
     {"mtp dense, 2 layers", mimo2_model(), "mtp", "", true},
     {"mtp hybrid (Qwen3.5)", qwen3_5_model(), "mtp", ""},
     {"ngram hybrid", qwen3_5_model(), "ngram", ""},
+    {"suffix hybrid", qwen3_5_model(), "suffix", ""},
     {"assistant (MTP checkpoint)", qwen3_model(), "assistant", assistant_model(), true},
     {"draft model", qwen3_model(), "draft", qwen3_draft_model(), true},
     {"Gemma 4 assistant", gemma4_model(), "assistant", gemma4_assistant_model()},

@@ -157,6 +157,9 @@ TEST(Distribution, DraftModelIsLossless) { expect_lossless(draft_model_options(3
 
 TEST(Distribution, NgramIsLossless) { expect_lossless(spec_options(target_model(), "ngram", 3), "ngram"); }
 
+// Every request has the same prompt, so the server's index of earlier outputs drafts too.
+TEST(Distribution, SuffixIsLossless) { expect_lossless(spec_options(target_model(), "suffix", 4), "suffix"); }
+
 // Words of lowercase letters and spaces: a few dozen of the tiny vocabulary's tokens
 // are allowed at each position, so the masked distributions differ from the plain ones.
 const char* kWordsGrammar = "root ::= [a-z ]{1,60}\n";

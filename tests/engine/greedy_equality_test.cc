@@ -170,6 +170,19 @@ TEST(GreedyEquality, Ngram) {
   }
 }
 
+TEST(GreedyEquality, Suffix) {
+  for (int n = 1; n <= 4; ++n) {
+    double acc = 0;
+    check_equal({"suffix", mimo_model(), "suffix", ""}, n, &acc, {}, 200);
+    std::printf("suffix N=%d acceptance %.3f\n", n, acc);
+    EXPECT_GT(acc, 0.0) << "N=" << n;
+  }
+}
+
+TEST(GreedyEquality, SuffixQwen3_5Hybrid) {
+  for (int n = 1; n <= 4; ++n) check_equal({"suffix-qwen3.5", qwen3_5_model(), "suffix", ""}, n, nullptr, {}, 120);
+}
+
 TEST(GreedyEquality, WithRepetitionPenalty) {
   // Penalties change each verify row's argmax depending on the drafts before it.
   SamplingParams sp;
