@@ -55,7 +55,8 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "Tokens drafted per step by --draft-model / ngram: N, or auto (the default)");
   app.add_option("--spec-type", f.spec_type,
                  "Drafter without a model: ngram (prompt lookup) or suffix (suffix decoding over the sequence and "
-                 "earlier outputs)");
+                 "earlier outputs); beside --mtp, --mtp-assistant-model or --draft-model it takes over where it "
+                 "finds a long match");
   app.add_option("--spec-synthetic-accept", o.speculative.synthetic_accept,
                  "Accept each draft with this probability regardless of the target (benchmarking only)")
       ->check(finite_in(0, 1));
@@ -86,23 +87,26 @@ EngineOptions resolve_engine_options(const EngineFlags& f) {
   o.load.copy_weights = !f.mmap_weights;
   o.kv.type = parse_kv_type(f.turbo_kv ? "turbo3" : f.kv_type);
 
-  int modes = int(f.mtp) + int(!o.speculative.assistant_dir.empty()) + int(!o.speculative.draft_model_dir.empty()) +
-              int(!f.spec_type.empty());
-  if (modes > 1) fail(ErrorKind::kBadInput, "choose one drafter: --mtp, --mtp-assistant-model, --draft-model or --spec-type");
+  // One model drafter at most; a --spec-type lookup beside it takes over where it finds a
+  // long match (speculative/chain_drafter.cc).
+  const int model_drafters = int(f.mtp) + int(!o.speculative.assistant_dir.empty()) +
+                             int(!o.speculative.draft_model_dir.empty());
+  if (model_drafters > 1) fail(ErrorKind::kBadInput, "choose one of --mtp, --mtp-assistant-model and --draft-model");
   if (!o.speculative.assistant_dir.empty()) {
     o.speculative.mode = "assistant";
   } else if (f.mtp) {
     o.speculative.mode = "mtp";
   } else if (!o.speculative.draft_model_dir.empty()) {
     o.speculative.mode = "draft";
-  } else if (f.spec_type == "ngram" || f.spec_type == "suffix") {
-    o.speculative.mode = f.spec_type;
-  } else if (!f.spec_type.empty()) {
-    fail(ErrorKind::kBadInput, "--spec-type: unknown drafter '{}' (known: ngram, suffix)", f.spec_type);
   }
-  if (o.speculative.mode == "mtp") {
+  if (!f.spec_type.empty() && f.spec_type != "ngram" && f.spec_type != "suffix")
+    fail(ErrorKind::kBadInput, "--spec-type: unknown drafter '{}' (known: ngram, suffix)", f.spec_type);
+  if (!f.spec_type.empty())
+    o.speculative.mode = o.speculative.mode == "none" ? f.spec_type : o.speculative.mode + "+" + f.spec_type;
+  const std::string base_mode = o.speculative.mode.substr(0, o.speculative.mode.find('+'));
+  if (base_mode == "mtp") {
     resolve_depth("--num-mtp-tokens", f.num_mtp_tokens, kAdaptiveMaxDrafts, o.speculative);
-  } else if (o.speculative.mode == "assistant") {
+  } else if (base_mode == "assistant") {
     // An assistant checkpoint's num_assistant_tokens (Gemma 4: else 4) bounds `auto`.
     resolve_depth("--num-mtp-tokens", f.num_mtp_tokens,
                   assistant_default_draft_tokens(o.speculative.assistant_dir, kAdaptiveMaxDrafts), o.speculative);

@@ -141,8 +141,9 @@ class Drafter {
 int32_t choose_draft(const float* logits, int vocab, Sampler& sampler, DraftProposal& out, std::vector<float>& work,
                      std::vector<int32_t>& order);
 
-// Builds the drafter named by options.mode ("none" → nullptr). Throws
-// nextn::Error for unknown modes and incompatible checkpoints.
+// Builds the drafter named by options.mode ("none" → nullptr; "BASE+TAKEOVER": two
+// chained, make_chain_drafter). Throws nextn::Error for unknown modes and incompatible
+// checkpoints.
 std::unique_ptr<Drafter> make_drafter(Model& target, const SpeculativeOptions& options);
 // Names the registry knows (for messages).
 std::vector<std::string> drafter_names();
@@ -153,6 +154,8 @@ std::unique_ptr<Drafter> make_assistant_drafter(Model& target, const Speculative
 std::unique_ptr<Drafter> make_draft_model_drafter(Model& target, const SpeculativeOptions& options);
 std::unique_ptr<Drafter> make_ngram_drafter(Model& target, const SpeculativeOptions& options);
 std::unique_ptr<Drafter> make_suffix_drafter(Model& target, const SpeculativeOptions& options);
+// `takeover` (a lookup) drafts first; where it finds little, `base` drafts (chain_drafter.cc).
+std::unique_ptr<Drafter> make_chain_drafter(std::unique_ptr<Drafter> base, std::unique_ptr<Drafter> takeover);
 // Gemma 4 "-assistant" checkpoints under --mtp-assistant-model (chosen by make_assistant_drafter).
 std::unique_ptr<Drafter> make_gemma4_assistant_drafter(Model& target, const SpeculativeOptions& options);
 // Drafts per step when --num-mtp-tokens is not given for the assistant in `dir`: its

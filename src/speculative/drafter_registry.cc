@@ -28,6 +28,14 @@ std::vector<std::string> drafter_names() {
 
 std::unique_ptr<Drafter> make_drafter(Model& target, const SpeculativeOptions& options) {
   if (options.mode.empty() || options.mode == "none") return nullptr;
+  if (const size_t plus = options.mode.find('+'); plus != std::string::npos) {
+    SpeculativeOptions base = options, takeover = options;
+    base.mode = options.mode.substr(0, plus);
+    takeover.mode = options.mode.substr(plus + 1);
+    if (base.mode.empty() || takeover.mode.empty() || takeover.mode.find('+') != std::string::npos)
+      fail(ErrorKind::kBadInput, "drafter '{}': a chain is BASE+TAKEOVER", options.mode);
+    return make_chain_drafter(make_drafter(target, base), make_drafter(target, takeover));
+  }
   for (auto& [name, factory] : kDrafters)
     if (options.mode == name) return factory(target, options);
   fail(ErrorKind::kBadInput, "unknown drafter '{}' (known: {})", options.mode, fmt::join(drafter_names(), ", "));

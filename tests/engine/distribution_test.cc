@@ -160,6 +160,12 @@ TEST(Distribution, NgramIsLossless) { expect_lossless(spec_options(target_model(
 // Every request has the same prompt, so the server's index of earlier outputs drafts too.
 TEST(Distribution, SuffixIsLossless) { expect_lossless(spec_options(target_model(), "suffix", 4), "suffix"); }
 
+// MTP drafts where the suffix lookup does not take over: sampled (q) and deterministic
+// drafts in one batch.
+TEST(Distribution, MtpChainedWithSuffixIsLossless) {
+  expect_lossless(spec_options(target_model(), "mtp+suffix", 4), "mtp+suffix");
+}
+
 // Words of lowercase letters and spaces: a few dozen of the tiny vocabulary's tokens
 // are allowed at each position, so the masked distributions differ from the plain ones.
 const char* kWordsGrammar = "root ::= [a-z ]{1,60}\n";

@@ -179,6 +179,15 @@ TEST(GreedyEquality, Suffix) {
   }
 }
 
+TEST(GreedyEquality, MtpChainedWithSuffix) {
+  // Steps where the suffix lookup finds a long match draft with it, the others with MTP.
+  for (int n = 1; n <= 4; ++n) {
+    double acc = 0;
+    check_equal({"mtp+suffix", mimo_model(), "mtp+suffix", ""}, n, &acc, {}, 200);
+    EXPECT_GT(acc, 0.0) << "N=" << n;
+  }
+}
+
 TEST(GreedyEquality, SuffixQwen3_5Hybrid) {
   for (int n = 1; n <= 4; ++n) check_equal({"suffix-qwen3.5", qwen3_5_model(), "suffix", ""}, n, nullptr, {}, 120);
 }
