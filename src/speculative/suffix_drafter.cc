@@ -19,10 +19,12 @@ namespace nextn {
 
 namespace {
 
-constexpr int kDepth = 32;               // longest string the indexes count
-constexpr int kMaxMatch = 24;            // longest suffix looked up (leaves room to draft)
+// An index holds at most kDepth nodes (16 bytes each) per token: 384 bytes, 12 MiB for a
+// 32K-token sequence, at most 48 MiB for the server's.
+constexpr int kDepth = 24;               // longest string the indexes count
+constexpr int kMaxMatch = 16;            // longest suffix looked up (leaves room to draft)
 constexpr double kMinProbability = 0.1;  // drafting stops below this estimated probability
-constexpr size_t kServerTokens = 1 << 18;  // outputs the per-server index keeps
+constexpr size_t kServerTokens = 1 << 17;  // outputs the per-server index keeps
 
 // The outputs of finished requests, shared by every session of the drafter.
 class FinishedOutputs {
@@ -57,6 +59,8 @@ class SuffixSession : public DraftSession {
       own_.append(cursor_, t);
     }
   }
+
+  size_t kv_bytes() const override { return own_.bytes(); }
 
   // The output joins the server's index.
   void request_finished(int prompt_tokens) override {

@@ -49,6 +49,7 @@ class SuffixIndex {
   int32_t count(std::span<const int32_t> tokens) const;
   int depth() const { return depth_; }
   size_t nodes_in_use() const { return nodes_.size() - free_.size(); }
+  size_t bytes() const { return nodes_.capacity() * sizeof(Node) + free_.capacity() * sizeof(int32_t); }
 
  private:
   struct Node {
