@@ -7,7 +7,9 @@
 namespace nextn {
 
 struct SpeculativeOptions {
-  std::string mode = "none";        // none | mtp | assistant | draft | ngram (see drafter_registry.cc)
+  // none | mtp | assistant | draft | ngram | suffix, or BASE+TAKEOVER (mtp+suffix: a
+  // chain, see drafter_registry.cc)
+  std::string mode = "none";
   int num_draft_tokens = 3;         // per step; 0 turns drafting off
   bool adaptive = false;            // --num-mtp-tokens auto (num_draft_tokens is then the upper bound)
   std::string assistant_dir;        // --mtp-assistant-model

@@ -122,7 +122,8 @@ void Speculator::return_to(SequenceSpeculation& spec, int n) {
 }
 
 void Speculator::finish(SequenceSpeculation& spec, int prompt_tokens) {
-  if (spec.session) spec.session->request_finished(prompt_tokens);
+  // A request that did not draft left the session on an earlier request's tokens.
+  if (spec.limit > 0 && spec.session) spec.session->request_finished(prompt_tokens);
 }
 
 void Speculator::reset(SequenceSpeculation& spec) {
