@@ -76,6 +76,9 @@ struct MtpHeadConfig {
   BlockShape block;
   std::vector<float> inv_freq;
 };
+// The MTP head of a model of config `c` (its layers shaped as the trunk's attention
+// layers, routed when the trunk's are); `c` must outlive the head.
+MtpHeadConfig mtp_head_spec(const ModelConfig& c);
 // Binds and validates every tensor of the head from `store`. The target must outlive
 // the head; `keep_alive` holds whatever backs the store (assistant checkpoints).
 std::unique_ptr<MtpHead> make_mtp_head(const MtpHeadConfig& spec, const DecoderModel& target, WeightStore& store,

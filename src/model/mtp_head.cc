@@ -42,12 +42,13 @@ class MtpHeadImpl : public MtpHead {
         if (!spec.arch || !spec.arch->make_block || !spec.config)
           fail(ErrorKind::kInternal, "Qwen3.5 MTP head without its architecture");
         const float off = spec.config->norm_offset;
-        w.token_norm = store.floats("mtp.pre_fc_norm_embedding.weight", {H}, off);
-        w.hidden_norm = store.floats("mtp.pre_fc_norm_hidden.weight", {H}, off);
-        w.proj = store.linear("mtp.fc", H, 2 * H, false);
-        w.out_norm = store.floats("mtp.norm.weight", {H}, off);
+        const std::string& m = spec.config->mtp_prefix;
+        w.token_norm = store.floats(m + "pre_fc_norm_embedding.weight", {H}, off);
+        w.hidden_norm = store.floats(m + "pre_fc_norm_hidden.weight", {H}, off);
+        w.proj = store.linear(m + "fc", H, 2 * H, false);
+        w.out_norm = store.floats(m + "norm.weight", {H}, off);
         w.head = target.lm_head();
-        w.block = spec.arch->make_block(*spec.config, spec.layer, store, "mtp.layers." + std::to_string(index) + ".");
+        w.block = spec.arch->make_block(*spec.config, spec.layer, store, m + "layers." + std::to_string(index) + ".");
         layers_.push_back(std::move(w));
         continue;
       }
@@ -185,13 +186,68 @@ class MtpHeadImpl : public MtpHead {
   std::vector<StateSegment> segments_;
 };
 
-// What backs an assistant head's weights (destroyed store-first).
+// What backs an assistant head's weights (destroyed store-first; the config the split
+// form's layers point to outlives them).
 struct AssistantResources {
+  std::unique_ptr<ModelConfig> config;
   std::unique_ptr<Checkpoint> ckpt;
   std::unique_ptr<WeightStore> store;
 };
 
+// The split form: a checkpoint of the target's own kind of architecture whose MTP layers
+// are all it needs to hold (llama.cpp's `mtp-` GGUF, written by its converter's --mtp
+// beside a --no-mtp trunk: the MTP block at blk.{n_layer + i} plus copies of the
+// embedding, final norm and output; or a safetensors directory holding the MTP tensors
+// under the names the full checkpoint uses). Its layers are bound exactly as the full
+// checkpoint's head would be; the embedding and output head stay the target's.
+std::unique_ptr<MtpHead> load_split_head(std::shared_ptr<AssistantResources> res, const std::string& dir,
+                                         DecoderModel& target) {
+  res->config = std::make_unique<ModelConfig>(parse_model_config(*res->ckpt));
+  const ModelConfig& c = *res->config;
+  const ModelConfig& tc = target.config();
+  if (c.mtp_layout == MtpLayout::kNone || c.num_mtp_layers <= 0)
+    fail(ErrorKind::kBadInput,
+         "{}: holds no MTP layers ({} without MTP tensors; an MTP drafter is an MTP-only checkpoint of the target's "
+         "architecture, such as llama.cpp's mtp- GGUF, or architectures ['NextnMTPAssistant'])",
+         dir, c.architecture);
+  if (c.hidden_size != tc.hidden_size)
+    fail(ErrorKind::kBadInput, "{}: hidden_size {} does not match the target model's hidden_size {} ({})", dir,
+         c.hidden_size, tc.hidden_size, target.dir());
+  if (c.vocab_size != tc.vocab_size)
+    fail(ErrorKind::kBadInput, "{}: vocab_size {} does not match the target model's vocab_size {} ({})", dir,
+         c.vocab_size, tc.vocab_size, target.dir());
+  res->store = std::make_unique<WeightStore>(*res->ckpt, target.copy_weights());
+  WeightStore& store = *res->store;
+  return make_mtp_head(mtp_head_spec(c), target, store, std::move(res));
+}
+
 }  // namespace
+
+MtpHeadConfig mtp_head_spec(const ModelConfig& c) {
+  MtpHeadConfig spec;
+  spec.layout = c.mtp_layout;
+  spec.num_layers = c.num_mtp_layers;
+  spec.first_index = c.mtp_layout == MtpLayout::kDeepSeek ? c.num_layers : 0;
+  // The flat shape (MiMo / DeepSeek layers of a uniform trunk).
+  BlockShape& b = spec.block;
+  b.hidden = c.hidden_size;
+  b.heads = c.num_heads;
+  b.kv_heads = c.num_kv_heads;
+  b.head_dim = c.head_dim;
+  b.intermediate = c.intermediate_size;
+  b.qkv_bias = c.qkv_bias;
+  b.qk_norm = c.qk_norm;
+  b.eps = static_cast<float>(c.rms_norm_eps);
+  spec.inv_freq = rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling);
+  spec.config = &c;
+  spec.arch = &architecture_named(c.architecture);
+  for (const LayerSpec& l : c.layers)
+    if (l.mixer == MixerKind::kAttention) spec.layer = l;  // the MTP layer is full attention, as the trunk's
+  // ... and its MLP is routed when the trunk's is (qwen3_5_moe's MTP layer has experts).
+  for (const LayerSpec& l : c.layers)
+    if (l.mlp.routed()) spec.layer.mlp = l.mlp;
+  return spec;
+}
 
 std::unique_ptr<MtpHead> make_mtp_head(const MtpHeadConfig& spec, const DecoderModel& target, WeightStore& store,
                                        std::shared_ptr<void> keep_alive) {
@@ -211,8 +267,7 @@ std::unique_ptr<MtpHead> MtpHead::load_assistant(const std::string& dir, Model& 
       !reader.json()["architectures"].empty() && reader.json()["architectures"][0].is_string())
     arch = reader.json()["architectures"][0].get<std::string>();
   if (arch != "NextnMTPAssistant" && reader.get_string("model_type", "") != "mtp_assistant")
-    reader.error(ErrorKind::kUnsupported,
-                 "not an MTP assistant checkpoint (expected architectures ['NextnMTPAssistant'], got '{}')", arch);
+    return load_split_head(std::move(res), dir, *target);
 
   MtpHeadConfig spec;
   const std::string layout = reader.get_string("mtp_layout", "");
@@ -250,7 +305,7 @@ std::unique_ptr<MtpHead> MtpHead::load_assistant(const std::string& dir, Model& 
   b.eps = static_cast<float>(reader.get_double("rms_norm_eps", 1e-6));
   ModelConfig rope;
   parse_rope_scaling(reader, rope);
-  spec.inv_freq = rope_inv_freq(b.head_dim, reader.get_double("rope_theta", 10000.0), rope.rope_scaling);
+  spec.inv_freq = rope_inv_freq(b.head_dim, rope_parameter(reader, "rope_theta", 10000.0), rope.rope_scaling);
 
   res->store = std::make_unique<WeightStore>(*res->ckpt, target->copy_weights());
   WeightStore& store = *res->store;
