@@ -3,12 +3,13 @@
 
 namespace nextn {
 
-const GgufDialect& gguf_gemma4_dialect();  // io/gguf_gemma4.cc
+const GgufDialect& gguf_gemma4_dialect();            // io/gguf_gemma4.cc
+const GgufDialect& gguf_gemma4_assistant_dialect();  // io/gguf_gemma4_assistant.cc
 
 namespace {
 
 const std::vector<const GgufDialect*>& dialects() {
-  static const std::vector<const GgufDialect*> all = {&gguf_gemma4_dialect()};
+  static const std::vector<const GgufDialect*> all = {&gguf_gemma4_dialect(), &gguf_gemma4_assistant_dialect()};
   return all;
 }
 
