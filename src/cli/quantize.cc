@@ -180,7 +180,11 @@ std::vector<float> source_floats(const TensorView& t, const Planned& p) {
 
 // A Qwen3.5 Hugging Face name → the DeepSeek-layout name llama.cpp's converter gives it
 // before its table: the language model's prefix dropped, mtp.* at layer L + i.
-std::string qwen35_layer_name(const std::string& name, int num_layers) {
+std::string qwen35_layer_name(const std::string& stored, int num_layers) {
+  // The head as model.mtp.* (or under the language model) is the same as mtp.*.
+  std::string name = stored;
+  for (const std::string prefix : {"model.language_model.mtp.", "model.mtp."})
+    if (name.compare(0, prefix.size(), prefix) == 0) name = "mtp." + name.substr(prefix.size());
   const std::string vl = "model.language_model.";
   if (name.compare(0, vl.size(), vl) == 0) return "model." + name.substr(vl.size());
   static const std::map<std::string, std::string> head = {

@@ -60,11 +60,24 @@ void require_positive(const ConfigReader& reader, const char* key, int value) {
 
 }  // namespace
 
+double rope_parameter(const ConfigReader& reader, const char* key, double fallback) {
+  if (reader.has("rope_parameters")) {
+    const nlohmann::json& rp = reader.json().at("rope_parameters");
+    if (!rp.is_object()) reader.error(ErrorKind::kBadInput, "key 'rope_parameters' must be an object");
+    ConfigReader sub(rp, reader.path() + " rope_parameters");
+    if (sub.has(key)) return sub.get_double(key, fallback);
+  }
+  return reader.get_double(key, fallback);
+}
+
 void parse_rope_scaling(const ConfigReader& reader, ModelConfig& config) {
-  if (!reader.has("rope_scaling")) return;
-  const nlohmann::json& rs = reader.json().at("rope_scaling");
-  if (!rs.is_object()) reader.error(ErrorKind::kBadInput, "key 'rope_scaling' must be an object or null");
-  ConfigReader sub(rs, reader.path() + " rope_scaling");
+  // Newer transformers keep the scaling in rope_parameters (beside rope_theta); older
+  // configs in rope_scaling.
+  const char* key = reader.has("rope_scaling") ? "rope_scaling" : "rope_parameters";
+  if (!reader.has(key)) return;
+  const nlohmann::json& rs = reader.json().at(key);
+  if (!rs.is_object()) reader.error(ErrorKind::kBadInput, "key '{}' must be an object or null", key);
+  ConfigReader sub(rs, reader.path() + " " + key);
   std::string type = sub.get_string("rope_type", sub.get_string("type", "default"));
   if (type == "default") return;
   if (type != "llama3" && type != "linear")
@@ -198,7 +211,8 @@ ModelConfig parse_model_config(const Checkpoint& ckpt) {
   if (c.head_dim % 2 != 0) reader.error(ErrorKind::kBadInput, "head_dim must be even for RoPE, got {}", c.head_dim);
   c.rms_norm_eps = reader.get_double("rms_norm_eps", 1e-6);
   if (!(c.rms_norm_eps > 0)) reader.error(ErrorKind::kBadInput, "key 'rms_norm_eps' must be positive");
-  c.rope_theta = reader.get_double("rope_theta", 10000.0);
+  // Top level (older transformers) or inside rope_parameters (newer ones save it there).
+  c.rope_theta = rope_parameter(reader, "rope_theta", 10000.0);
   if (!(c.rope_theta > 0)) reader.error(ErrorKind::kBadInput, "key 'rope_theta' must be positive");
   c.max_position_embeddings = reader.get_int("max_position_embeddings", 4096);
   c.tie_word_embeddings = reader.get_bool("tie_word_embeddings", false);

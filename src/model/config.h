@@ -135,6 +135,9 @@ struct ModelConfig {
   bool qk_norm = false;   // Qwen3
   MtpLayout mtp_layout = MtpLayout::kNone;
   int num_mtp_layers = 0;
+  std::string mtp_prefix = "mtp.";  // kQwen35: where the head's tensors are (mtp.* or model.mtp.*)
+  // Why a head the config names cannot be used (--mtp then fails with it); "" otherwise.
+  std::string mtp_unavailable;
   // Per-layer specification (size num_layers). Filled from the flat fields above
   // for uniform architectures; hybrid ones (Qwen3.5) set it in their configure().
   std::vector<LayerSpec> layers;

@@ -15,7 +15,9 @@ static void configure_glm4_moe(const ConfigReader& reader, const Checkpoint&, Mo
   c.qkv_bias = reader.get_bool("attention_bias", false);
   c.qk_norm = reader.get_bool("use_qk_norm", false);
   parse_rope_scaling(reader, c);
-  const double partial = reader.get_double("partial_rotary_factor", 0.5);
+  // Newer transformers save rope_theta and partial_rotary_factor inside rope_parameters
+  // (config.cc reads rope_theta from either place).
+  const double partial = rope_parameter(reader, "partial_rotary_factor", 0.5);
   const int rotary = int(c.head_dim * partial);
   if (!(partial > 0 && partial <= 1) || rotary < 2 || rotary % 2 != 0)
     reader.error(ErrorKind::kBadInput, "partial_rotary_factor {} gives {} rotary dims of head_dim {} (need an even number >= 2)",
