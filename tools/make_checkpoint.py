@@ -379,8 +379,9 @@ def parse_args(argv):
                    help="qwen3_5: Qwen3_5ForConditionalGeneration layout (text_config, "
                         "model.language_model.*, a vision tensor)")
     p.add_argument("--mtp-layers", type=int, default=1)
-    p.add_argument("--experts-layout", choices=["fused", "per_expert"],
-                   help="MoE: experts.gate_up_proj/down_proj stacked (default) or one tensor per expert")
+    p.add_argument("--experts-layout", choices=["fused", "per_expert", "released"],
+                   help="MoE: experts.gate_up_proj/down_proj stacked (default), one tensor per expert, or "
+                        "released: the Qwen3.5/3.6-35B/122B layout (trunk fused, MTP layer per expert)")
     p.add_argument("--shared-head", choices=["copy", "random", "none"], default="copy",
                    help="DeepSeek layout: shared_head.head = copy of lm_head (default), "
                         "independent random weights, or absent")

@@ -30,6 +30,8 @@ CASES = {
     "f32_token_by_token": ([], "f32", ["--chunk", "1"], PROMPT),
     "f32_chunk3": ([], "f32", ["--chunk", "3", "--mtp"], PROMPT),
     "per_expert_seed2": (["--experts-layout", "per_expert", "--seed", "2"], "f32", ["--mtp"], PROMPT),
+    # the released 35B-A3B / 122B-A10B layout: trunk experts fused, the MTP layer's one tensor each
+    "released_layout_seed4": (["--experts-layout", "released", "--seed", "4"], "f32", ["--mtp"], PROMPT),
     "vision_language_f32": (["--vision-language", "--seed", "1"], "f32", ["--mtp"], PROMPT),
     "bf16": (["--dtype", "bf16"], "bf16", ["--mtp"], PROMPT),
     "long150_whole": ([], "f32", ["--mtp"], LONG),
