@@ -30,6 +30,12 @@ float e4m3fn_to_float(uint8_t b) {
   return sign ? -v : v;
 }
 
+std::string shape_text(const std::vector<int64_t>& shape) {
+  TensorView t;
+  t.shape = shape;
+  return t.shape_string();
+}
+
 }  // namespace
 
 void Checkpoint::convert_fp8_weights() {
@@ -58,12 +64,12 @@ void Checkpoint::convert_fp8_weights() {
     }
     if (raw.shape.size() != 2)
       fail(ErrorKind::kBadInput, "{}: FP8 tensor '{}' has shape {}, expected a matrix", raw.file, raw.name,
-           TensorView{.shape = raw.shape}.shape_string());
+           shape_text(raw.shape));
     const int64_t rows = raw.shape[0], cols = raw.shape[1];
     const std::vector<int64_t> want = {(rows + br - 1) / br, (cols + bc - 1) / bc};
     if (scale->shape != want)
       fail(ErrorKind::kBadInput, "{}: tensor '{}' has shape {}, expected {} ({} of {} × {} blocks of a {} × {} weight)",
-           scale->file, scale->name, scale->shape_string(), TensorView{.shape = want}.shape_string(),
+           scale->file, scale->name, scale->shape_string(), shape_text(want),
            want[0] * want[1], br, bc, rows, cols);
     auto out = std::make_unique<uint8_t[]>(size_t(rows * cols) * 2);
     uint16_t* y = reinterpret_cast<uint16_t*>(out.get());
