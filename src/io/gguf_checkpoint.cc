@@ -265,6 +265,10 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
   c["vocab_size"] = embed->shape[0];
   // Tied embeddings are decided by the tensors present (a file may lack output.weight).
   c["tie_word_embeddings"] = ckpt->find("lm_head.weight") == nullptr;
+  // Attention biases, from any layer: an MTP-only file (llama.cpp's split form) has no
+  // layer 0, only the MTP block.
+  bool q_bias = false;
+  for (const TensorView& t : ckpt->tensors_) q_bias |= t.name.ends_with(".self_attn.q_proj.bias");
   if (arch == "glm4moe") {
     // Routed layers (llama.cpp's keys); rope.dimension_count is the partial rotary width.
     c["n_routed_experts"] = md.integer("expert_count");
@@ -282,7 +286,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
     const int64_t head_dim = c.contains("head_dim") ? c["head_dim"].get<int64_t>() : c["hidden_size"].get<int64_t>() / n_heads;
     const int64_t rotary = md.integer("rope.dimension_count", head_dim);
     c["partial_rotary_factor"] = double(rotary) / double(head_dim);
-    c["attention_bias"] = ckpt->find("model.layers.0.self_attn.q_proj.bias") != nullptr;
+    c["attention_bias"] = q_bias;
   }
   if (arch == "qwen35moe") {
     // Every layer routed (llama.cpp's loader requires ffn_gate_inp in each): softmax over
@@ -326,7 +330,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
     c["partial_rotary_factor"] = double(md.integer("rope.dimension_count")) / double(head_dim);
     c["attn_output_gate"] = true;
   }
-  if (arch == "qwen2" && ckpt->find("model.layers.0.self_attn.q_proj.bias") == nullptr)
+  if (arch == "qwen2" && !q_bias)
     fail(ErrorKind::kUnsupported, "{}: qwen2 architecture without attention biases is not supported", path);
   token_ids();
   return ckpt;

@@ -119,9 +119,23 @@ class DrafterFiles(unittest.TestCase):
             make(self.path(f"{name}-mtp"), *args, "--mtp-only")
         return full, self.path(f"{name}-trunk"), self.path(f"{name}-mtp")
 
+    def draft_logits(self, model, name, head_args):
+        """The first draft step's logits over the prompt rows (MTP heads) or 3 assistant steps."""
+        out = self.path(f"dl-{name}")
+        gemma = "gemma4" in name
+        cmd = [BIN, "debug-logits", "--model", model, "--prompt-tokens", PROMPT[1], "--threads", "2", "--out", out,
+               *head_args, *(["--assistant-steps", "3"] if gemma else [])]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        return np.load(out + (".assistant.npy" if gemma else ".mtp.npy"))
+
     def check_same_drafts(self, full, trunk, drafter, head_args=("--mtp",)):
-        """The drafter file drafts what the reference form drafts: same ids, same acceptance,
-        and the ids are plain greedy's."""
+        """The drafter file drafts what the reference form drafts: the same draft logits
+        (bit for bit: the same weights), the same ids and acceptance, and the ids are plain
+        greedy's."""
+        tag = os.path.basename(drafter)
+        np.testing.assert_array_equal(self.draft_logits(trunk, tag, ["--mtp-assistant-model", drafter]),
+                                      self.draft_logits(full, tag + "-ref", list(head_args)))
         ref_ids, ref_acc = generate(full, *head_args, "--num-mtp-tokens", "2")
         ids, acc = generate(trunk, "--mtp-assistant-model", drafter, "--num-mtp-tokens", "2")
         plain, _ = generate(trunk)
@@ -129,8 +143,8 @@ class DrafterFiles(unittest.TestCase):
         self.assertEqual(ids, plain)
         self.assertEqual(ref_ids, plain)
         self.assertEqual(acc, ref_acc, "acceptance of the split drafter vs the same weights in one checkpoint")
-        # Not a vacuous comparison: the head drafts something that is accepted.
-        self.assertGreater(int(acc.split("/")[1]), 0)
+        print(f"\n  {os.path.basename(drafter)}: acceptance {acc} (the same weights in one file: {ref_acc})")
+        self.assertGreater(int(acc.split("/")[1]), 0)  # it drafted
 
     def test_split_safetensors_mimo(self):
         self.check_same_drafts(*self.trio("mimo", "--arch", "mimo", "--seed", "3"))
@@ -161,6 +175,54 @@ class DrafterFiles(unittest.TestCase):
     def test_split_gguf_glm4moe(self):
         self.check_split_gguf("glm", "--arch", "glm4_moe", "--seed", "5")
 
+    # --- trained models (random heads are never accepted): the acceptance compared is real ---
+
+    def split_safetensors(self, src, name, is_mtp, mtp_key):
+        """A checkpoint with its MTP head as the two directories of the split form."""
+        trunk, mtp = self.path(f"{name}-trunk"), self.path(f"{name}-mtp")
+        dtypes = safetensors_reader.tensor_dtypes(src)
+        W = safetensors_reader.read_checkpoint(src, dtype=np.float32)
+        keep = ("model.embed_tokens.weight", "model.norm.weight", "lm_head.weight")
+        with open(os.path.join(src, "config.json")) as f:
+            cfg = json.load(f)
+        for out, wanted, with_key in ((trunk, lambda k: not is_mtp(k), False),
+                                      (mtp, lambda k: is_mtp(k) or k in keep, True)):
+            shutil.rmtree(out, ignore_errors=True)
+            shutil.copytree(src, out, ignore=shutil.ignore_patterns("training", "*.md"))
+            specs = [safetensors_writer.TensorSpec(k, np.shape(v), dtypes[k], lambda v=v: iter([v]))
+                     for k, v in sorted(W.items()) if wanted(k)]
+            safetensors_writer.write_file(os.path.join(out, "model.safetensors"), specs)
+            c = dict(cfg)
+            if not with_key:
+                c.pop(mtp_key)
+            with open(os.path.join(out, "config.json"), "w") as f:
+                json.dump(c, f)
+        return trunk, mtp
+
+    def check_trained(self, model, name, is_mtp, mtp_key):
+        src = os.path.join(SRC, "models", model)
+        trunk, mtp = self.split_safetensors(src, name, is_mtp, mtp_key)
+        self.check_same_drafts(src, trunk, mtp)
+        _, acc = generate(trunk, "--mtp-assistant-model", mtp, "--num-mtp-tokens", "2")
+        self.assertGreater(int(acc.split("/")[0]), 0, "the trained head's drafts are accepted")
+        return src
+
+    def test_trained_mimo_split(self):
+        self.check_trained("nextn-tiny", "tiny", lambda k: k.startswith("model.mtp_layers."),
+                           "num_nextn_predict_layers")
+
+    def test_trained_qwen35_split_safetensors_and_gguf(self):
+        src = self.check_trained("nextn-tiny-chat", "tiny-chat", lambda k: k.startswith("mtp."),
+                                 "mtp_num_hidden_layers")
+        full_gguf = self.path("tiny-chat-full.gguf")
+        subprocess.run([BIN, "quantize", src, "--type", "q8_0", "--out", full_gguf, "--no-progress"], check=True,
+                       capture_output=True)
+        trunk, mtp = self.path("tiny-chat.gguf"), self.path("mtp-tiny-chat.gguf")
+        split_gguf(full_gguf, trunk, mtp)
+        self.check_same_drafts(full_gguf, trunk, mtp)
+        _, acc = generate(trunk, "--mtp-assistant-model", mtp, "--num-mtp-tokens", "2")
+        self.assertGreater(int(acc.split("/")[0]), 0)
+
     # --- the Gemma 4 assistant as llama.cpp's gemma4-assistant GGUF ---
 
     def gemma4_pair(self):
@@ -172,7 +234,8 @@ class DrafterFiles(unittest.TestCase):
 
     def assistant_gguf(self, assistant, out, edit=None):
         """The assistant as llama.cpp's converter writes it (Gemma4AssistantModel)."""
-        cfg = json.load(open(os.path.join(assistant, "config.json")))
+        with open(os.path.join(assistant, "config.json")) as f:
+            cfg = json.load(f)
         t = cfg["text_config"]
         W = safetensors_reader.read_checkpoint(assistant)
         if edit:
@@ -235,9 +298,11 @@ class DrafterFiles(unittest.TestCase):
         _, trunk, mtp = self.trio("glm", "--arch", "glm4_moe", "--seed", "5")
         other = self.path("glm-mtp-hidden")
         shutil.copytree(mtp, other, dirs_exist_ok=True)
-        cfg = json.load(open(os.path.join(other, "config.json")))
+        with open(os.path.join(other, "config.json")) as f:
+            cfg = json.load(f)
         cfg["hidden_size"] = 2 * cfg["hidden_size"]
-        json.dump(cfg, open(os.path.join(other, "config.json"), "w"))
+        with open(os.path.join(other, "config.json"), "w") as f:
+            json.dump(cfg, f)
         self.refused(trunk, other, other, f"hidden_size {cfg['hidden_size']}", "target model's hidden_size")
 
     def test_split_drafter_missing_a_tensor_is_refused(self):
