@@ -67,9 +67,11 @@ class CheckpointForms(ArchitectureTestCase):
         shutil.rmtree(dst, ignore_errors=True)
         shutil.copytree(src, dst)
         path = os.path.join(dst, "config.json")
-        c = json.load(open(path))
+        with open(path) as f:
+            c = json.load(f)
         edit(c)
-        json.dump(c, open(path, "w"))
+        with open(path, "w") as f:
+            json.dump(c, f)
         return dst
 
     def nextn(self, *args):
@@ -106,7 +108,8 @@ class CheckpointForms(ArchitectureTestCase):
         self.assertGreater(rel_err(wrong_logits, ref_logits), 100 * TOL)
         # The generator's nested form is what newer transformers write.
         gen = self.made("glm-gen-nested", "--arch", "glm4_moe", "--config-form", "nested")
-        self.assertIn("rope_theta", json.load(open(os.path.join(gen, "config.json")))["rope_parameters"])
+        with open(os.path.join(gen, "config.json")) as f:
+            self.assertIn("rope_theta", json.load(f)["rope_parameters"])
         got = self.logits(gen, "glm-gen-nested")
         ref_gen, _ = reference(numpy_glm4_moe, self.made("glm-flat", "--arch", "glm4_moe")).forward(PROMPT)
         self.assertLessEqual(rel_err(got["prefill"], ref_gen), TOL)
@@ -115,7 +118,8 @@ class CheckpointForms(ArchitectureTestCase):
         # qwen3 with rope_theta inside rope_parameters: the same logits as at the top level.
         flat = self.made("qwen3-flat", "--arch", "qwen3", "--mtp", "none")
         nested = self.made("qwen3-nested", "--arch", "qwen3", "--mtp", "none", "--config-form", "nested")
-        c = json.load(open(os.path.join(nested, "config.json")))
+        with open(os.path.join(nested, "config.json")) as f:
+            c = json.load(f)
         self.assertNotIn("rope_theta", c)
         self.assertNotEqual(c["rope_parameters"]["rope_theta"], 10000.0)
         np.testing.assert_array_equal(self.logits(flat, "q3f")["prefill"], self.logits(nested, "q3n")["prefill"])
@@ -128,7 +132,8 @@ class CheckpointForms(ArchitectureTestCase):
                 tag = "keqv" if k_eq_v else "plain"
                 flat = self.made(f"g4-flat-{tag}", "--arch", "gemma4", *k_eq_v)
                 nested = self.made(f"g4-nested-{tag}", "--arch", "gemma4", "--config-form", "nested", *k_eq_v)
-                c = json.load(open(os.path.join(nested, "config.json")))
+                with open(os.path.join(nested, "config.json")) as f:
+                    c = json.load(f)
                 self.assertNotIn("global_head_dim", c)
                 self.assertIn("per_layer_config", c)
                 logits, _ = reference(numpy_gemma4, flat).forward(PROMPT)
@@ -237,9 +242,11 @@ class CheckpointForms(ArchitectureTestCase):
                 specs.append(safetensors_writer.TensorSpec(n, meta["shape"], "F32", lambda w=w: iter([w])))
         safetensors_writer.write_file(os.path.join(dst, "model.safetensors"), specs)
         path = os.path.join(dst, "config.json")
-        c = json.load(open(path))
+        with open(path) as f:
+            c = json.load(f)
         c.pop("quantization_config")
-        json.dump(c, open(path, "w"))
+        with open(path, "w") as f:
+            json.dump(c, f)
         return dst
 
     def check_fp8(self, name, arch, module, mtp):
