@@ -66,7 +66,7 @@ def scale_in(dtype, n):
     it to the table's dtype before multiplying (39.19 -> 39.25 for n = 1536 in BF16)."""
     s = np.float32(math.sqrt(n))
     if dtype == "BF16":
-        return float(bf16_activations.to_bf16(s))
+        return float(bf16_activations.to_bf16(np.array([s]))[0])
     if dtype == "F16":
         return float(np.float16(s))
     return float(s)
