@@ -9,7 +9,9 @@
     GGUF from `nextn quantize` itself, as llama.cpp's converter lays the two files out
     (the trunk: blk.0..L-1, block_count L, no nextn_predict_layers; the MTP file: the
     blk.{L}.* block, token_embd, output_norm, output, block_count L + 1,
-    nextn_predict_layers 1), for qwen35 and glm4moe;
+    nextn_predict_layers 1), for qwen35 and glm4moe; `nextn quantize --no-mtp` and
+    `--mtp-only` write the same two files (tensors and metadata);
+  - the trained tiny models (MiMo, Qwen3.5) split both ways, where drafts are accepted;
   - llama.cpp's gemma4-assistant GGUF, written here from the safetensors assistant as
     llama.cpp's converter does (names, metadata keys, no masked_embedding; F32 tensors).
 Each drafts with exactly the acceptance of the same weights in their reference form (the
@@ -222,6 +224,17 @@ class DrafterFiles(unittest.TestCase):
         self.check_same_drafts(full_gguf, trunk, mtp)
         _, acc = generate(trunk, "--mtp-assistant-model", mtp, "--num-mtp-tokens", "2")
         self.assertGreater(int(acc.split("/")[0]), 0)
+        # `nextn quantize --no-mtp` / `--mtp-only` write the same two files.
+        for flag, split in (("--no-mtp", trunk), ("--mtp-only", mtp)):
+            out = self.path(f"tiny-chat{flag}.gguf")
+            subprocess.run([BIN, "quantize", src, "--type", "q8_0", "--out", out, "--no-progress", flag], check=True,
+                           capture_output=True)
+            got_md, got = gguf_parts(out)
+            want_md, want = gguf_parts(split)
+            self.assertEqual(sorted((n, list(d), t, bytes(r)) for n, d, t, r in got),
+                             sorted((n, list(d), t, bytes(r)) for n, d, t, r in want), flag)
+            self.assertEqual({k: v for k, v in got_md.items() if k != "general.name"},
+                             {k: v for k, v in want_md.items() if k != "general.name"}, flag)
 
     # --- the Gemma 4 assistant as llama.cpp's gemma4-assistant GGUF ---
 
