@@ -12,6 +12,8 @@
     nextn_predict_layers 1), for qwen35 and glm4moe; `nextn quantize --no-mtp` and
     `--mtp-only` write the same two files (tensors and metadata);
   - the trained tiny models (MiMo, Qwen3.5) split both ways, where drafts are accepted;
+    the MiMo head as an F32 MTP-only GGUF beside its safetensors trunk drafts as the
+    safetensors head does;
   - llama.cpp's gemma4-assistant GGUF, written here from the safetensors assistant as
     llama.cpp's converter does (names, metadata keys, no masked_embedding; F32 tensors).
 Each drafts with exactly the acceptance of the same weights in their reference form (the
@@ -131,13 +133,17 @@ class DrafterFiles(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         return np.load(out + (".assistant.npy" if gemma else ".mtp.npy"))
 
-    def check_same_drafts(self, full, trunk, drafter, head_args=("--mtp",)):
+    def check_same_drafts(self, full, trunk, drafter, head_args=("--mtp",), rtol=0.0):
         """The drafter file drafts what the reference form drafts: the same draft logits
-        (bit for bit: the same weights), the same ids and acceptance, and the ids are plain
-        greedy's."""
+        (bit for bit where the arithmetic is the same; within rtol where the file orders a
+        sum otherwise), the same ids and acceptance, and the ids are plain greedy's."""
         tag = os.path.basename(drafter)
-        np.testing.assert_array_equal(self.draft_logits(trunk, tag, ["--mtp-assistant-model", drafter]),
-                                      self.draft_logits(full, tag + "-ref", list(head_args)))
+        got = self.draft_logits(trunk, tag, ["--mtp-assistant-model", drafter])
+        want = self.draft_logits(full, tag + "-ref", list(head_args))
+        if rtol:
+            self.assertLessEqual(float(np.max(np.abs(got - want)) / np.max(np.abs(want))), rtol)
+        else:
+            np.testing.assert_array_equal(got, want)
         ref_ids, ref_acc = generate(full, *head_args, "--num-mtp-tokens", "2")
         ids, acc = generate(trunk, "--mtp-assistant-model", drafter, "--num-mtp-tokens", "2")
         plain, _ = generate(trunk)
@@ -212,6 +218,52 @@ class DrafterFiles(unittest.TestCase):
     def test_trained_mimo_split(self):
         self.check_trained("nextn-tiny", "tiny", lambda k: k.startswith("model.mtp_layers."),
                            "num_nextn_predict_layers")
+
+    def test_trained_mimo_mtp_gguf_f32_beside_safetensors_trunk(self):
+        """The MTP-only GGUF of the same weights (F32, as llama.cpp's converter names them:
+        MiMo's input_proj([h; e]) as eh_proj([e; h]), its norms as enorm / hnorm /
+        shared_head_norm) beside the safetensors trunk drafts as the safetensors head does."""
+        src = os.path.join(SRC, "models", "nextn-tiny")
+        trunk, _ = self.split_safetensors(src, "tiny", lambda k: k.startswith("model.mtp_layers."),
+                                          "num_nextn_predict_layers")
+        with open(os.path.join(src, "config.json")) as f:
+            c = json.load(f)
+        W = safetensors_reader.read_checkpoint(src, dtype=np.float32)
+        L, H = c["num_hidden_layers"], c["hidden_size"]
+        a = "qwen2."
+        md = {"general.architecture": "qwen2", a + "block_count": L + 1, a + "nextn_predict_layers": 1,
+              a + "embedding_length": H, a + "feed_forward_length": c["intermediate_size"],
+              a + "attention.head_count": c["num_attention_heads"],
+              a + "attention.head_count_kv": c["num_key_value_heads"], a + "attention.key_length": c["head_dim"],
+              a + "attention.value_length": c["head_dim"],
+              a + "attention.layer_norm_rms_epsilon": float(c["rms_norm_eps"]),
+              a + "rope.freq_base": float(c["rope_theta"]), a + "context_length": c["max_position_embeddings"]}
+        head = {"token_layernorm.weight": "nextn.enorm.weight", "hidden_layernorm.weight": "nextn.hnorm.weight",
+                "final_layernorm.weight": "nextn.shared_head_norm.weight", "input_proj.weight": "nextn.eh_proj.weight"}
+        block = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+                 "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                 "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+                 "mlp.down_proj": "ffn_down"}
+        tensors = []
+        for hf, w in sorted(W.items()):
+            if hf == "model.embed_tokens.weight":
+                g = "token_embd.weight"
+            elif hf == "model.norm.weight":
+                g = "output_norm.weight"
+            elif hf.startswith("model.mtp_layers.0."):
+                rest = hf[len("model.mtp_layers.0."):]
+                if rest == "input_proj.weight":
+                    w = np.concatenate([w[:, H:], w[:, :H]], axis=1)  # [h; e] columns → [e; h]
+                stem, kind = rest.rsplit(".", 1)
+                g = f"blk.{L}." + (head[rest] if rest in head else f"{block[stem]}.{kind}")
+            else:
+                continue
+            w = np.ascontiguousarray(w, dtype=np.float32)
+            tensors.append((g, list(reversed(w.shape)), "F32", w.tobytes()))
+        gguf = write_gguf(self.path("mtp-tiny-f32.gguf"), md, tensors)
+        # Same weights, the concatenation's halves in the other order: equal up to the
+        # order of one matmul's sums.
+        self.check_same_drafts(src, trunk, gguf, rtol=1e-5)
 
     def test_trained_qwen35_split_safetensors_and_gguf(self):
         src = self.check_trained("nextn-tiny-chat", "tiny-chat", lambda k: k.startswith("mtp."),
