@@ -6,7 +6,9 @@
 // Despite the name the scale is multiplied: W[i, j] = fp8(W8[i, j]) · scale_inv[i / br, j / bc]
 // (DeepSeek's inference/kernel.py weight_dequant, and fp8_cast_bf16.py, which writes the
 // result as BF16). nextn has no FP8 kernel, so each such weight is converted the same way
-// at load, to BF16, and the conversion is logged; the scales are dropped. An F8 tensor
+// at load, to BF16, and the conversion is logged; the scales are dropped. Stacked weights
+// (fused experts [E, rows, cols]) are read the same way with a scale grid per matrix
+// ([E, ⌈rows / br⌉, ⌈cols / bc⌉]). An F8 tensor
 // without a companion stays raw, and reading it is an error naming its dtype.
 #include <algorithm>
 #include <array>
@@ -62,22 +64,34 @@ void Checkpoint::convert_fp8_weights() {
       ++it;
       continue;
     }
-    if (raw.shape.size() != 2)
+    // A matrix [rows, cols], or stacked matrices [..., rows, cols] (fused experts) with
+    // one grid of scales per matrix.
+    if (raw.shape.size() < 2)
       fail(ErrorKind::kBadInput, "{}: FP8 tensor '{}' has shape {}, expected a matrix", raw.file, raw.name,
            shape_text(raw.shape));
-    const int64_t rows = raw.shape[0], cols = raw.shape[1];
-    const std::vector<int64_t> want = {(rows + br - 1) / br, (cols + bc - 1) / bc};
+    const int64_t rows = raw.shape[raw.shape.size() - 2], cols = raw.shape.back();
+    int64_t matrices = 1;
+    for (size_t d = 0; d + 2 < raw.shape.size(); ++d) matrices *= raw.shape[d];
+    std::vector<int64_t> want(raw.shape.begin(), raw.shape.end() - 2);
+    const int64_t grid_rows = (rows + br - 1) / br, grid_cols = (cols + bc - 1) / bc;
+    want.push_back(grid_rows);
+    want.push_back(grid_cols);
     if (scale->shape != want)
-      fail(ErrorKind::kBadInput, "{}: tensor '{}' has shape {}, expected {} ({} of {} × {} blocks of a {} × {} weight)",
-           scale->file, scale->name, scale->shape_string(), shape_text(want),
-           want[0] * want[1], br, bc, rows, cols);
-    auto out = std::make_unique<uint8_t[]>(size_t(rows * cols) * 2);
+      fail(ErrorKind::kBadInput, "{}: tensor '{}' has shape {}, expected {} ({} × {} blocks of {} weight {})",
+           scale->file, scale->name, scale->shape_string(), shape_text(want), br, bc, raw.name,
+           shape_text(raw.shape));
+    const size_t n = size_t(matrices * rows * cols);
+    auto out = std::make_unique<uint8_t[]>(n * 2);
     uint16_t* y = reinterpret_cast<uint16_t*>(out.get());
     const uint8_t* x = static_cast<const uint8_t*>(raw.data);
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j0 = 0; j0 < cols; j0 += bc) {
-        const float s = scale->float_at((i / br) * want[1] + j0 / bc);
-        for (int64_t j = j0; j < std::min(cols, j0 + bc); ++j) y[i * cols + j] = f32_to_bf16(lut[x[i * cols + j]] * s);
+    for (int64_t m = 0; m < matrices; ++m)
+      for (int64_t i = 0; i < rows; ++i) {
+        const int64_t row = m * rows + i;
+        for (int64_t j0 = 0; j0 < cols; j0 += bc) {
+          const float s = scale->float_at((m * grid_rows + i / br) * grid_cols + j0 / bc);
+          for (int64_t j = j0; j < std::min(cols, j0 + bc); ++j)
+            y[row * cols + j] = f32_to_bf16(lut[x[row * cols + j]] * s);
+        }
       }
     TensorView view;
     view.name = raw.name;
@@ -85,7 +99,7 @@ void Checkpoint::convert_fp8_weights() {
     view.dtype = DType::kBF16;
     view.shape = raw.shape;
     view.data = out.get();
-    view.nbytes = size_t(rows * cols) * 2;
+    view.nbytes = n * 2;
     owned_.push_back(std::move(out));
     // The scale leaves the listing (sorted: erase keeps the order); the weight joins it.
     const std::string scale_name = scale->name;

@@ -16,7 +16,7 @@ once misread, each in its old and its new form, against the float64 references
     tensors, or mtp_use_dedicated_embeddings true: --mtp exits 2 saying why, plain
     decoding still runs;
   - official FP8 checkpoints (F8_E4M3 weights, weight_scale_inv per 16 × 16 tile; F32
-    scales as DeepSeek / GLM, BF16 as Qwen): the logits of the same weights dequantized
+    scales as DeepSeek / GLM, BF16 as Qwen; fused experts with a grid per expert): the logits of the same weights dequantized
     here (fp8 · scale, rounded to BF16 as the official fp8_cast_bf16 does) exactly, the
     reference within its tolerance, and the conversion named in the log;
   - Gemma's embedding scale √H (and the per-layer table's √P) cast to the table's dtype
@@ -276,6 +276,10 @@ class CheckpointForms(ArchitectureTestCase):
 
     def test_fp8_qwen_style_bf16_scales(self):
         self.check_fp8("q35", "qwen3_5", numpy_qwen3_5, True)
+
+    def test_fp8_fused_experts(self):
+        # qwen3_5_moe's fused experts [E, 2I, H] stored FP8 with a scale grid per expert.
+        self.check_fp8("q35moe", "qwen3_5_moe", numpy_qwen3_5, True)
 
     def test_fp8_block_scale_of_wrong_shape_is_refused(self):
         d = self.made("glm-fp8", "--arch", "glm4_moe", "--fp8", "16")

@@ -33,8 +33,13 @@ def to_e4m3(x):
 
 
 def quantize(w, block):
-    """(e4m3 bytes [R, C], scale_inv float32 [ceil(R/b), ceil(C/b)]) of a float matrix."""
+    """(e4m3 bytes [R, C], scale_inv float32 [ceil(R/b), ceil(C/b)]) of a float matrix;
+    stacked matrices [..., R, C] each with their own grid."""
     w = np.asarray(w, dtype=np.float64)
+    if w.ndim > 2:
+        parts = [quantize(m, block) for m in w.reshape(-1, *w.shape[-2:])]
+        return (np.stack([q for q, _ in parts]).reshape(w.shape),
+                np.stack([s for _, s in parts]).reshape(*w.shape[:-2], *parts[0][1].shape))
     R, C = w.shape
     sr, sc = -(-R // block), -(-C // block)
     scale = np.zeros((sr, sc))
@@ -50,16 +55,21 @@ def quantize(w, block):
 
 def dequantize(q, scale_inv, block):
     """float64 W = fp8(q) · scale_inv per tile (the official fp8_cast_bf16 then rounds to BF16)."""
+    if q.ndim > 2:
+        s = np.asarray(scale_inv).reshape(-1, *np.shape(scale_inv)[-2:])
+        return np.stack([dequantize(m, s[i], block) for i, m in enumerate(q.reshape(-1, *q.shape[-2:]))]
+                        ).reshape(q.shape)
     R, C = q.shape
     s = np.repeat(np.repeat(np.asarray(scale_inv, dtype=np.float64), block, 0), block, 1)[:R, :C]
     return e4m3_values()[q] * s
 
 
 def converts(name, shape):
-    """Whether the FP8 releases store this tensor FP8: the linear layers' weights; not
-    embeddings, the output head, norms, routers, the conv or 3-D fused experts."""
+    """Whether the FP8 releases store this tensor FP8: the linear layers' weights (and
+    fused experts, stacked); not embeddings, the output head, norms, routers or the conv."""
     skip = ("embed", "lm_head", "norm", "mlp.gate.weight", "shared_expert_gate", "router", "conv1d")
-    return len(shape) == 2 and name.endswith(".weight") and not any(k in name for k in skip)
+    fused = len(shape) == 3 and name.endswith(("experts.gate_up_proj", "experts.down_proj"))
+    return fused or len(shape) == 2 and name.endswith(".weight") and not any(k in name for k in skip)
 
 
 def config(block):
