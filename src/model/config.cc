@@ -94,6 +94,40 @@ void parse_rope_scaling(const ConfigReader& reader, ModelConfig& config) {
   }
 }
 
+MtpNames mimo_mtp_names() {
+  MtpNames m;
+  m.head = m.block = "model.mtp_layers.{i}.";
+  m.hidden_norm = "hidden_layernorm.weight";
+  m.token_norm = "token_layernorm.weight";
+  m.proj = "input_proj";
+  m.out_norm = "final_layernorm.weight";
+  m.hidden_first = true;
+  return m;
+}
+
+MtpNames deepseek_mtp_names() {
+  MtpNames m;
+  m.head = m.block = "model.layers.{i}.";
+  m.hidden_norm = "hnorm.weight";
+  m.token_norm = "enorm.weight";
+  m.proj = "eh_proj";
+  m.out_norm = "shared_head.norm.weight";
+  m.shared_head = "shared_head.head.weight";
+  m.after_trunk = true;
+  return m;
+}
+
+MtpNames qwen35_mtp_names(const std::string& prefix) {
+  MtpNames m;
+  m.head = prefix;  // one set of norms and fc, shared by the head's layers
+  m.block = prefix + "layers.{i}.";
+  m.hidden_norm = "pre_fc_norm_hidden.weight";
+  m.token_norm = "pre_fc_norm_embedding.weight";
+  m.proj = "fc";
+  m.out_norm = "norm.weight";
+  return m;
+}
+
 int count_mimo_mtp_layers(const Checkpoint& ckpt) {
   int n = 0;
   while (ckpt.has("model.mtp_layers." + std::to_string(n) + ".input_proj.weight")) ++n;
@@ -229,9 +263,11 @@ ModelConfig parse_model_config(const Checkpoint& ckpt) {
     int n = reader.get_int("num_nextn_predict_layers", 0);
     if (ckpt.has("model.layers." + std::to_string(c.num_layers) + ".eh_proj.weight")) {
       c.mtp_layout = MtpLayout::kDeepSeek;
+      c.mtp_names = deepseek_mtp_names();
       c.num_mtp_layers = n;
     } else if (ckpt.has("model.mtp_layers.0.input_proj.weight")) {
       c.mtp_layout = MtpLayout::kMiMo;
+      c.mtp_names = mimo_mtp_names();
       c.num_mtp_layers = n;
     } else {
       log_warn("{}: num_nextn_predict_layers is {} but the checkpoint has no MTP tensors; MTP disabled", path, n);

@@ -68,11 +68,12 @@ LayerStateSpec layer_state_spec(const LayerSpec& layer);
 // Layout details of an MTP head bound from a checkpoint (mtp_head.cc).
 struct MtpHeadConfig {
   MtpLayout layout = MtpLayout::kNone;
-  const ModelConfig* config = nullptr;      // the target's (kQwen35: norm offset, eps)
-  LayerSpec layer;                          // kQwen35: the spec of each MTP layer
-  const struct Architecture* arch = nullptr;  // kQwen35: builds the MTP layers (make_block)
+  MtpNames names;                           // where the tensors are, how the pair is joined
+  const ModelConfig* config = nullptr;      // the model's (norm offset, layer kinds); null: a flat assistant
+  LayerSpec layer;                          // the spec of each MTP layer (with config)
+  const struct Architecture* arch = nullptr;  // builds the MTP layers where it has its own block (Qwen3.5)
   int num_layers = 0;
-  int first_index = 0;  // tensor index of layer 0 (model.layers.{first_index + i} / model.mtp_layers.{...})
+  int first_index = 0;  // tensor index of layer 0 ("{i}" of MtpNames is first_index + i)
   BlockShape block;
   std::vector<float> inv_freq;
 };

@@ -5,6 +5,8 @@
 //   Qwen3.5:  u = mtp.fc([pre_fc_norm_embedding(e); pre_fc_norm_hidden(h)]), out = mtp.norm(block(u)),
 //             block = a gated attention layer mtp.layers.{i}, every norm (1 + w)
 // logits = lm_head(out) (DeepSeek: shared_head.head when present); `out` is the recycled h.
+// Where each layout keeps these tensors is data (ModelConfig::mtp_names, filled by the
+// architecture), so the code below is the same for every layout.
 #include "model/mtp_head.h"
 
 #include <algorithm>
@@ -20,6 +22,12 @@
 namespace nextn {
 namespace {
 
+// A name pattern with its "{i}" replaced by the layer's tensor index.
+std::string with_index(const std::string& pattern, const std::string& index) {
+  const size_t at = pattern.find("{i}");
+  return at == std::string::npos ? pattern : pattern.substr(0, at) + index + pattern.substr(at + 3);
+}
+
 struct MtpLayerWeights {
   const float* hidden_norm = nullptr;  // hidden_layernorm / hnorm
   const float* token_norm = nullptr;   // token_layernorm / enorm
@@ -34,45 +42,30 @@ class MtpHeadImpl : public MtpHead {
   MtpHeadImpl(const MtpHeadConfig& spec, const DecoderModel& target, WeightStore& store, std::shared_ptr<void> keep_alive)
       : spec_(spec), target_(target), keep_alive_(std::move(keep_alive)) {
     const int64_t H = spec.block.hidden;
+    const MtpNames& m = spec.names;
+    // Qwen3.5's (1 + w) norms; the flat assistant form has no config and plain norms.
+    const float off = spec.config ? spec.config->norm_offset : 0.0f;
     for (int i = 0; i < spec.num_layers; ++i) {
-      const int index = spec.first_index + i;
+      const std::string index = std::to_string(spec.first_index + i);
+      const std::string head = with_index(m.head, index), p = with_index(m.block, index);
       MtpLayerWeights w;
-      std::string p;
-      if (spec.layout == MtpLayout::kQwen35) {
-        if (!spec.arch || !spec.arch->make_block || !spec.config)
-          fail(ErrorKind::kInternal, "Qwen3.5 MTP head without its architecture");
-        const float off = spec.config->norm_offset;
-        const std::string& m = spec.config->mtp_prefix;
-        w.token_norm = store.floats(m + "pre_fc_norm_embedding.weight", {H}, off);
-        w.hidden_norm = store.floats(m + "pre_fc_norm_hidden.weight", {H}, off);
-        w.proj = store.linear(m + "fc", H, 2 * H, false);
-        w.out_norm = store.floats(m + "norm.weight", {H}, off);
-        w.head = target.lm_head();
-        w.block = spec.arch->make_block(*spec.config, spec.layer, store, m + "layers." + std::to_string(index) + ".");
-        layers_.push_back(std::move(w));
-        continue;
-      }
-      if (spec.layout == MtpLayout::kMiMo) {
-        p = "model.mtp_layers." + std::to_string(index) + ".";
-        w.hidden_norm = store.vector(p + "hidden_layernorm.weight", H);
-        w.token_norm = store.vector(p + "token_layernorm.weight", H);
-        w.proj = store.linear(p + "input_proj", H, 2 * H, store.has(p + "input_proj.bias"));
-        w.out_norm = store.vector(p + "final_layernorm.weight", H);
-        w.head = target.lm_head();
-      } else {
-        p = "model.layers." + std::to_string(index) + ".";
-        w.hidden_norm = store.vector(p + "hnorm.weight", H);
-        w.token_norm = store.vector(p + "enorm.weight", H);
-        w.proj = store.linear(p + "eh_proj", H, 2 * H, store.has(p + "eh_proj.bias"));
-        w.out_norm = store.vector(p + "shared_head.norm.weight", H);
-        w.head = store.has(p + "shared_head.head.weight")
-                     ? store.matrix(p + "shared_head.head.weight", target.config().vocab_size, H)
-                     : target.lm_head();
-      }
-      // The target's own head: its layer as the trunk's (partial rotary, routed MLP: GLM-4.5);
-      // an assistant checkpoint: the flat shape.
-      w.block = spec.config ? make_attention_block(*spec.config, spec.layer, store, p)
-                            : make_attention_block(store, p, spec.block, spec.inv_freq);
+      w.hidden_norm = store.floats(head + m.hidden_norm, {H}, off);
+      w.token_norm = store.floats(head + m.token_norm, {H}, off);
+      w.proj = store.linear(head + m.proj, H, 2 * H, store.has(head + m.proj + ".bias"));
+      w.out_norm = store.floats(head + m.out_norm, {H}, off);
+      w.head = !m.shared_head.empty() && store.has(head + m.shared_head)
+                   ? store.matrix(head + m.shared_head, target.config().vocab_size, H)
+                   : target.lm_head();
+      // The layer is one of the trunk's kind: the family's own block where it has one
+      // (Qwen3.5's gated attention), else the shared attention block shaped as the
+      // trunk's (partial rotary, routed MLP: GLM-4.5); a flat assistant checkpoint: the
+      // flat shape.
+      if (spec.config && spec.arch && spec.arch->make_block)
+        w.block = spec.arch->make_block(*spec.config, spec.layer, store, p);
+      else if (spec.config)
+        w.block = make_attention_block(*spec.config, spec.layer, store, p);
+      else
+        w.block = make_attention_block(store, p, spec.block, spec.inv_freq);
       layers_.push_back(std::move(w));
     }
   }
@@ -147,7 +140,7 @@ class MtpHeadImpl : public MtpHead {
                  hn_.data() + row * size_t(H));
     logits.resize(size_t(n_logits) * V);
     hidden_out.resize(size_t(n) * H);
-    const bool hidden_first = spec_.layout == MtpLayout::kMiMo;  // DeepSeek, Qwen3.5: [e; h]
+    const bool hidden_first = spec_.names.hidden_first;  // MiMo [h; e]; DeepSeek, Qwen3.5: [e; h]
     for (int r = 0; r < n; ++r) {
       float* row = cat_.data() + size_t(r) * 2 * H;
       std::memcpy(row + (hidden_first ? 0 : H), hn_.data() + size_t(r) * H, H * sizeof(float));
@@ -227,7 +220,8 @@ MtpHeadConfig mtp_head_spec(const ModelConfig& c) {
   MtpHeadConfig spec;
   spec.layout = c.mtp_layout;
   spec.num_layers = c.num_mtp_layers;
-  spec.first_index = c.mtp_layout == MtpLayout::kDeepSeek ? c.num_layers : 0;
+  spec.names = c.mtp_names;
+  spec.first_index = c.mtp_names.after_trunk ? c.num_layers : 0;
   // The flat shape (MiMo / DeepSeek layers of a uniform trunk).
   BlockShape& b = spec.block;
   b.hidden = c.hidden_size;
@@ -271,8 +265,8 @@ std::unique_ptr<MtpHead> MtpHead::load_assistant(const std::string& dir, Model& 
 
   MtpHeadConfig spec;
   const std::string layout = reader.get_string("mtp_layout", "");
-  if (layout == "mimo") spec.layout = MtpLayout::kMiMo;
-  else if (layout == "deepseek") spec.layout = MtpLayout::kDeepSeek;
+  if (layout == "mimo") spec.layout = MtpLayout::kMiMo, spec.names = mimo_mtp_names();
+  else if (layout == "deepseek") spec.layout = MtpLayout::kDeepSeek, spec.names = deepseek_mtp_names();
   else if (layout.empty()) reader.error(ErrorKind::kBadInput, "missing key 'mtp_layout'");
   else reader.error(ErrorKind::kUnsupported, "unsupported mtp_layout '{}' (supported: mimo, deepseek)", layout);
 

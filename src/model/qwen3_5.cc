@@ -141,7 +141,7 @@ void configure_qwen3_5(const ConfigReader& reader, const Checkpoint& ckpt, Model
     // The head's tensors: mtp.* as released; model.mtp.* (or under the language model) as
     // some re-saved checkpoints store them.
     for (const std::string prefix : {"mtp.", "model.mtp.", "model.language_model.mtp."})
-      if (ckpt.has(prefix + "fc.weight")) c.mtp_prefix = prefix, c.mtp_layout = MtpLayout::kQwen35;
+      if (ckpt.has(prefix + "fc.weight")) c.mtp_names = qwen35_mtp_names(prefix), c.mtp_layout = MtpLayout::kQwen35;
     if (c.mtp_layout == MtpLayout::kNone) {
       c.mtp_unavailable = reader.path() + ": mtp_num_hidden_layers is " + std::to_string(mtp) +
                           " but the checkpoint has no MTP tensors (looked for mtp.fc.weight, model.mtp.fc.weight)";
