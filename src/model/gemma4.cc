@@ -15,6 +15,11 @@
 //   - the last num_kv_shared_layers layers read the KV of the last earlier layer of the
 //     same type and use 2 × intermediate_size when use_double_wide_mlp
 // The MoE variant (enable_moe_block, 26B-A4B) adds routed experts beside each dense MLP.
+// Config forms: newer transformers' per_layer_config (the full layers' head dim and
+// key/value heads per layer) is read back into the flat keys (gemma4_flat_config);
+// legacy layer_types names (global, local_sliding) are mapped; use_bidirectional_attention
+// "all" is refused (text is causal under null and "vision"); √H and √P are cast to the
+// embedding tables' dtype, as Hugging Face does.
 #include <cmath>
 
 #include "io/checkpoint.h"

@@ -1,6 +1,7 @@
 // model/glm4_moe.cc — GLM-4.5 / 4.5-Air / 4.6 (Glm4MoeForCausalLM, model_type glm4_moe):
 // pre-norm GQA attention with q/k/v bias (optional q/k norm: use_qk_norm), partial
-// rotary (partial_rotary_factor, default 0.5: NeoX on the first half of each head),
+// rotary (partial_rotary_factor, default 0.5: NeoX on the first half of each head; it
+// and rope_theta at the top level or, as newer transformers save them, in rope_parameters),
 // plain-w RMSNorm; the first first_k_dense_replace layers have a dense SwiGLU MLP, the
 // others a routed one: sigmoid scores, the top-k by score + e_score_correction_bias,
 // weights renormalised (norm_topk_prob) and times routed_scaling_factor, plus

@@ -4,7 +4,9 @@
 // layers: `layer_types` (or every full_attention_interval-th layer) is gated full
 // attention, the others Gated DeltaNet (qwen3_5_attention.cc, qwen3_5_delta_net.cc).
 // RMSNorm scales are (1 + w) (norm_offset 1) except the DeltaNet output norm. The MTP
-// head (mtp.*, mtp_num_hidden_layers) is one gated attention layer with its own KV.
+// head (mtp.*, or model.mtp.* as some re-saved checkpoints name it; mtp_num_hidden_layers)
+// is one gated attention layer with its own KV; mtp_use_dedicated_embeddings = true (a
+// head with its own embedding table) makes --mtp fail saying so.
 // qwen3_5_moe (Qwen3.5/3.6-35B-A3B) is the same model with routed MLPs (num_experts:
 // routed_mlp.h), its MTP layer's MLP routed too. Qwen3-Next (fused, grouped GDN
 // projections) is refused at load.
