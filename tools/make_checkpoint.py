@@ -9,7 +9,8 @@ tokenizer (tokenizer.json + tokenizer_config.json with a ChatML template).
 
   make_checkpoint.py --arch {llama,qwen2,qwen3,mimo,qwen3_5,qwen3_5_moe,glm4_moe,gemma4} [--mtp {none,mimo,deepseek,qwen35}]
       [--preset {tiny,qwen3-0.6b,llama-3.2-1b,qwen3.5-0.8b,qwen3.5-2b,gemma4-e2b}] [--vision-language]
-      [--k-eq-v] [--dtype {f32,bf16,f16}] [--shards N] [--seed S] [--vocab V] [--layers L] [--mtp-layers K] --out DIR
+      [--k-eq-v] [--dtype {f32,bf16,f16}] [--shards N] [--seed S] [--vocab V] [--layers L] [--mtp-layers K]
+      [--mtp-only] [--fp8 BLOCK] [--config-form {flat,nested}] [--hidden H] --out DIR
   make_checkpoint.py --assistant-of TARGET_DIR --out DIR   # MTP-only assistant checkpoint
                                                            # (Gemma 4 target: a Gemma4AssistantForCausalLM)
 """
@@ -24,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoint"))
 import architectures as A  # noqa: E402
+import fp8 as F  # noqa: E402
 import gemma4 as G  # noqa: E402
 import glm4_moe as GLM  # noqa: E402
 import safetensors_reader as R  # noqa: E402
@@ -116,7 +118,66 @@ def gemma4_shape(args):
         s.update(G.TINY_MOE)
     if args.k_eq_v:  # 31B-style full layers: K=V with their own (fewer) key/value heads
         s["k_eq_v"], s["global_kv_heads"] = True, 1
+    if args.hidden:
+        s["hidden"] = args.hidden
     return s
+
+
+def is_mtp_tensor(name, n_layers):
+    """An MTP layer's tensor in any layout: mtp.* (Qwen3.5; also model.mtp.*),
+    model.mtp_layers.* (MiMo), model.layers.{n_layers + i}.* (DeepSeek / GLM nextn)."""
+    if name.startswith(("mtp.", "model.mtp.", "model.mtp_layers.")):
+        return True
+    parts = name.split(".")
+    return name.startswith("model.layers.") and int(parts[2]) >= n_layers
+
+
+def mtp_only(tensors, n_layers):
+    """The tensors of llama.cpp's split MTP file (its converter's --mtp): the MTP layers
+    plus copies of the embedding, final norm and output head; the trunk-only file is the
+    same model with --mtp none."""
+    keep = ("embed_tokens.weight", "model.norm.weight", "model.language_model.norm.weight", "lm_head.weight")
+    return [t for t in tensors if is_mtp_tensor(t[0], n_layers) or t[0].endswith(keep) and
+            not t[0].startswith("model.layers.")]
+
+
+def fp8_specs(specs, block, scale_dtype):
+    """Each linear weight as FP8 (fp8.py) with its weight_scale_inv; the rest unchanged."""
+    out = []
+    for sp in specs:
+        if not F.converts(sp.name, sp.shape):
+            out.append(sp)
+            continue
+        w = np.concatenate([c.reshape(-1) for c in sp.chunks()]).reshape(sp.shape)
+        q, scale = F.quantize(w, block)
+        out.append(W.TensorSpec(sp.name, sp.shape, "F8_E4M3", lambda q=q: iter([q])))
+        out.append(W.TensorSpec(sp.name + "_scale_inv", scale.shape, scale_dtype, lambda s=scale: iter([s])))
+    return out
+
+
+def nested_config(config, arch):
+    """The forms newer transformers save: rope_theta / partial_rotary_factor (and any
+    rope_scaling) inside rope_parameters; Gemma 4's full-layer head geometry as a
+    per_layer_config override instead of global_head_dim / num_global_key_value_heads."""
+    t = config.get("text_config") or config
+    if arch == "gemma4":
+        full = [i for i, k in enumerate(t["layer_types"]) if k == "full_attention"]
+        kv = t["num_global_key_value_heads"] if t.get("attention_k_eq_v") else t["num_key_value_heads"]
+        t["per_layer_config"] = {str(i): {"head_dim": t["global_head_dim"], "num_key_value_heads": kv} for i in full}
+        t.pop("global_head_dim")
+        t.pop("num_global_key_value_heads", None)
+        return config
+    if "rope_theta" in t:
+        rp = {"rope_type": "default", "rope_theta": t.pop("rope_theta")}
+        if "partial_rotary_factor" in t:
+            rp["partial_rotary_factor"] = t.pop("partial_rotary_factor")
+        scaling = t.pop("rope_scaling", None)
+        if scaling:
+            rp.update(scaling)
+            rp["rope_type"] = scaling.get("rope_type", scaling.get("type"))
+            rp.pop("type", None)
+        t["rope_parameters"] = rp
+    return config
 
 
 def shape_for(args):
@@ -173,12 +234,16 @@ def make_model(args):
     else:
         tensors = A.model_tensors(args.arch, s, mtp, args.mtp_layers, args.shared_head)
     inits = {name: init for name, _, init in tensors}
+    if args.mtp_only:
+        tensors = mtp_only(tensors, s["layers"])
     specs = []
     for name, shape, init in tensors:
         src = name
         if init.copy_of:
             src, init = init.copy_of, inits[init.copy_of]
         specs.append(W.TensorSpec(name, shape, st_dtype, make_chunks(args.seed, src, shape, init)))
+    if args.fp8:  # Qwen's releases keep the scales BF16, DeepSeek's F32
+        specs = fp8_specs(specs, args.fp8, "BF16" if args.arch.startswith("qwen3_5") else "F32")
     specials = T.write_tokenizer(args.out, s["vocab"], s.get("max_pos", 4096))
     dtype_name = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[args.dtype]
     if args.arch == "gemma4":
@@ -190,6 +255,10 @@ def make_model(args):
                                  args.vision_language)
     else:
         config = A.config_json(args.arch, s, mtp, args.mtp_layers, dtype_name, specials)
+    if args.config_form == "nested":
+        config = nested_config(config, args.arch)
+    if args.fp8:
+        config["quantization_config"] = F.config(args.fp8)
     write_json(os.path.join(args.out, "config.json"), config)
     write_json(os.path.join(args.out, "generation_config.json"), {
         "bos_token_id": specials["<|endoftext|>"],
@@ -211,6 +280,8 @@ def make_gemma4_assistant(args, tc):
                   k_eq_v=t.get("attention_k_eq_v", False),
                   global_kv_heads=t.get("num_global_key_value_heads"))
     a = dict(G.TINY_ASSISTANT if args.preset == "tiny" else G.ASSISTANT_PRESETS[args.preset])
+    if args.no_centroids:  # the form llama.cpp's gemma4-assistant GGUF keeps (no masked_embedding)
+        a["ordered"] = False
     st_dtype = W.DTYPE_NAMES[args.dtype]
     specs = []
     for name, shape, init in G.assistant_tensors(a, target):
@@ -308,8 +379,9 @@ def parse_args(argv):
                    help="qwen3_5: Qwen3_5ForConditionalGeneration layout (text_config, "
                         "model.language_model.*, a vision tensor)")
     p.add_argument("--mtp-layers", type=int, default=1)
-    p.add_argument("--experts-layout", choices=["fused", "per_expert"],
-                   help="MoE: experts.gate_up_proj/down_proj stacked (default) or one tensor per expert")
+    p.add_argument("--experts-layout", choices=["fused", "per_expert", "released"],
+                   help="MoE: experts.gate_up_proj/down_proj stacked (default), one tensor per expert, or "
+                        "released: the Qwen3.5/3.6-35B/122B layout (trunk fused, MTP layer per expert)")
     p.add_argument("--shared-head", choices=["copy", "random", "none"], default="copy",
                    help="DeepSeek layout: shared_head.head = copy of lm_head (default), "
                         "independent random weights, or absent")
@@ -328,6 +400,17 @@ def parse_args(argv):
     p.add_argument("--untied", dest="tied", action="store_false")
     p.add_argument("--rope-scaling", choices=["default", "none", "llama3"], default="default")
     p.add_argument("--assistant-of", metavar="TARGET_DIR")
+    p.add_argument("--no-centroids", action="store_true",
+                   help="Gemma 4 assistant: no centroid masking (use_ordered_embeddings false)")
+    p.add_argument("--mtp-only", action="store_true",
+                   help="only the MTP layers plus embedding, final norm and output head (llama.cpp's split MTP "
+                        "file); the trunk-only file is the same --seed with --mtp none")
+    p.add_argument("--fp8", type=int, metavar="BLOCK",
+                   help="linear weights as block-scaled FP8 (E4M3, weight_scale_inv per BLOCK x BLOCK tile), "
+                        "as the official FP8 releases")
+    p.add_argument("--config-form", choices=["flat", "nested"], default="flat",
+                   help="nested: newer transformers' forms (rope_parameters; Gemma 4 per_layer_config)")
+    p.add_argument("--hidden", type=int, help="gemma4: hidden size")
     p.add_argument("--out", required=True)
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
@@ -335,6 +418,8 @@ def parse_args(argv):
         p.error("--arch is required (or --assistant-of)")
     if args.dtype is None:
         args.dtype = "f32" if args.preset == "tiny" else "bf16"
+    if args.mtp_only and (args.arch in (None, "gemma4") or args.mtp == "none"):
+        p.error("--mtp-only needs an --arch with MTP layers")
     if args.mtp_layers < 1:
         p.error("--mtp-layers must be >= 1")
     if args.arch in ("qwen3_5", "qwen3_5_moe") and args.mtp not in (None, "none", "qwen35"):

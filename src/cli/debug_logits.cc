@@ -100,6 +100,8 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     mtp = assistant.get();
   } else if (f.mtp) {
     mtp = model->mtp_head();
+    if (!mtp && !model->config().mtp_unavailable.empty())
+      fail(ErrorKind::kUnsupported, "--mtp: {}", model->config().mtp_unavailable);
     if (!mtp) fail(ErrorKind::kBadInput, "{}: --mtp given but the checkpoint has no MTP layers", f.model_dir);
   }
 

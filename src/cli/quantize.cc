@@ -7,7 +7,10 @@
 // Q6_K except for q8_0. A matrix whose rows are not a multiple of 256 falls back
 // (Q4_K → Q5_0, Q6_K → Q8_0), and one not a multiple of 32 stays F16.
 // MTP layers are written as llama.cpp's blk.{n_layer + i}.nextn.* tensors; MiMo's
-// input_proj([h; e]) becomes eh_proj([e; h]) by swapping its column halves.
+// input_proj([h; e]) becomes eh_proj([e; h]) by swapping its column halves. --no-mtp and
+// --mtp-only write llama.cpp's split form instead: the trunk alone (block_count n_layer),
+// or the MTP blocks with token_embd, output_norm and output (block_count and
+// nextn_predict_layers as in the whole file).
 // Mixture of Experts: the per-expert matrices mlp.experts.{e}.{gate,up,down}_proj of a
 // layer are stacked into one [E, rows, cols] tensor blk.N.ffn_{gate,up,down}_exps, as
 // llama.cpp stores them, with the expert_* metadata keys; a fused experts.gate_up_proj
@@ -55,6 +58,10 @@ struct QuantizeFlags {
   std::string type = "q8_0";
   std::string out;
   bool progress = true;
+  // llama.cpp's split form of a model with MTP layers (its converter's --no-mtp / --mtp):
+  // the trunk without them, or only them with copies of the embedding, final norm and head.
+  bool no_mtp = false;
+  bool mtp_only = false;
 };
 
 struct Planned {
@@ -180,7 +187,11 @@ std::vector<float> source_floats(const TensorView& t, const Planned& p) {
 
 // A Qwen3.5 Hugging Face name → the DeepSeek-layout name llama.cpp's converter gives it
 // before its table: the language model's prefix dropped, mtp.* at layer L + i.
-std::string qwen35_layer_name(const std::string& name, int num_layers) {
+std::string qwen35_layer_name(const std::string& stored, int num_layers) {
+  // The head as model.mtp.* (or under the language model) is the same as mtp.*.
+  std::string name = stored;
+  for (const std::string prefix : {"model.language_model.mtp.", "model.mtp."})
+    if (name.compare(0, prefix.size(), prefix) == 0) name = "mtp." + name.substr(prefix.size());
   const std::string vl = "model.language_model.";
   if (name.compare(0, vl.size(), vl) == 0) return "model." + name.substr(vl.size());
   static const std::map<std::string, std::string> head = {
@@ -439,6 +450,16 @@ int run_quantize(const QuantizeFlags& f) {
     plan.push_back(p);
   }
 
+  if (f.no_mtp || f.mtp_only) {
+    if (n_mtp == 0) fail(ErrorKind::kBadInput, "{}: --no-mtp / --mtp-only: the checkpoint has no MTP layers", f.src);
+    auto mtp_block = [&](const std::string& g) { return g.compare(0, 4, "blk.") == 0 && std::stoi(g.substr(4)) >= c.num_layers; };
+    std::erase_if(plan, [&](const Planned& p) {
+      if (f.no_mtp) return mtp_block(p.gguf_name);
+      return !mtp_block(p.gguf_name) && p.gguf_name != "token_embd.weight" && p.gguf_name != "output_norm.weight" &&
+             p.gguf_name != "output.weight";
+    });
+  }
+
   GgufWriter w;
   w.set_string("general.architecture", arch);
   w.set_string("general.name", std::filesystem::path(f.src).filename().string());
@@ -457,7 +478,7 @@ int run_quantize(const QuantizeFlags& f) {
       plan.push_back(std::move(p));
     }
   } else {
-    write_decoder_metadata(c, cfg, arch, n_mtp, w);
+    write_decoder_metadata(c, cfg, arch, f.no_mtp ? 0 : n_mtp, w);
   }
   write_tokenizer_metadata(f.src, c, dialect ? dialect->spm_vocabulary() : "llama", w);
 
@@ -507,6 +528,11 @@ Command add_quantize_command(CLI::App& root) {
   app->add_option("--type", f->type, "q8_0, q4_0, q4_k_m or q6_k")->capture_default_str();
   app->add_option("--out", f->out, "Output .gguf file")->required();
   app->add_flag("!--no-progress", f->progress, "No progress bar");
+  app->add_flag("--no-mtp", f->no_mtp, "Leave the MTP layers out (llama.cpp's trunk file of the split form)");
+  app->add_flag("--mtp-only", f->mtp_only,
+                "Only the MTP layers, with the embedding, final norm and output head (llama.cpp's mtp- file; "
+                "load it with --mtp-assistant-model beside the --no-mtp file)")
+      ->excludes("--no-mtp");
   return {app, [f]() { return run_quantize(*f); }};
 }
 

@@ -108,6 +108,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir) {
   }
   std::sort(ckpt->tensors_.begin(), ckpt->tensors_.end(),
             [](const TensorView& a, const TensorView& b) { return a.name < b.name; });
+  ckpt->convert_fp8_weights();
   return ckpt;
 }
 

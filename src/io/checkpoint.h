@@ -4,6 +4,8 @@
 // sharded model-0000k-of-0000n.safetensors + model.safetensors.index.json,
 // memory-maps the files and validates every header (dtype, shape, offsets within the
 // file size).
+// Official FP8 checkpoints (F8_E4M3 weights with block scales) are converted to BF16
+// at load (fp8_weights.cc).
 // GGUF (a FILE.gguf, a directory holding one, or split FILE-00001-of-0000N.gguf):
 // every file validated (io/gguf.h); config.json is derived from the metadata and the
 // tensors are renamed to Hugging Face names (gguf_checkpoint.cc), so the model code
@@ -50,12 +52,14 @@ class Checkpoint {
  private:
   Checkpoint() = default;
   static std::unique_ptr<Checkpoint> open_gguf(const std::string& path);
+  // Block-scaled FP8 weights (F8_E4M3 + <name>_scale_inv) → BF16 tensors (fp8_weights.cc).
+  void convert_fp8_weights();
   std::string dir_;
   nlohmann::json config_;
   nlohmann::json generation_config_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::vector<std::unique_ptr<GgufFile>> gguf_files_;
-  std::vector<std::unique_ptr<uint8_t[]>> owned_;  // tensors rearranged at load (llama Q/K rows)
+  std::vector<std::unique_ptr<uint8_t[]>> owned_;  // tensors rearranged at load (llama Q/K rows, FP8 → BF16)
   std::vector<TensorView> tensors_;  // sorted by name
   std::map<std::string, RawTensor> other_tensors_;  // non-float dtypes, by name
   std::string tensor_source_;

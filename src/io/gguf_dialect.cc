@@ -3,12 +3,22 @@
 
 namespace nextn {
 
-const GgufDialect& gguf_gemma4_dialect();  // io/gguf_gemma4.cc
+const GgufDialect& gguf_llama_dialect();             // io/gguf_llama.cc
+const GgufDialect& gguf_qwen2_dialect();             // io/gguf_qwen2.cc
+const GgufDialect& gguf_qwen3_dialect();             // io/gguf_qwen3.cc
+const GgufDialect& gguf_glm4moe_dialect();           // io/gguf_glm4moe.cc
+const GgufDialect& gguf_qwen35_dialect();            // io/gguf_qwen35.cc
+const GgufDialect& gguf_qwen35moe_dialect();         // io/gguf_qwen35.cc
+const GgufDialect& gguf_gemma4_dialect();            // io/gguf_gemma4.cc
+const GgufDialect& gguf_gemma4_assistant_dialect();  // io/gguf_gemma4_assistant.cc
 
 namespace {
 
 const std::vector<const GgufDialect*>& dialects() {
-  static const std::vector<const GgufDialect*> all = {&gguf_gemma4_dialect()};
+  static const std::vector<const GgufDialect*> all = {
+      &gguf_llama_dialect(),   &gguf_qwen2_dialect(),     &gguf_qwen3_dialect(),
+      &gguf_glm4moe_dialect(), &gguf_qwen35_dialect(),    &gguf_qwen35moe_dialect(),
+      &gguf_gemma4_dialect(),  &gguf_gemma4_assistant_dialect()};
   return all;
 }
 

@@ -1,17 +1,19 @@
 // io/gguf_dialect.h — what one GGUF architecture (general.architecture) means in Hugging
 // Face terms, both ways, as llama.cpp's converter (convert_hf_to_gguf.py) writes it:
-// tensor names, metadata keys ↔ config.json, and the tensors it adds. One file per
-// architecture (io/gguf_<arch>.cc) plus, in gguf_dialect.cc, its accessor's declaration and
-// one line in the registry.
+// tensor names, metadata keys ↔ config.json, the values it rewrites, and the tensors it
+// adds. One file per architecture (io/gguf_<arch>.cc) plus, in gguf_dialect.cc, its
+// accessor's declaration and one line in the registry.
 //
-// The families that came before (llama, qwen2, qwen3, glm4moe, qwen35, qwen35moe) still
-// use the shared name tables (gguf_names.cc) and their branches in gguf_checkpoint.cc
-// and cli/quantize.cc; moving each into a dialect of its own is the way to add more.
+// Every architecture nextn reads has one. The decoder families (llama, qwen2, qwen3,
+// glm4moe, qwen35, qwen35moe) share their reading in gguf_decoder.h; `nextn quantize`
+// still writes them through its own branches (cli/quantize.cc), Gemma 4 through its
+// dialect.
 #pragma once
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,15 @@ class GgufDialect {
   // Hugging Face name → GGUF name; "" if the file has no place for it.
   virtual std::string gguf_name(const std::string& hf_name) const = 0;
 
+  // Reading, per tensor: `t` as the model reads it under the Hugging Face name `hf`
+  // (hf_name(t.name)): renamed, and rewritten where the converter changed its values or
+  // shape (new buffers go to `owned`, which the checkpoint keeps). Default: renamed.
+  virtual TensorView read_tensor(const TensorView& t, const std::string& hf, const GgufMetadata& md,
+                                 std::vector<std::unique_ptr<uint8_t[]>>& owned) const {
+    TensorView view = t;
+    view.name = hf;
+    return view;
+  }
   // Reading: config.json from the metadata and the file's tensors (by GGUF name).
   virtual nlohmann::json config(const GgufMetadata& md, const std::map<std::string, const TensorView*>& tensors) const = 0;
   // Writing: the <arch>.* metadata keys for a Hugging Face config (text_config when nested).

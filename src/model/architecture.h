@@ -58,7 +58,11 @@ const Architecture& architecture_named(const std::string& name);
 ModelConfig parse_model_config(const Checkpoint& ckpt);
 
 // Shared helpers for architecture files.
+// rope_scaling, or (newer transformers) the rope_type and factors in rope_parameters.
 void parse_rope_scaling(const ConfigReader& reader, ModelConfig& config);
+// A RoPE key (rope_theta, partial_rotary_factor): inside rope_parameters where newer
+// transformers save it, else at the top level, else `fallback`.
+double rope_parameter(const ConfigReader& reader, const char* key, double fallback);
 // One uniform attention LayerSpec per layer from the flat fields of `config`.
 void fill_uniform_layers(ModelConfig& config);
 // Number of model.mtp_layers.{i}.* layers in the checkpoint (MiMo layout).

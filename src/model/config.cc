@@ -60,11 +60,24 @@ void require_positive(const ConfigReader& reader, const char* key, int value) {
 
 }  // namespace
 
+double rope_parameter(const ConfigReader& reader, const char* key, double fallback) {
+  if (reader.has("rope_parameters")) {
+    const nlohmann::json& rp = reader.json().at("rope_parameters");
+    if (!rp.is_object()) reader.error(ErrorKind::kBadInput, "key 'rope_parameters' must be an object");
+    ConfigReader sub(rp, reader.path() + " rope_parameters");
+    if (sub.has(key)) return sub.get_double(key, fallback);
+  }
+  return reader.get_double(key, fallback);
+}
+
 void parse_rope_scaling(const ConfigReader& reader, ModelConfig& config) {
-  if (!reader.has("rope_scaling")) return;
-  const nlohmann::json& rs = reader.json().at("rope_scaling");
-  if (!rs.is_object()) reader.error(ErrorKind::kBadInput, "key 'rope_scaling' must be an object or null");
-  ConfigReader sub(rs, reader.path() + " rope_scaling");
+  // Newer transformers keep the scaling in rope_parameters (beside rope_theta); older
+  // configs in rope_scaling.
+  const char* key = reader.has("rope_scaling") ? "rope_scaling" : "rope_parameters";
+  if (!reader.has(key)) return;
+  const nlohmann::json& rs = reader.json().at(key);
+  if (!rs.is_object()) reader.error(ErrorKind::kBadInput, "key '{}' must be an object or null", key);
+  ConfigReader sub(rs, reader.path() + " " + key);
   std::string type = sub.get_string("rope_type", sub.get_string("type", "default"));
   if (type == "default") return;
   if (type != "llama3" && type != "linear")
@@ -79,6 +92,40 @@ void parse_rope_scaling(const ConfigReader& reader, ModelConfig& config) {
     if (config.rope_scaling.high_freq_factor <= config.rope_scaling.low_freq_factor)
       reader.error(ErrorKind::kBadInput, "rope_scaling high_freq_factor must exceed low_freq_factor");
   }
+}
+
+MtpNames mimo_mtp_names() {
+  MtpNames m;
+  m.head = m.block = "model.mtp_layers.{i}.";
+  m.hidden_norm = "hidden_layernorm.weight";
+  m.token_norm = "token_layernorm.weight";
+  m.proj = "input_proj";
+  m.out_norm = "final_layernorm.weight";
+  m.hidden_first = true;
+  return m;
+}
+
+MtpNames deepseek_mtp_names() {
+  MtpNames m;
+  m.head = m.block = "model.layers.{i}.";
+  m.hidden_norm = "hnorm.weight";
+  m.token_norm = "enorm.weight";
+  m.proj = "eh_proj";
+  m.out_norm = "shared_head.norm.weight";
+  m.shared_head = "shared_head.head.weight";
+  m.after_trunk = true;
+  return m;
+}
+
+MtpNames qwen35_mtp_names(const std::string& prefix) {
+  MtpNames m;
+  m.head = prefix;  // one set of norms and fc, shared by the head's layers
+  m.block = prefix + "layers.{i}.";
+  m.hidden_norm = "pre_fc_norm_hidden.weight";
+  m.token_norm = "pre_fc_norm_embedding.weight";
+  m.proj = "fc";
+  m.out_norm = "norm.weight";
+  return m;
 }
 
 int count_mimo_mtp_layers(const Checkpoint& ckpt) {
@@ -198,7 +245,8 @@ ModelConfig parse_model_config(const Checkpoint& ckpt) {
   if (c.head_dim % 2 != 0) reader.error(ErrorKind::kBadInput, "head_dim must be even for RoPE, got {}", c.head_dim);
   c.rms_norm_eps = reader.get_double("rms_norm_eps", 1e-6);
   if (!(c.rms_norm_eps > 0)) reader.error(ErrorKind::kBadInput, "key 'rms_norm_eps' must be positive");
-  c.rope_theta = reader.get_double("rope_theta", 10000.0);
+  // Top level (older transformers) or inside rope_parameters (newer ones save it there).
+  c.rope_theta = rope_parameter(reader, "rope_theta", 10000.0);
   if (!(c.rope_theta > 0)) reader.error(ErrorKind::kBadInput, "key 'rope_theta' must be positive");
   c.max_position_embeddings = reader.get_int("max_position_embeddings", 4096);
   c.tie_word_embeddings = reader.get_bool("tie_word_embeddings", false);
@@ -215,9 +263,11 @@ ModelConfig parse_model_config(const Checkpoint& ckpt) {
     int n = reader.get_int("num_nextn_predict_layers", 0);
     if (ckpt.has("model.layers." + std::to_string(c.num_layers) + ".eh_proj.weight")) {
       c.mtp_layout = MtpLayout::kDeepSeek;
+      c.mtp_names = deepseek_mtp_names();
       c.num_mtp_layers = n;
     } else if (ckpt.has("model.mtp_layers.0.input_proj.weight")) {
       c.mtp_layout = MtpLayout::kMiMo;
+      c.mtp_names = mimo_mtp_names();
       c.num_mtp_layers = n;
     } else {
       log_warn("{}: num_nextn_predict_layers is {} but the checkpoint has no MTP tensors; MTP disabled", path, n);

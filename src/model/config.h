@@ -8,12 +8,33 @@
 
 namespace nextn {
 
+// Which family's MTP head a model has (a tag; where its tensors are is MtpNames).
 enum class MtpLayout {
   kNone,
   kMiMo,      // model.mtp_layers.{i}.{hidden_layernorm,token_layernorm,input_proj,final_layernorm,...}; [h; e]
   kDeepSeek,  // model.layers.{L+i}.{enorm,hnorm,eh_proj,shared_head.*,...}; [e; h]
   kQwen35,    // mtp.{pre_fc_norm_embedding,pre_fc_norm_hidden,fc,layers.{i}.*,norm}; [e; h], (1+w) norms
 };
+
+// Where an MTP head keeps the tensors of its layer {i} and how it joins its inputs: data
+// each architecture's configure() (or config.cc's detection of the DeepSeek / MiMo
+// layouts) fills, so the head (model/mtp_head.cc) has no code per layout. "{i}" in a
+// prefix is the layer's tensor index: i, or num_layers + i when `after_trunk`.
+struct MtpNames {
+  std::string head;          // prefix of the layer's own tensors ("model.mtp_layers.{i}.", "mtp.")
+  std::string block;         // prefix of its decoder layer ("model.mtp_layers.{i}.", "mtp.layers.{i}.")
+  std::string hidden_norm;   // after `head`: RMSNorm of the incoming hidden state h
+  std::string token_norm;    // RMSNorm of the next token's embedding e
+  std::string proj;          // the [H, 2H] projection of the joined pair (.weight, optional .bias)
+  std::string out_norm;      // the norm after the block (its output is the recycled h)
+  std::string shared_head;   // the layer's own output head, used when present ("": the target's)
+  bool hidden_first = false;  // the pair is [h; e] (MiMo), else [e; h]
+  bool after_trunk = false;   // tensor index num_layers + i (DeepSeek's model.layers.{L+i})
+};
+// The three layouts nextn knows (docs/architectures.md, "MTP heads").
+MtpNames mimo_mtp_names();
+MtpNames deepseek_mtp_names();
+MtpNames qwen35_mtp_names(const std::string& prefix);  // prefix: "mtp." or where a checkpoint moved it
 
 // What mixes information across positions in one decoder layer.
 enum class MixerKind {
@@ -135,6 +156,9 @@ struct ModelConfig {
   bool qk_norm = false;   // Qwen3
   MtpLayout mtp_layout = MtpLayout::kNone;
   int num_mtp_layers = 0;
+  MtpNames mtp_names;                // where the head's tensors are (mtp_layout != kNone)
+  // Why a head the config names cannot be used (--mtp then fails with it); "" otherwise.
+  std::string mtp_unavailable;
   // Per-layer specification (size num_layers). Filled from the flat fields above
   // for uniform architectures; hybrid ones (Qwen3.5) set it in their configure().
   std::vector<LayerSpec> layers;

@@ -63,22 +63,7 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
   if (input_stage_) weight_bytes_ = weight_bytes_ - stage_bytes + input_stage_->bytes_per_row();
   weight_bytes_ -= store_.unread_bytes();  // a decode row reads top_k of the routed experts
 
-  if (c.mtp_layout != MtpLayout::kNone && c.num_mtp_layers > 0) {
-    MtpHeadConfig spec;
-    spec.layout = c.mtp_layout;
-    spec.num_layers = c.num_mtp_layers;
-    spec.first_index = c.mtp_layout == MtpLayout::kDeepSeek ? c.num_layers : 0;
-    spec.block = block_shape_;
-    spec.inv_freq = inv_freq_;
-    spec.config = &config_;
-    spec.arch = &arch;
-    for (const LayerSpec& l : c.layers)
-      if (l.mixer == MixerKind::kAttention) spec.layer = l;  // the MTP layer is full attention, as the trunk's
-    // ... and its MLP is routed when the trunk's is (qwen3_5_moe's MTP layer has experts).
-    for (const LayerSpec& l : c.layers)
-      if (l.mlp.routed()) spec.layer.mlp = l.mlp;
-    mtp_ = make_mtp_head(spec, *this, store_);
-  }
+  if (c.mtp_layout != MtpLayout::kNone && c.num_mtp_layers > 0) mtp_ = make_mtp_head(mtp_head_spec(c), *this, store_);
   // With copied weights the mapping is no longer needed (unless a row table lives there).
   if (copy_weights_ && !store_.uses_mapping()) ckpt_.reset();
   log_debug("loaded {} ({} layers, hidden {}, {} MiB of weights)", dir_, c.num_layers, c.hidden_size,

@@ -68,14 +68,18 @@ LayerStateSpec layer_state_spec(const LayerSpec& layer);
 // Layout details of an MTP head bound from a checkpoint (mtp_head.cc).
 struct MtpHeadConfig {
   MtpLayout layout = MtpLayout::kNone;
-  const ModelConfig* config = nullptr;      // the target's (kQwen35: norm offset, eps)
-  LayerSpec layer;                          // kQwen35: the spec of each MTP layer
-  const struct Architecture* arch = nullptr;  // kQwen35: builds the MTP layers (make_block)
+  MtpNames names;                           // where the tensors are, how the pair is joined
+  const ModelConfig* config = nullptr;      // the model's (norm offset, layer kinds); null: a flat assistant
+  LayerSpec layer;                          // the spec of each MTP layer (with config)
+  const struct Architecture* arch = nullptr;  // builds the MTP layers where it has its own block (Qwen3.5)
   int num_layers = 0;
-  int first_index = 0;  // tensor index of layer 0 (model.layers.{first_index + i} / model.mtp_layers.{...})
+  int first_index = 0;  // tensor index of layer 0 ("{i}" of MtpNames is first_index + i)
   BlockShape block;
   std::vector<float> inv_freq;
 };
+// The MTP head of a model of config `c` (its layers shaped as the trunk's attention
+// layers, routed when the trunk's are); `c` must outlive the head.
+MtpHeadConfig mtp_head_spec(const ModelConfig& c);
 // Binds and validates every tensor of the head from `store`. The target must outlive
 // the head; `keep_alive` holds whatever backs the store (assistant checkpoints).
 std::unique_ptr<MtpHead> make_mtp_head(const MtpHeadConfig& spec, const DecoderModel& target, WeightStore& store,

@@ -15,6 +15,11 @@
 //   - the last num_kv_shared_layers layers read the KV of the last earlier layer of the
 //     same type and use 2 × intermediate_size when use_double_wide_mlp
 // The MoE variant (enable_moe_block, 26B-A4B) adds routed experts beside each dense MLP.
+// Config forms: newer transformers' per_layer_config (the full layers' head dim and
+// key/value heads per layer) is read back into the flat keys (gemma4_flat_config);
+// legacy layer_types names (global, local_sliding) are mapped; use_bidirectional_attention
+// "all" is refused (text is causal under null and "vision"); √H and √P are cast to the
+// embedding tables' dtype, as Hugging Face does.
 #include <cmath>
 
 #include "io/checkpoint.h"
@@ -22,6 +27,7 @@
 #include "model/decoder_block.h"
 #include "model/gemma4_layers.h"
 #include "model/rope_table.h"
+#include "util/dtype.h"
 #include "util/error.h"
 
 namespace nextn {
@@ -61,15 +67,41 @@ std::vector<std::string> layer_types(const ConfigReader& reader, int n_layers) {
     // Five sliding layers, then a full one; the last layer is always full.
     for (int i = 0; i < n_layers; ++i) types.push_back((i + 1) % 6 == 0 ? "full_attention" : "sliding_attention");
   }
+  // Names are checked (and legacy ones mapped) before the last layer is forced to full,
+  // so a bad last entry is reported rather than overwritten.
+  for (size_t i = 0; i < types.size(); ++i) {
+    const std::string canonical = gemma4_layer_type(types[i]);
+    if (canonical.empty())
+      reader.error(ErrorKind::kBadInput,
+                   "unknown layer type '{}' at layer {} (supported: sliding_attention, full_attention; legacy: "
+                   "local_sliding, local, global)", types[i], i);
+    types[i] = canonical;
+  }
   if (!types.empty()) types.back() = "full_attention";
-  for (size_t i = 0; i < types.size(); ++i)
-    if (types[i] != "sliding_attention" && types[i] != "full_attention")
-      reader.error(ErrorKind::kBadInput, "unknown layer type '{}' at layer {} (supported: sliding_attention, full_attention)",
-                   types[i], i);
   return types;
 }
 
-void configure_gemma4(const ConfigReader& reader, const Checkpoint& ckpt, ModelConfig& c) {
+// The round-to-nearest value of x in `dtype` (F32 and quantized types: float as is).
+float rounded_to(float x, DType dtype) {
+  if (dtype == DType::kBF16) return bf16_to_f32(f32_to_bf16(x));
+  if (dtype == DType::kF16) return f16_to_f32(f32_to_f16(x));
+  return x;
+}
+
+void configure_gemma4(const ConfigReader& original, const Checkpoint& ckpt, ModelConfig& c) {
+  // Newer transformers' per_layer_config form, read as the flat keys (see gemma4_flat_config).
+  const nlohmann::json flat = gemma4_flat_config(original.json(), original.path());
+  const ConfigReader reader(flat, original.path());
+  // use_bidirectional_attention: "vision" makes image tokens attend both ways; text-only
+  // input (all nextn feeds) stays causal, so null, false and "vision" compute the same.
+  // "all" (every token both ways) would not: refused rather than run causally.
+  if (reader.has("use_bidirectional_attention")) {
+    const nlohmann::json& b = reader.json().at("use_bidirectional_attention");
+    if (!(b.is_null() || (b.is_boolean() && !b.get<bool>()) || (b.is_string() && b.get<std::string>() == "vision")))
+      reader.error(ErrorKind::kUnsupported,
+                   "use_bidirectional_attention {} is not supported (nextn's attention is causal; supported: null, "
+                   "\"vision\", which is causal over text)", b.dump());
+  }
   // 26B-A4B: routed GeGLU experts beside every layer's dense MLP (softmax, top-k
   // renormalised, per-expert scale; gemma4_layer.cc).
   MlpSpec moe;
@@ -95,7 +127,10 @@ void configure_gemma4(const ConfigReader& reader, const Checkpoint& ckpt, ModelC
   c.weight_prefix = ckpt.has("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
   c.tie_word_embeddings = reader.get_bool("tie_word_embeddings", true);
   c.norm_offset = 0.0f;
-  c.embedding_scale = std::sqrt(float(c.hidden_size));
+  // Hugging Face multiplies by the scale cast to the embedding's dtype (in BF16 √1536 =
+  // 39.19 becomes 39.25); GGUF's quantized tables (llama.cpp) and F32 use √H as is.
+  const TensorView* embed = ckpt.find(c.weight_prefix + "embed_tokens.weight");
+  c.embedding_scale = rounded_to(std::sqrt(float(c.hidden_size)), embed ? embed->dtype : DType::kF32);
   if (reader.has("final_logit_softcapping")) {
     c.final_logit_softcap = float(reader.get_double("final_logit_softcapping", 0.0));
     if (c.final_logit_softcap < 0) reader.error(ErrorKind::kBadInput, "final_logit_softcapping must be >= 0");
@@ -206,7 +241,7 @@ class PerLayerEmbeddings : public InputStage {
     for (float& v : proj_) v *= proj_scale;
     rms_norm(proj_.data(), norm_, int64_t(n_rows) * layers_, width_, eps_, proj_.data());
     embed_rows(table_, tokens, n_rows, out);
-    const float e_scale = std::sqrt(float(width_)), half = 1.0f / std::sqrt(2.0f);
+    const float e_scale = rounded_to(std::sqrt(float(width_)), table_.dtype), half = 1.0f / std::sqrt(2.0f);
     for (size_t i = 0; i < size_t(n_rows) * LP; ++i) out[i] = (proj_[i] + out[i] * e_scale) * half;
   }
 
@@ -225,6 +260,74 @@ std::unique_ptr<InputStage> make_per_layer_embeddings(const ModelConfig& config,
 }
 
 }  // namespace
+
+std::string gemma4_layer_type(const std::string& name) {
+  if (name == "sliding_attention" || name == "local_sliding" || name == "local") return "sliding_attention";
+  if (name == "full_attention" || name == "global") return "full_attention";
+  return "";
+}
+
+nlohmann::json gemma4_flat_config(const nlohmann::json& text, const std::string& path) {
+  if (!text.is_object() || !text.contains("per_layer_config") || text["per_layer_config"].is_null()) return text;
+  ConfigReader reader(text, path);
+  const nlohmann::json& plc = text["per_layer_config"];
+  if (!plc.is_object() && !plc.is_array())
+    reader.error(ErrorKind::kBadInput, "key 'per_layer_config' must be an object of layer index -> overrides");
+  const int n = reader.require_int("num_hidden_layers");
+  const std::vector<std::string> types = layer_types(reader, n);
+  nlohmann::json flat = text;
+  flat.erase("per_layer_config");
+  // What each full layer says, to be one value across them.
+  int global_dim = -1, global_kv = -1;
+  auto same = [&](int& slot, int v, const char* what) {
+    if (slot >= 0 && slot != v)
+      reader.error(ErrorKind::kUnsupported, "per_layer_config gives the full layers different {} ({} and {})", what, slot, v);
+    slot = v;
+  };
+  for (int i = 0; i < n; ++i) {
+    const nlohmann::json* entry = nullptr;
+    if (plc.is_object() && plc.contains(std::to_string(i))) entry = &plc[std::to_string(i)];
+    if (plc.is_array() && size_t(i) < plc.size()) entry = &plc[size_t(i)];
+    if (!entry || entry->is_null()) continue;
+    if (!entry->is_object()) reader.error(ErrorKind::kBadInput, "per_layer_config.{} must be an object", i);
+    const bool full = types[size_t(i)] == "full_attention";
+    for (const auto& [key, value] : entry->items()) {
+      const bool known = key == "head_dim" || key == "num_key_value_heads" || key == "num_attention_heads";
+      if (known && !value.is_number_integer())
+        reader.error(ErrorKind::kBadInput, "per_layer_config.{}.{} must be an integer", i, key);
+      if (full && key == "head_dim") {
+        same(global_dim, value.get<int>(), "head dims");
+      } else if (full && key == "num_key_value_heads") {
+        same(global_kv, value.get<int>(), "key/value head counts");
+      } else if (!(text.contains(key) && text[key] == value)) {
+        // A sliding layer's own head geometry, a full layer's own query heads, or a key
+        // nextn does not know: computing with the top-level value would be wrong.
+        reader.error(ErrorKind::kUnsupported, "per_layer_config.{}.{} = {} ({} layer) is not supported{}", i, key,
+                     value.dump(), types[size_t(i)],
+                     text.contains(key) ? " (it differs from the top-level " + key + ")" : "");
+      }
+    }
+  }
+  auto lift = [&](const char* flat_key, int v) {
+    if (v < 0) return;
+    if (text.contains(flat_key) && !(text[flat_key].is_number_integer() && text[flat_key].get<int>() == v))
+      reader.error(ErrorKind::kBadInput, "per_layer_config gives the full layers {} {} but {} is {}", flat_key, v, flat_key,
+                   text[flat_key].dump());
+    flat[flat_key] = v;
+  };
+  lift("global_head_dim", global_dim);
+  if (global_kv >= 0 && global_kv != reader.get_int("num_key_value_heads", global_kv)) {
+    // Full layers with their own key/value head count are the K=V form.
+    if (!reader.get_bool("attention_k_eq_v", false))
+      reader.error(ErrorKind::kUnsupported,
+                   "per_layer_config gives the full layers {} key/value heads (num_key_value_heads is {}) without "
+                   "attention_k_eq_v", global_kv, reader.get_int("num_key_value_heads", 0));
+    lift("num_global_key_value_heads", global_kv);
+  } else if (global_kv >= 0 && reader.get_bool("attention_k_eq_v", false)) {
+    lift("num_global_key_value_heads", global_kv);
+  }
+  return flat;
+}
 
 const Architecture kGemma4Architecture = {"Gemma4ForCausalLM", "gemma4_text", configure_gemma4, make_gemma4_block,
                                           nullptr, make_per_layer_embeddings};

@@ -34,7 +34,8 @@ class Gemma4AssistantImpl : public Gemma4Assistant {
     ConfigReader top(top_json, path);
     if (!top_json.contains("text_config") || !top_json["text_config"].is_object())
       top.error(ErrorKind::kBadInput, "missing object 'text_config'");
-    ConfigReader text(top_json["text_config"], path + " text_config");
+    const nlohmann::json text_json = gemma4_flat_config(top_json["text_config"], path + " text_config");
+    ConfigReader text(text_json, path + " text_config");
     const ModelConfig& tc = target.config();
     if (tc.architecture.rfind("Gemma4", 0) != 0)
       top.error(ErrorKind::kBadInput, "a Gemma 4 assistant needs a Gemma 4 target, but {} is '{}'", target.dir(),
@@ -63,7 +64,7 @@ class Gemma4AssistantImpl : public Gemma4Assistant {
     std::vector<std::string> types;
     if (text.has("layer_types") && text.json()["layer_types"].is_array()) {
       for (const auto& t : text.json()["layer_types"])
-        types.push_back(t.is_string() ? t.get<std::string>() : std::string("?"));
+        types.push_back(t.is_string() ? t.get<std::string>() : t.dump());
     }
     if (int(types.size()) != n_layers)
       top.error(ErrorKind::kBadInput, "text_config.layer_types lists {} layers but num_hidden_layers is {}", types.size(),
@@ -72,8 +73,9 @@ class Gemma4AssistantImpl : public Gemma4Assistant {
     // Each layer reads the last target layer of its type that owns KV.
     for (int i = 0; i < n_layers; ++i) {
       MixerKind kind;
-      if (types[size_t(i)] == "sliding_attention") kind = MixerKind::kSlidingAttention;
-      else if (types[size_t(i)] == "full_attention") kind = MixerKind::kAttention;
+      const std::string type = gemma4_layer_type(types[size_t(i)]);  // legacy names mapped
+      if (type == "sliding_attention") kind = MixerKind::kSlidingAttention;
+      else if (type == "full_attention") kind = MixerKind::kAttention;
       else top.error(ErrorKind::kBadInput, "unknown layer type '{}' at assistant layer {}", types[size_t(i)], i);
       int donor = -1;
       for (int j = 0; j < tc.num_layers; ++j)
@@ -237,10 +239,24 @@ class Gemma4AssistantImpl : public Gemma4Assistant {
 
 }  // namespace
 
+nlohmann::json drafter_config(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec)) return nlohmann::json::object();
+  const std::filesystem::path json = std::filesystem::path(dir) / "config.json";
+  if (std::filesystem::exists(json, ec)) return read_json_file(json.string());
+  // A GGUF file (or a directory holding one): its config derived from the metadata.
+  if (std::filesystem::is_directory(dir, ec)) {
+    bool gguf = false;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) gguf |= entry.path().extension() == ".gguf";
+    if (!gguf) return nlohmann::json::object();
+  } else if (std::filesystem::path(dir).extension() != ".gguf") {
+    return nlohmann::json::object();
+  }
+  return Checkpoint::open(dir)->config();
+}
+
 bool Gemma4Assistant::is_gemma4_assistant(const std::string& dir) {
-  const std::string path = (std::filesystem::path(dir) / "config.json").string();
-  if (!std::filesystem::exists(path)) return false;
-  const nlohmann::json config = read_json_file(path);
+  const nlohmann::json config = drafter_config(dir);
   return first_architecture(config) == "Gemma4AssistantForCausalLM" ||
          (config.is_object() && config.value("model_type", "") == "gemma4_assistant");
 }

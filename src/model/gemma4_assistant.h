@@ -9,6 +9,8 @@
 //            sampled drafts never pick them and q stays a proper distribution)
 //   h_next = post_projection(n)                          fed to the next step
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -28,9 +30,14 @@ struct AssistantRow {
   const float* h = nullptr;         // [target hidden]: the target's post-norm hidden at p, then the step's h_next
 };
 
+// A drafter's config: DIR/config.json, or the config a GGUF file (or a directory holding
+// one) derives from its metadata; an empty object when neither exists.
+nlohmann::json drafter_config(const std::string& dir);
+
 class Gemma4Assistant {
  public:
-  // Whether `dir`'s config.json names a Gemma 4 assistant.
+  // Whether `dir`'s config (drafter_config) names a Gemma 4 assistant (safetensors, or
+  // llama.cpp's gemma4-assistant GGUF).
   static bool is_gemma4_assistant(const std::string& dir);
   // Loads and checks it against `target` (a Gemma 4 model that must outlive it):
   // mismatched hidden size, vocabulary or layer geometry is an error naming both values.

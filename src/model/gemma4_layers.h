@@ -2,6 +2,8 @@
 // target model (gemma4.cc) and the assistant drafter's query-only layers
 // (gemma4_assistant.cc).
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <memory>
 #include <string>
 
@@ -10,6 +12,16 @@
 #include "model/weights.h"
 
 namespace nextn {
+
+// A layer_types entry in its current name (sliding_attention, full_attention), legacy
+// names (local_sliding, local, global) mapped; "" for an unknown name.
+std::string gemma4_layer_type(const std::string& name);
+
+// A Gemma 4 text config with newer transformers' per_layer_config form (a layer index ->
+// {head_dim, num_key_value_heads} override for the full layers, instead of the flat
+// global_head_dim / num_global_key_value_heads) read back into the flat keys; any other
+// override is refused naming it. Configs without it come back unchanged.
+nlohmann::json gemma4_flat_config(const nlohmann::json& text, const std::string& path);
 
 struct Gemma4BlockOptions {
   int hidden = 0;           // residual width of the model the layer belongs to

@@ -1,6 +1,7 @@
 // model/glm4_moe.cc — GLM-4.5 / 4.5-Air / 4.6 (Glm4MoeForCausalLM, model_type glm4_moe):
 // pre-norm GQA attention with q/k/v bias (optional q/k norm: use_qk_norm), partial
-// rotary (partial_rotary_factor, default 0.5: NeoX on the first half of each head),
+// rotary (partial_rotary_factor, default 0.5: NeoX on the first half of each head; it
+// and rope_theta at the top level or, as newer transformers save them, in rope_parameters),
 // plain-w RMSNorm; the first first_k_dense_replace layers have a dense SwiGLU MLP, the
 // others a routed one: sigmoid scores, the top-k by score + e_score_correction_bias,
 // weights renormalised (norm_topk_prob) and times routed_scaling_factor, plus
@@ -15,7 +16,9 @@ static void configure_glm4_moe(const ConfigReader& reader, const Checkpoint&, Mo
   c.qkv_bias = reader.get_bool("attention_bias", false);
   c.qk_norm = reader.get_bool("use_qk_norm", false);
   parse_rope_scaling(reader, c);
-  const double partial = reader.get_double("partial_rotary_factor", 0.5);
+  // Newer transformers save rope_theta and partial_rotary_factor inside rope_parameters
+  // (config.cc reads rope_theta from either place).
+  const double partial = rope_parameter(reader, "partial_rotary_factor", 0.5);
   const int rotary = int(c.head_dim * partial);
   if (!(partial > 0 && partial <= 1) || rotary < 2 || rotary % 2 != 0)
     reader.error(ErrorKind::kBadInput, "partial_rotary_factor {} gives {} rotary dims of head_dim {} (need an even number >= 2)",

@@ -15,6 +15,7 @@ static void configure_mimo(const ConfigReader& reader, const Checkpoint& ckpt, M
   if (layers < 0) reader.error(ErrorKind::kBadInput, "num_nextn_predict_layers must be >= 0, got {}", layers);
   config.num_mtp_layers = layers;
   config.mtp_layout = layers > 0 ? MtpLayout::kMiMo : MtpLayout::kNone;
+  if (layers > 0) config.mtp_names = mimo_mtp_names();
 }
 
 const Architecture kMiMoArchitecture = {"MiMoForCausalLM", "mimo", configure_mimo};

@@ -39,12 +39,15 @@ MlxQuantization MlxQuantization::from_config(const nlohmann::json& config, const
   MlxQuantization q;
   if (config.contains("quantization_config") && config["quantization_config"].is_object()) {
     const nlohmann::json& hf = config["quantization_config"];
-    if (hf.contains("quant_method")) {
+    // "fp8" (block-scaled E4M3, the official FP8 releases) is converted to BF16 when the
+    // checkpoint is opened (io/fp8_weights.cc); an F8 tensor left over is refused when read.
+    const bool fp8 = hf.contains("quant_method") && hf["quant_method"] == "fp8";
+    if (hf.contains("quant_method") && !fp8) {
       const std::string method = hf["quant_method"].is_string() ? hf["quant_method"].get<std::string>()
                                                                  : json_text(hf["quant_method"]);
       fail(ErrorKind::kBadInput,
            "{}: quantization_config.quant_method '{}' is not supported (nextn runs F32/F16/BF16 safetensors, "
-           "MLX affine 4/8-bit safetensors and GGUF files)",
+           "MLX affine 4/8-bit safetensors, block-scaled FP8 checkpoints and GGUF files)",
            source, method);
     }
   }

@@ -5,6 +5,8 @@
 //   Qwen3.5:  u = mtp.fc([pre_fc_norm_embedding(e); pre_fc_norm_hidden(h)]), out = mtp.norm(block(u)),
 //             block = a gated attention layer mtp.layers.{i}, every norm (1 + w)
 // logits = lm_head(out) (DeepSeek: shared_head.head when present); `out` is the recycled h.
+// Where each layout keeps these tensors is data (ModelConfig::mtp_names, filled by the
+// architecture), so the code below is the same for every layout.
 #include "model/mtp_head.h"
 
 #include <algorithm>
@@ -20,6 +22,12 @@
 namespace nextn {
 namespace {
 
+// A name pattern with its "{i}" replaced by the layer's tensor index.
+std::string with_index(const std::string& pattern, const std::string& index) {
+  const size_t at = pattern.find("{i}");
+  return at == std::string::npos ? pattern : pattern.substr(0, at) + index + pattern.substr(at + 3);
+}
+
 struct MtpLayerWeights {
   const float* hidden_norm = nullptr;  // hidden_layernorm / hnorm
   const float* token_norm = nullptr;   // token_layernorm / enorm
@@ -34,44 +42,30 @@ class MtpHeadImpl : public MtpHead {
   MtpHeadImpl(const MtpHeadConfig& spec, const DecoderModel& target, WeightStore& store, std::shared_ptr<void> keep_alive)
       : spec_(spec), target_(target), keep_alive_(std::move(keep_alive)) {
     const int64_t H = spec.block.hidden;
+    const MtpNames& m = spec.names;
+    // Qwen3.5's (1 + w) norms; the flat assistant form has no config and plain norms.
+    const float off = spec.config ? spec.config->norm_offset : 0.0f;
     for (int i = 0; i < spec.num_layers; ++i) {
-      const int index = spec.first_index + i;
+      const std::string index = std::to_string(spec.first_index + i);
+      const std::string head = with_index(m.head, index), p = with_index(m.block, index);
       MtpLayerWeights w;
-      std::string p;
-      if (spec.layout == MtpLayout::kQwen35) {
-        if (!spec.arch || !spec.arch->make_block || !spec.config)
-          fail(ErrorKind::kInternal, "Qwen3.5 MTP head without its architecture");
-        const float off = spec.config->norm_offset;
-        w.token_norm = store.floats("mtp.pre_fc_norm_embedding.weight", {H}, off);
-        w.hidden_norm = store.floats("mtp.pre_fc_norm_hidden.weight", {H}, off);
-        w.proj = store.linear("mtp.fc", H, 2 * H, false);
-        w.out_norm = store.floats("mtp.norm.weight", {H}, off);
-        w.head = target.lm_head();
-        w.block = spec.arch->make_block(*spec.config, spec.layer, store, "mtp.layers." + std::to_string(index) + ".");
-        layers_.push_back(std::move(w));
-        continue;
-      }
-      if (spec.layout == MtpLayout::kMiMo) {
-        p = "model.mtp_layers." + std::to_string(index) + ".";
-        w.hidden_norm = store.vector(p + "hidden_layernorm.weight", H);
-        w.token_norm = store.vector(p + "token_layernorm.weight", H);
-        w.proj = store.linear(p + "input_proj", H, 2 * H, store.has(p + "input_proj.bias"));
-        w.out_norm = store.vector(p + "final_layernorm.weight", H);
-        w.head = target.lm_head();
-      } else {
-        p = "model.layers." + std::to_string(index) + ".";
-        w.hidden_norm = store.vector(p + "hnorm.weight", H);
-        w.token_norm = store.vector(p + "enorm.weight", H);
-        w.proj = store.linear(p + "eh_proj", H, 2 * H, store.has(p + "eh_proj.bias"));
-        w.out_norm = store.vector(p + "shared_head.norm.weight", H);
-        w.head = store.has(p + "shared_head.head.weight")
-                     ? store.matrix(p + "shared_head.head.weight", target.config().vocab_size, H)
-                     : target.lm_head();
-      }
-      // The target's own head: its layer as the trunk's (partial rotary, routed MLP: GLM-4.5);
-      // an assistant checkpoint: the flat shape.
-      w.block = spec.config ? make_attention_block(*spec.config, spec.layer, store, p)
-                            : make_attention_block(store, p, spec.block, spec.inv_freq);
+      w.hidden_norm = store.floats(head + m.hidden_norm, {H}, off);
+      w.token_norm = store.floats(head + m.token_norm, {H}, off);
+      w.proj = store.linear(head + m.proj, H, 2 * H, store.has(head + m.proj + ".bias"));
+      w.out_norm = store.floats(head + m.out_norm, {H}, off);
+      w.head = !m.shared_head.empty() && store.has(head + m.shared_head)
+                   ? store.matrix(head + m.shared_head, target.config().vocab_size, H)
+                   : target.lm_head();
+      // The layer is one of the trunk's kind: the family's own block where it has one
+      // (Qwen3.5's gated attention), else the shared attention block shaped as the
+      // trunk's (partial rotary, routed MLP: GLM-4.5); a flat assistant checkpoint: the
+      // flat shape.
+      if (spec.config && spec.arch && spec.arch->make_block)
+        w.block = spec.arch->make_block(*spec.config, spec.layer, store, p);
+      else if (spec.config)
+        w.block = make_attention_block(*spec.config, spec.layer, store, p);
+      else
+        w.block = make_attention_block(store, p, spec.block, spec.inv_freq);
       layers_.push_back(std::move(w));
     }
   }
@@ -146,7 +140,7 @@ class MtpHeadImpl : public MtpHead {
                  hn_.data() + row * size_t(H));
     logits.resize(size_t(n_logits) * V);
     hidden_out.resize(size_t(n) * H);
-    const bool hidden_first = spec_.layout == MtpLayout::kMiMo;  // DeepSeek, Qwen3.5: [e; h]
+    const bool hidden_first = spec_.names.hidden_first;  // MiMo [h; e]; DeepSeek, Qwen3.5: [e; h]
     for (int r = 0; r < n; ++r) {
       float* row = cat_.data() + size_t(r) * 2 * H;
       std::memcpy(row + (hidden_first ? 0 : H), hn_.data() + size_t(r) * H, H * sizeof(float));
@@ -185,13 +179,69 @@ class MtpHeadImpl : public MtpHead {
   std::vector<StateSegment> segments_;
 };
 
-// What backs an assistant head's weights (destroyed store-first).
+// What backs an assistant head's weights (destroyed store-first; the config the split
+// form's layers point to outlives them).
 struct AssistantResources {
+  std::unique_ptr<ModelConfig> config;
   std::unique_ptr<Checkpoint> ckpt;
   std::unique_ptr<WeightStore> store;
 };
 
+// The split form: a checkpoint of the target's own kind of architecture whose MTP layers
+// are all it needs to hold (llama.cpp's `mtp-` GGUF, written by its converter's --mtp
+// beside a --no-mtp trunk: the MTP block at blk.{n_layer + i} plus copies of the
+// embedding, final norm and output; or a safetensors directory holding the MTP tensors
+// under the names the full checkpoint uses). Its layers are bound exactly as the full
+// checkpoint's head would be; the embedding and output head stay the target's.
+std::unique_ptr<MtpHead> load_split_head(std::shared_ptr<AssistantResources> res, const std::string& dir,
+                                         DecoderModel& target) {
+  res->config = std::make_unique<ModelConfig>(parse_model_config(*res->ckpt));
+  const ModelConfig& c = *res->config;
+  const ModelConfig& tc = target.config();
+  if (c.mtp_layout == MtpLayout::kNone || c.num_mtp_layers <= 0)
+    fail(ErrorKind::kBadInput,
+         "{}: holds no MTP layers ({} without MTP tensors; an MTP drafter is an MTP-only checkpoint of the target's "
+         "architecture, such as llama.cpp's mtp- GGUF, or architectures ['NextnMTPAssistant'])",
+         dir, c.architecture);
+  if (c.hidden_size != tc.hidden_size)
+    fail(ErrorKind::kBadInput, "{}: hidden_size {} does not match the target model's hidden_size {} ({})", dir,
+         c.hidden_size, tc.hidden_size, target.dir());
+  if (c.vocab_size != tc.vocab_size)
+    fail(ErrorKind::kBadInput, "{}: vocab_size {} does not match the target model's vocab_size {} ({})", dir,
+         c.vocab_size, tc.vocab_size, target.dir());
+  res->store = std::make_unique<WeightStore>(*res->ckpt, target.copy_weights());
+  WeightStore& store = *res->store;
+  return make_mtp_head(mtp_head_spec(c), target, store, std::move(res));
+}
+
 }  // namespace
+
+MtpHeadConfig mtp_head_spec(const ModelConfig& c) {
+  MtpHeadConfig spec;
+  spec.layout = c.mtp_layout;
+  spec.num_layers = c.num_mtp_layers;
+  spec.names = c.mtp_names;
+  spec.first_index = c.mtp_names.after_trunk ? c.num_layers : 0;
+  // The flat shape (MiMo / DeepSeek layers of a uniform trunk).
+  BlockShape& b = spec.block;
+  b.hidden = c.hidden_size;
+  b.heads = c.num_heads;
+  b.kv_heads = c.num_kv_heads;
+  b.head_dim = c.head_dim;
+  b.intermediate = c.intermediate_size;
+  b.qkv_bias = c.qkv_bias;
+  b.qk_norm = c.qk_norm;
+  b.eps = static_cast<float>(c.rms_norm_eps);
+  spec.inv_freq = rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling);
+  spec.config = &c;
+  spec.arch = &architecture_named(c.architecture);
+  for (const LayerSpec& l : c.layers)
+    if (l.mixer == MixerKind::kAttention) spec.layer = l;  // the MTP layer is full attention, as the trunk's
+  // ... and its MLP is routed when the trunk's is (qwen3_5_moe's MTP layer has experts).
+  for (const LayerSpec& l : c.layers)
+    if (l.mlp.routed()) spec.layer.mlp = l.mlp;
+  return spec;
+}
 
 std::unique_ptr<MtpHead> make_mtp_head(const MtpHeadConfig& spec, const DecoderModel& target, WeightStore& store,
                                        std::shared_ptr<void> keep_alive) {
@@ -211,13 +261,12 @@ std::unique_ptr<MtpHead> MtpHead::load_assistant(const std::string& dir, Model& 
       !reader.json()["architectures"].empty() && reader.json()["architectures"][0].is_string())
     arch = reader.json()["architectures"][0].get<std::string>();
   if (arch != "NextnMTPAssistant" && reader.get_string("model_type", "") != "mtp_assistant")
-    reader.error(ErrorKind::kUnsupported,
-                 "not an MTP assistant checkpoint (expected architectures ['NextnMTPAssistant'], got '{}')", arch);
+    return load_split_head(std::move(res), dir, *target);
 
   MtpHeadConfig spec;
   const std::string layout = reader.get_string("mtp_layout", "");
-  if (layout == "mimo") spec.layout = MtpLayout::kMiMo;
-  else if (layout == "deepseek") spec.layout = MtpLayout::kDeepSeek;
+  if (layout == "mimo") spec.layout = MtpLayout::kMiMo, spec.names = mimo_mtp_names();
+  else if (layout == "deepseek") spec.layout = MtpLayout::kDeepSeek, spec.names = deepseek_mtp_names();
   else if (layout.empty()) reader.error(ErrorKind::kBadInput, "missing key 'mtp_layout'");
   else reader.error(ErrorKind::kUnsupported, "unsupported mtp_layout '{}' (supported: mimo, deepseek)", layout);
 
@@ -250,7 +299,7 @@ std::unique_ptr<MtpHead> MtpHead::load_assistant(const std::string& dir, Model& 
   b.eps = static_cast<float>(reader.get_double("rms_norm_eps", 1e-6));
   ModelConfig rope;
   parse_rope_scaling(reader, rope);
-  spec.inv_freq = rope_inv_freq(b.head_dim, reader.get_double("rope_theta", 10000.0), rope.rope_scaling);
+  spec.inv_freq = rope_inv_freq(b.head_dim, rope_parameter(reader, "rope_theta", 10000.0), rope.rope_scaling);
 
   res->store = std::make_unique<WeightStore>(*res->ckpt, target->copy_weights());
   WeightStore& store = *res->store;

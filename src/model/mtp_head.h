@@ -31,8 +31,11 @@ struct MtpRows {
 
 class MtpHead {
  public:
-  // A checkpoint that holds only MTP layers (config names the target's hidden size
-  // and vocabulary; a mismatch is an nextn::Error naming both values).
+  // A separate checkpoint holding MTP layers: one of the target's own architecture with
+  // MTP layers (the split form: llama.cpp's mtp- GGUF, or an MTP-only safetensors
+  // directory), or a NextnMTPAssistant (flat config, MiMo or DeepSeek layers). A hidden
+  // size or vocabulary other than the target's, or no MTP layers, is an nextn::Error
+  // naming the file and both values; a missing tensor names the tensor.
   static std::unique_ptr<MtpHead> load_assistant(const std::string& dir, Model& target);
   virtual ~MtpHead() = default;
 

@@ -4,27 +4,19 @@
 // layers: `layer_types` (or every full_attention_interval-th layer) is gated full
 // attention, the others Gated DeltaNet (qwen3_5_attention.cc, qwen3_5_delta_net.cc).
 // RMSNorm scales are (1 + w) (norm_offset 1) except the DeltaNet output norm. The MTP
-// head (mtp.*, mtp_num_hidden_layers) is one gated attention layer with its own KV.
+// head (mtp.*, or model.mtp.* as some re-saved checkpoints name it; mtp_num_hidden_layers)
+// is one gated attention layer with its own KV; mtp_use_dedicated_embeddings = true (a
+// head with its own embedding table) makes --mtp fail saying so.
 // qwen3_5_moe (Qwen3.5/3.6-35B-A3B) is the same model with routed MLPs (num_experts:
 // routed_mlp.h), its MTP layer's MLP routed too. Qwen3-Next (fused, grouped GDN
 // projections) is refused at load.
 #include "io/checkpoint.h"
 #include "model/architecture.h"
 #include "model/qwen3_5_layers.h"
+#include "util/log.h"
 
 namespace nextn {
 namespace {
-
-// rope_theta / partial_rotary_factor: top level, or inside rope_parameters (newer configs).
-double rope_value(const ConfigReader& reader, const char* key, double fallback) {
-  if (reader.has("rope_parameters")) {
-    const nlohmann::json& rp = reader.json().at("rope_parameters");
-    if (!rp.is_object()) reader.error(ErrorKind::kBadInput, "key 'rope_parameters' must be an object");
-    ConfigReader sub(rp, reader.path() + " rope_parameters");
-    if (sub.has(key)) return sub.get_double(key, fallback);
-  }
-  return reader.get_double(key, fallback);
-}
 
 void check_rope_type(const ConfigReader& reader, const char* key) {
   if (!reader.has(key)) return;
@@ -43,9 +35,9 @@ void configure_qwen3_5(const ConfigReader& reader, const Checkpoint& ckpt, Model
   check_rope_type(reader, "rope_parameters");
   c.qk_norm = true;
   c.norm_offset = 1.0f;
-  c.rope_theta = rope_value(reader, "rope_theta", 10000000.0);
+  c.rope_theta = rope_parameter(reader, "rope_theta", 10000000.0);
   if (!(c.rope_theta > 0)) reader.error(ErrorKind::kBadInput, "rope_theta must be positive");
-  const double partial = rope_value(reader, "partial_rotary_factor", 0.25);
+  const double partial = rope_parameter(reader, "partial_rotary_factor", 0.25);
   const int rotary = int(c.head_dim * partial);
   if (!(partial > 0 && partial <= 1) || rotary < 2 || rotary % 2 != 0)
     reader.error(ErrorKind::kBadInput, "partial_rotary_factor {} gives {} rotary dims of head_dim {} (need an even number >= 2)",
@@ -90,7 +82,8 @@ void configure_qwen3_5(const ConfigReader& reader, const Checkpoint& ckpt, Model
   for (int i = 0; i < c.num_layers; ++i) {
     LayerSpec l;
     l.intermediate = c.intermediate_size;
-    if (types[size_t(i)] == "full_attention") {
+    // "attention": the name Qwen3-Next-era configs give the full layers.
+    if (types[size_t(i)] == "full_attention" || types[size_t(i)] == "attention") {
       l.mixer = MixerKind::kAttention;
       l.attention.heads = c.num_heads;
       l.attention.kv_heads = c.num_kv_heads;
@@ -104,7 +97,7 @@ void configure_qwen3_5(const ConfigReader& reader, const Checkpoint& ckpt, Model
       l.mixer = MixerKind::kGatedDeltaNet;
       l.delta_net = dn;
     } else {
-      reader.error(ErrorKind::kBadInput, "unknown layer type '{}' at layer {} (supported: linear_attention, full_attention)",
+      reader.error(ErrorKind::kBadInput, "unknown layer type '{}' at layer {} (supported: linear_attention, full_attention; legacy: attention)",
                    types[size_t(i)], i);
     }
     c.layers.push_back(l);
@@ -146,9 +139,25 @@ void configure_qwen3_5(const ConfigReader& reader, const Checkpoint& ckpt, Model
   c.weight_prefix = ckpt.has("model.language_model.embed_tokens.weight") ? "model.language_model." : "model.";
   const int mtp = reader.get_int("mtp_num_hidden_layers", 0);
   if (mtp < 0) reader.error(ErrorKind::kBadInput, "mtp_num_hidden_layers must be >= 0, got {}", mtp);
-  if (mtp > 0 && ckpt.has("mtp.fc.weight")) {
-    c.mtp_layout = MtpLayout::kQwen35;
-    c.num_mtp_layers = mtp;
+  if (mtp > 0) {
+    // The head's tensors: mtp.* as released; model.mtp.* (or under the language model) as
+    // some re-saved checkpoints store them.
+    for (const std::string prefix : {"mtp.", "model.mtp.", "model.language_model.mtp."})
+      if (ckpt.has(prefix + "fc.weight")) c.mtp_names = qwen35_mtp_names(prefix), c.mtp_layout = MtpLayout::kQwen35;
+    if (c.mtp_layout == MtpLayout::kNone) {
+      c.mtp_unavailable = reader.path() + ": mtp_num_hidden_layers is " + std::to_string(mtp) +
+                          " but the checkpoint has no MTP tensors (looked for mtp.fc.weight, model.mtp.fc.weight)";
+      log_warn("{}; MTP disabled", c.mtp_unavailable);
+    } else if (reader.get_bool("mtp_use_dedicated_embeddings", false)) {
+      // The head would embed its input token with a table of its own, whose layout no
+      // released checkpoint shows; the shared embedding would draft from the wrong rows.
+      c.mtp_unavailable = reader.path() + ": mtp_use_dedicated_embeddings = true (an MTP head with its own embedding "
+                          "table) is not supported";
+      c.mtp_layout = MtpLayout::kNone;
+      log_warn("{}; MTP disabled", c.mtp_unavailable);
+    } else {
+      c.num_mtp_layers = mtp;
+    }
   }
 }
 

@@ -4,7 +4,6 @@
 // (gemma4_assistant_drafter.cc).
 #include <filesystem>
 
-#include "io/json_file.h"
 #include "model/gemma4_assistant.h"
 #include "model/model.h"
 #include "speculative/mtp_drafter.h"
@@ -25,9 +24,7 @@ std::unique_ptr<Drafter> make_assistant_drafter(Model& target, const Speculative
 namespace nextn {
 
 int assistant_default_draft_tokens(const std::string& dir, int fallback) {
-  const std::string path = (std::filesystem::path(dir) / "config.json").string();
-  if (!std::filesystem::exists(path)) return fallback;
-  const nlohmann::json config = read_json_file(path);
+  const nlohmann::json config = drafter_config(dir);
   if (config.is_object() && config.contains("num_assistant_tokens") && config["num_assistant_tokens"].is_number_integer())
     return config["num_assistant_tokens"].get<int>();
   return Gemma4Assistant::is_gemma4_assistant(dir) ? 4 : fallback;

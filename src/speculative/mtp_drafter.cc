@@ -275,6 +275,8 @@ std::unique_ptr<Drafter> make_mtp_head_drafter(const char* name, MtpHead* head, 
 
 std::unique_ptr<Drafter> make_mtp_drafter(Model& target, const SpeculativeOptions& options) {
   MtpHead* head = target.mtp_head();
+  if (!head && !target.config().mtp_unavailable.empty())
+    fail(ErrorKind::kUnsupported, "--mtp: {}", target.config().mtp_unavailable);
   if (!head)
     fail(ErrorKind::kBadInput, "--mtp: checkpoint {} has no MTP layers (num_nextn_predict_layers is 0 or absent)",
          target.dir());

@@ -9,7 +9,8 @@ gated shared expert) on random checkpoints from tools/make_checkpoint.py --arch 
 Same measure as the dense test: prefill logits (whole, token by token, chunks of 3 / 50 / 64
 rows: rows of a batch grouped by expert), post-norm hidden, 16 greedy decode steps, MTP
 logits; relative error F32 <= 1e-4, BF16 <= 2e-2, identical greedy tokens; fused
-(experts.gate_up_proj) and per-expert tensor layouts; the vision-language layout. Broken
+(experts.gate_up_proj), per-expert and the released mix (trunk fused, MTP layer per
+expert) tensor layouts; the vision-language layout. Broken
 references (top-k weights not renormalised, shared-expert gate missing, a sharpened
 router) must miss by far more than the tolerance. Bad MoE configs exit 2 naming the key."""
 import os
@@ -30,6 +31,8 @@ CASES = {
     "f32_token_by_token": ([], "f32", ["--chunk", "1"], PROMPT),
     "f32_chunk3": ([], "f32", ["--chunk", "3", "--mtp"], PROMPT),
     "per_expert_seed2": (["--experts-layout", "per_expert", "--seed", "2"], "f32", ["--mtp"], PROMPT),
+    # the released 35B-A3B / 122B-A10B layout: trunk experts fused, the MTP layer's one tensor each
+    "released_layout_seed4": (["--experts-layout", "released", "--seed", "4"], "f32", ["--mtp"], PROMPT),
     "vision_language_f32": (["--vision-language", "--seed", "1"], "f32", ["--mtp"], PROMPT),
     "bf16": (["--dtype", "bf16"], "bf16", ["--mtp"], PROMPT),
     "long150_whole": ([], "f32", ["--mtp"], LONG),

@@ -2,7 +2,9 @@
 # Gemma 4 text model (Gemma4ForCausalLM, Gemma4ForConditionalGeneration's text part) and of
 # its "-assistant" drafter (Gemma4AssistantForCausalLM), written from the equations in
 # docs/architectures.md ("Gemma 4"), not from nextn's C++:
-#   - x0 = embed[id] * sqrt(H); every RMSNorm is plain x̂·w; v normed without a weight
+#   - x0 = embed[id] * sqrt(H), the scale cast to the embedding's dtype as Hugging Face's
+#     Gemma4TextScaledWordEmbedding does (BF16 / F16 checkpoints; also sqrt(P) of the PLE
+#     table); every RMSNorm is plain x̂·w; v normed without a weight
 #   - sliding layers: key j visible from query i iff 0 <= i - j < window, head_dim, RoPE
 #     theta 1e4 over the whole head; full layers: global_head_dim, "proportional" RoPE
 #     (inv_freq_i = theta^(-2i/D) for i < partial*D/2, 0 beyond; pairs (i, i + D/2))
@@ -26,6 +28,7 @@ import os
 import numpy as np
 
 import bf16_activations
+import safetensors_reader  # noqa: E402
 from stateful_decoding import StatefulDecoding  # noqa: E402
 
 BROKEN = ("norm_plus_one", "no_softcap", "wrong_donor", "window_off_by_one",
@@ -58,6 +61,17 @@ def text_config(model_dir):
     return top, c
 
 
+def scale_in(dtype, n):
+    """sqrt(n) held in a safetensors dtype: Hugging Face computes it in float32 and casts
+    it to the table's dtype before multiplying (39.19 -> 39.25 for n = 1536 in BF16)."""
+    s = np.float32(math.sqrt(n))
+    if dtype == "BF16":
+        return float(bf16_activations.to_bf16(np.array([s]))[0])
+    if dtype == "F16":
+        return float(np.float16(s))
+    return float(s)
+
+
 class State:
     """Per-sequence K/V of every layer that owns KV (all positions), and the length."""
 
@@ -74,6 +88,7 @@ class Model(StatefulDecoding):
         _, c = text_config(model_dir)
         self.cfg = c
         self.W = bf16_activations.read_checkpoint(model_dir)
+        self.dtypes = safetensors_reader.tensor_dtypes(model_dir)
         self.prefix = "model.language_model." if "model.language_model.embed_tokens.weight" in self.W \
             else "model."
         self.H, self.L, self.eps = c["hidden_size"], c["num_hidden_layers"], c["rms_norm_eps"]
@@ -214,7 +229,8 @@ class Model(StatefulDecoding):
     def per_layer_inputs(self, tokens, x0):
         """[T, L, P]."""
         T, L, P, W, pre = len(tokens), self.L, self.P, self.W, self.prefix
-        e = W[pre + "embed_tokens_per_layer.weight"][tokens].reshape(T, L, P) * math.sqrt(P)
+        e = W[pre + "embed_tokens_per_layer.weight"][tokens].reshape(T, L, P) * \
+            scale_in(self.dtypes[pre + "embed_tokens_per_layer.weight"], P)
         proj = (x0 @ W[pre + "per_layer_model_projection.weight"].T) / math.sqrt(self.H)
         proj = self.norm(proj.reshape(T, L, P), pre + "per_layer_projection_norm.weight")
         return (proj + e) / math.sqrt(2.0)
@@ -222,11 +238,15 @@ class Model(StatefulDecoding):
     def new_state(self):
         return State()
 
+    def embed_scale(self):
+        """sqrt(H) as the embedding's dtype holds it."""
+        return scale_in(self.dtypes[self.prefix + "embed_tokens.weight"], self.H)
+
     def step(self, tokens, state):
         """Logits [T, V] and post-final-norm hidden [T, H] of tokens appended to state."""
         tokens = np.asarray(tokens, dtype=np.int64)
         positions = np.arange(state.length, state.length + len(tokens))
-        x = self.embed[tokens] * math.sqrt(self.H)
+        x = self.embed[tokens] * self.embed_scale()
         ple = self.per_layer_inputs(tokens, x) if self.P else None
         for i in range(self.L):
             p = f"{self.prefix}layers.{i}."
@@ -292,7 +312,7 @@ class Assistant:
         out = []
         x, h = int(token), np.asarray(hidden, dtype=np.float64)
         for _ in range(steps):
-            e = t.embed[x] * math.sqrt(t.H)
+            e = t.embed[x] * t.embed_scale()
             u = np.concatenate([e, h]) @ W["pre_projection.weight"].T
             u = u[None, :]
             for i in range(self.L):

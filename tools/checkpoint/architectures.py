@@ -187,7 +187,9 @@ def qwen35_mlp_tensors(prefix, s):
 
 def qwen35_moe_tensors(prefix, s):
     """A Qwen3.5-MoE routed MLP: router, experts (fused gate_up_proj/down_proj as Qwen3.6
-    ships them, or one tensor per expert with s["experts_layout"] == "per_expert"), and
+    ships them, one tensor per expert with s["experts_layout"] == "per_expert", or
+    "released": the released 35B / 122B checkpoints' mix, trunk fused and the MTP layer's
+    experts one tensor each), and
     the sigmoid-gated shared expert. The down projections have gain 1 (not 2): the
     routed sum plus the shared expert then adds about one dense MLP's output to the
     residual; at gain 2 the 150-token rows were ill-conditioned enough for float32 to
@@ -196,7 +198,10 @@ def qwen35_moe_tensors(prefix, s):
     m = f"{prefix}.mlp"
     t = [(f"{prefix}.post_attention_layernorm.weight", (h,), qwen35_norm()),
          (f"{m}.gate.weight", (e, h), linear_init(h))]
-    if s.get("experts_layout", "fused") == "fused":
+    layout = s.get("experts_layout", "fused")
+    if layout == "released":  # Qwen3.5/3.6-35B-A3B / 122B-A10B: the trunk fused, the MTP layer per expert
+        layout = "per_expert" if prefix.startswith("mtp.") else "fused"
+    if layout == "fused":
         t += [(f"{m}.experts.gate_up_proj", (e, 2 * i, h), linear_init(h)),
               (f"{m}.experts.down_proj", (e, h, i), linear_init(i, 1.0))]
     else:

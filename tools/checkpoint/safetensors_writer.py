@@ -7,7 +7,7 @@ import struct
 import numpy as np
 
 DTYPE_NAMES = {"f32": "F32", "bf16": "BF16", "f16": "F16"}
-DTYPE_BYTES = {"F32": 4, "BF16": 2, "F16": 2, "U32": 4, "I64": 8}
+DTYPE_BYTES = {"F32": 4, "BF16": 2, "F16": 2, "U32": 4, "I64": 8, "F8_E4M3": 1}
 
 
 def f32_to_bf16_bits(a):
@@ -36,6 +36,8 @@ def encode(a, st_dtype):
         return np.ascontiguousarray(a, dtype="<f2")
     if st_dtype == "U32":  # packed integer values (MLX quantized weights), passed as uint32
         return np.ascontiguousarray(a, dtype="<u4")
+    if st_dtype == "F8_E4M3":  # e4m3fn bit patterns (fp8.py), passed as uint8
+        return np.ascontiguousarray(a, dtype="u1")
     if st_dtype == "I64":  # integer buffers (the Gemma 4 assistant's token_ordering)
         return np.ascontiguousarray(a, dtype="<i8")
     raise ValueError(f"unsupported dtype {st_dtype}")
