@@ -46,7 +46,7 @@ trap 'kill -TERM -- "-$san_pid" 2>/dev/null' EXIT  # an interrupted run leaves n
 part "all tests (release build)" bash -c "cd '$BUILD_DIR' && ctest --output-on-failure -j1 --timeout 1500"
 
 # 2. The tests whose results depend on floating-point code paths, on each other target.
-numerics='^(kernels\.gtest|kv\.|state\.|model\.gtest|model\.test_reference$|model\.test_qwen3_5_reference$|model\.test_gemma4_reference$|model\.test_gemma4_assistant$|model\.test_qwen3_5_moe_reference$|model\.test_glm4_moe_reference$|model\.test_gguf_moe$|model\.test_gguf_qwen35$|model\.test_gguf_qwen35_moe$|model\.test_gguf_gemma4$|engine\.gtest|speculative\.gtest)'
+numerics='^(kernels\.gtest|kv\.|state\.|model\.gtest|model\.test_reference$|model\.test_qwen3_5_reference$|model\.test_gemma4_reference$|model\.test_gemma4_assistant$|model\.test_qwen3_5_moe_reference$|model\.test_glm4_moe_reference$|model\.test_gguf_moe$|model\.test_gguf_qwen35$|model\.test_gguf_qwen35_moe$|model\.test_gguf_gemma4$|model\.test_checkpoint_forms$|engine\.gtest|speculative\.gtest)'
 best=$("$BUILD_DIR/nextn" perf --simd-targets | head -1)
 for target in $("$BUILD_DIR/nextn" perf --simd-targets); do
   [[ $target == "$best" ]] && continue
