@@ -61,6 +61,19 @@ BlockShape attention_block_shape(const ModelConfig& config, const LayerSpec& lay
   return b;
 }
 
+BlockShape flat_block_shape(const ModelConfig& c) {
+  BlockShape b;
+  b.hidden = c.hidden_size;
+  b.heads = c.num_heads;
+  b.kv_heads = c.num_kv_heads;
+  b.head_dim = c.head_dim;
+  b.intermediate = c.intermediate_size;
+  b.qkv_bias = c.qkv_bias;
+  b.qk_norm = c.qk_norm;
+  b.eps = static_cast<float>(c.rms_norm_eps);
+  return b;
+}
+
 std::unique_ptr<Block> make_attention_block(WeightStore& store, const std::string& prefix, const BlockShape& shape,
                                             std::vector<float> inv_freq) {
   return std::make_unique<AttentionBlock>(load_block(store, prefix, shape), shape, std::move(inv_freq));

@@ -37,6 +37,8 @@ struct BlockWeights {
 
 // The shape of the shared block for one attention layer of `config`.
 BlockShape attention_block_shape(const ModelConfig& config, const LayerSpec& layer);
+// The shape of the flat config's uniform layers (MiMo / DeepSeek MTP layers, assistants).
+BlockShape flat_block_shape(const ModelConfig& config);
 
 // Binds `prefix`input_layernorm.weight, `prefix`self_attn.*, `prefix`mlp.* (prefix ends in '.').
 BlockWeights load_block(WeightStore& store, const std::string& prefix, const BlockShape& shape);

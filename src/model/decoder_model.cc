@@ -23,15 +23,7 @@ DecoderModel::DecoderModel(std::unique_ptr<Checkpoint> ckpt, const LoadOptions& 
       store_(*ckpt_, options.copy_weights) {
   const ModelConfig& c = config_;
   const Architecture& arch = architecture_named(c.architecture);
-  // The flat shape (MiMo / DeepSeek MTP layers and assistants use it).
-  block_shape_.hidden = c.hidden_size;
-  block_shape_.heads = c.num_heads;
-  block_shape_.kv_heads = c.num_kv_heads;
-  block_shape_.head_dim = c.head_dim;
-  block_shape_.intermediate = c.intermediate_size;
-  block_shape_.qkv_bias = c.qkv_bias;
-  block_shape_.qk_norm = c.qk_norm;
-  block_shape_.eps = static_cast<float>(c.rms_norm_eps);
+  block_shape_ = flat_block_shape(c);  // MiMo / DeepSeek MTP layers and assistants use it
   inv_freq_ = rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling);
 
   const std::string& prefix = c.weight_prefix;

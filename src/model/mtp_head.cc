@@ -222,16 +222,7 @@ MtpHeadConfig mtp_head_spec(const ModelConfig& c) {
   spec.num_layers = c.num_mtp_layers;
   spec.names = c.mtp_names;
   spec.first_index = c.mtp_names.after_trunk ? c.num_layers : 0;
-  // The flat shape (MiMo / DeepSeek layers of a uniform trunk).
-  BlockShape& b = spec.block;
-  b.hidden = c.hidden_size;
-  b.heads = c.num_heads;
-  b.kv_heads = c.num_kv_heads;
-  b.head_dim = c.head_dim;
-  b.intermediate = c.intermediate_size;
-  b.qkv_bias = c.qkv_bias;
-  b.qk_norm = c.qk_norm;
-  b.eps = static_cast<float>(c.rms_norm_eps);
+  spec.block = flat_block_shape(c);  // MiMo / DeepSeek layers of a uniform trunk
   spec.inv_freq = rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling);
   spec.config = &c;
   spec.arch = &architecture_named(c.architecture);

@@ -107,6 +107,19 @@ def make_checkpoint(out, args):
     return out
 
 
+def edited_copy(src, dst, edit):
+    """A copy of checkpoint directory `src` at `dst` whose config.json went through edit(config)."""
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    path = os.path.join(dst, "config.json")
+    with open(path) as f:
+        c = json.load(f)
+    edit(c)
+    with open(path, "w") as f:
+        json.dump(c, f)
+    return dst
+
+
 def debug_logits(model_dir, prefix, extra, prompt, n_decode):
     """`nextn debug-logits` on `prompt` with `n_decode` greedy steps: the .npy parts it wrote."""
     cmd = [BIN, "debug-logits", "--model", model_dir, "--prompt-tokens", ",".join(map(str, prompt)),
@@ -148,15 +161,7 @@ class ArchitectureTestCase(unittest.TestCase):
 
     def bad_config(self, name, edit, expect):
         good, _ = self.model([])
-        dst = os.path.join(self.tmp, "bad-" + name)
-        shutil.rmtree(dst, ignore_errors=True)
-        shutil.copytree(good, dst)
-        path = os.path.join(dst, "config.json")
-        with open(path) as f:
-            c = json.load(f)
-        edit(c)
-        with open(path, "w") as f:
-            json.dump(c, f)
+        dst = edited_copy(good, os.path.join(self.tmp, "bad-" + name), edit)
         p = subprocess.run([BIN, "debug-logits", "--model", dst, "--prompt-tokens", "1,2,3", "--out",
                             os.path.join(dst, "out")], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 2, f"{name}: {p.stdout}{p.stderr}")

@@ -63,16 +63,7 @@ class CheckpointForms(ArchitectureTestCase):
         return architecture_check.debug_logits(d, os.path.join(self.tmp, name), list(extra), PROMPT, 4)
 
     def edited(self, src, name, edit):
-        dst = os.path.join(self.tmp, name)
-        shutil.rmtree(dst, ignore_errors=True)
-        shutil.copytree(src, dst)
-        path = os.path.join(dst, "config.json")
-        with open(path) as f:
-            c = json.load(f)
-        edit(c)
-        with open(path, "w") as f:
-            json.dump(c, f)
-        return dst
+        return architecture_check.edited_copy(src, os.path.join(self.tmp, name), edit)
 
     def nextn(self, *args):
         return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120)

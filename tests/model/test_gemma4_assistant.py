@@ -10,10 +10,8 @@ wrong drafters (advancing the draft position, the drafter's own embedding as inp
 refused at startup (exit 2) naming both values. `nextn generate` with the assistant gives
 the plain greedy text, its depth chosen per step up to num_assistant_tokens (4 when the
 checkpoint does not say) unless --num-mtp-tokens fixes it."""
-import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,7 +24,7 @@ SRC = os.environ.get("NEXTN_SOURCE_DIR") or os.path.abspath(
 sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
 sys.path.insert(0, os.path.join(SRC, "tests", "model"))
 import numpy_gemma4 as M  # noqa: E402
-from architecture_check import BIN, GEN, PY, TMP_ROOT, rel_err  # noqa: E402
+from architecture_check import BIN, GEN, PY, TMP_ROOT, edited_copy, rel_err  # noqa: E402
 
 PROMPT = [1, 37, 205, 12, 99, 250, 7, 64, 3, 180, 41, 9, 17]
 LONG = [int((i * 53 + 7) % 380) for i in range(90)]
@@ -188,16 +186,7 @@ class Gemma4AssistantTest(unittest.TestCase):
         self.assertFalse(os.path.exists(prefix + ".prefill.npy"))
 
     def edited_assistant(self, name, edit):
-        dst = os.path.join(self.tmp, name)
-        shutil.rmtree(dst, ignore_errors=True)
-        shutil.copytree(self.assistant, dst)
-        path = os.path.join(dst, "config.json")
-        with open(path) as f:
-            c = json.load(f)
-        edit(c)
-        with open(path, "w") as f:
-            json.dump(c, f)
-        return dst
+        return edited_copy(self.assistant, os.path.join(self.tmp, name), edit)
 
     def test_mismatched_hidden_size_is_refused(self):
         def edit(c):
