@@ -290,7 +290,9 @@ mkdirSync(SHOTS, { recursive: true });
 for (const name of ["chromium", "firefox"]) {
   const skip = name === "firefox" && !existsSync(FIREFOX) ? `no Firefox at ${FIREFOX}` : false;
   test(`reasoning, code, tool calls and HTML-looking text in ${name}`, { skip, timeout: 240000 }, async () => {
-    const { proc, ready } = await startServer("webui", MODEL, 2, ["--mtp", "--max-tokens", "60"]);
+    // A fixed depth: with `auto` the planner may decode plain (it did under the sanitizers),
+    // and the first answer must show drafts.
+    const { proc, ready } = await startServer("webui", MODEL, 2, ["--mtp", "--num-mtp-tokens", "2", "--max-tokens", "60"]);
     const browser = await launch(name);
     const problems = [];
     try {
