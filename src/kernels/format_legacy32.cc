@@ -92,27 +92,29 @@ HWY_AFTER_NAMESPACE();
 namespace nextn {
 // The scalar side: dequantizer, quantizer and table entry of each format.
 
-// Value q of element i of the block at p (without the offset kZero).
+// Value q of element i of the block at p (without the offset kZero); qh: the block's
+// fifth bits as a little-endian uint32 (5-bit formats).
 template <int kBits, bool kAffine>
-static int value_of(const uint8_t* p, int i) {
+static int value_of(const uint8_t* p, uint32_t qh, int i) {
   using L = Legacy32Layout<kBits, kAffine>;
   if constexpr (kBits == 8) return static_cast<int8_t>(p[L::kQs + i]);
   const int nibble = i < 16 ? p[L::kQs + i] & 0xF : p[L::kQs + i - 16] >> 4;
   if constexpr (kBits == 4) return nibble;
-  uint32_t qh;
-  std::memcpy(&qh, p + L::kQh, 4);
   return nibble | static_cast<int>((qh >> i) & 1) << 4;
 }
 
+// The block's header fields are read once per block, not per element.
 template <int kBits, bool kAffine>
 static void dequantize_legacy32(const uint8_t* blocks, int64_t n, float* out) {
   using L = Legacy32Layout<kBits, kAffine>;
   for (int64_t b = 0; b < n / 32; ++b) {
     const uint8_t* p = blocks + b * L::kBlockBytes;
-    const float d = load_f16(p);
+    const float d = load_f16(p), m = kAffine ? load_f16(p + 2) : 0.0f;
+    uint32_t qh = 0;
+    if constexpr (kBits == 5) std::memcpy(&qh, p + L::kQh, 4);
     for (int i = 0; i < 32; ++i) {
-      const int q = value_of<kBits, kAffine>(p, i);
-      out[b * 32 + i] = kAffine ? d * static_cast<float>(q) + load_f16(p + 2) : d * static_cast<float>(q - L::kZero);
+      const int q = value_of<kBits, kAffine>(p, qh, i);
+      out[b * 32 + i] = kAffine ? d * static_cast<float>(q) + m : d * static_cast<float>(q - L::kZero);
     }
   }
 }

@@ -4,6 +4,7 @@
 // text is repeating) its drafts are used; every other sequence drafts with the base (the
 // MTP head, an assistant, a draft model), batched as usual. Both sessions follow every
 // commit and rollback, so either can draft at any step.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
