@@ -99,6 +99,8 @@ void DecoderModel::forward(std::span<SequenceRows> sequences, ForwardResult& res
   result.logits.resize(n_logits * V);
   result.hidden_pre.resize(n_hidden * H);
   result.hidden_post.resize(n_hidden * H);
+  const size_t S = streams_.size() * H;  // stream floats per hidden row
+  result.streams.resize(n_hidden * S);
   size_t logit_base = 0, hidden_base = 0;
   ForwardResult part;
   for (const SequenceRows& seq : sequences) {
@@ -123,6 +125,7 @@ void DecoderModel::forward(std::span<SequenceRows> sequences, ForwardResult& res
       for (size_t i = 0; i < hidden_to.size(); ++i) {
         std::copy_n(part.hidden_pre.data() + i * H, H, result.hidden_pre.data() + hidden_to[i] * H);
         std::copy_n(part.hidden_post.data() + i * H, H, result.hidden_post.data() + hidden_to[i] * H);
+        std::copy_n(part.streams.data() + i * S, S, result.streams.data() + hidden_to[i] * S);
       }
     }
     logit_base += seq.logit_rows.size();
@@ -157,6 +160,7 @@ void DecoderModel::forward_rows(std::span<SequenceRows> sequences, ForwardResult
   result.logits.resize(static_cast<size_t>(n_logits) * V);
   result.hidden_pre.resize(static_cast<size_t>(n_hidden) * H);
   result.hidden_post.resize(static_cast<size_t>(n_hidden) * H);
+  result.streams.resize(static_cast<size_t>(n_hidden) * streams_.size() * H);
   if (n_rows == 0) return;
 
   if (tokens_.size() < size_t(n_rows)) tokens_.resize(n_rows), positions_.resize(n_rows);
@@ -184,7 +188,16 @@ void DecoderModel::forward_rows(std::span<SequenceRows> sequences, ForwardResult
     rows.layer_inputs = layer_inputs_.data();
     rows.layer_input_stride = stride;
   }
-  for (int l = 0; l < config_.num_layers; ++l) layers_[size_t(l)]->forward(l, rows, scratch_);
+  auto capture = [&](int stream) {
+    if (n_hidden == 0) return;
+    for (size_t slot = 0; slot < streams_.size(); ++slot)
+      if (streams_[slot] == stream) copy_stream(sequences, int(slot), result);
+  };
+  for (int l = 0; l < config_.num_layers; ++l) {
+    capture(l);
+    layers_[size_t(l)]->forward(l, rows, scratch_);
+  }
+  capture(config_.num_layers);
   for (const StateSegment& seg : segments_) seg.state->end_rows();
 
   // Hidden states before / after the final norm.
@@ -209,6 +222,24 @@ void DecoderModel::forward_rows(std::span<SequenceRows> sequences, ForwardResult
     matmul(lm_head_, gathered_.data(), n_logits, result.logits.data());
     if (const float cap = config_.final_logit_softcap; cap > 0)
       softcap(result.logits.data(), int64_t(result.logits.size()), cap);
+  }
+}
+
+void DecoderModel::capture_streams(std::vector<int> streams) {
+  for (int l : streams)
+    if (l < 0 || l > config_.num_layers)
+      fail(ErrorKind::kBadInput, "{}: residual stream {} asked for, the model has streams 0..{}", dir_, l,
+           config_.num_layers);
+  streams_ = std::move(streams);
+}
+
+void DecoderModel::copy_stream(std::span<SequenceRows> sequences, int slot, ForwardResult& result) const {
+  const size_t H = size_t(config_.hidden_size), S = streams_.size() * H;
+  size_t out = 0, row0 = 0;
+  for (const SequenceRows& seq : sequences) {
+    for (int r : seq.hidden_rows)
+      std::copy_n(x_.data() + (row0 + size_t(r)) * H, H, result.streams.data() + (out++) * S + size_t(slot) * H);
+    row0 += seq.tokens.size();
   }
 }
 

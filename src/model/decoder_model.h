@@ -24,6 +24,8 @@ class DecoderModel : public Model {
   size_t weight_bytes() const override { return weight_bytes_; }
   std::unique_ptr<SequenceState> new_state(int max_tokens, const KvOptions& options) const override;
   void forward(std::span<SequenceRows> sequences, ForwardResult& result) override;
+  void capture_streams(std::vector<int> streams) override;
+  const std::vector<int>& captured_streams() const override { return streams_; }
   MtpHead* mtp_head() override { return mtp_.get(); }
   RoutedStats routed_stats() const override;
 
@@ -38,6 +40,8 @@ class DecoderModel : public Model {
   // One pass of every layer over the rows (each sequence within its state's
   // max_rows_per_forward()); forward() splits longer prefills into such pieces.
   void forward_rows(std::span<SequenceRows> sequences, ForwardResult& result);
+  // Copies the hidden rows of stream slot `slot` from x_ into result.streams.
+  void copy_stream(std::span<SequenceRows> sequences, int slot, ForwardResult& result) const;
 
   ModelConfig config_;
   std::string dir_;
@@ -54,6 +58,7 @@ class DecoderModel : public Model {
   std::vector<LayerStateSpec> state_layout_;  // what each layer keeps per sequence
   size_t weight_bytes_ = 0;
   std::unique_ptr<MtpHead> mtp_;
+  std::vector<int> streams_;  // residual streams returned with the hidden rows (capture_streams)
 
   // Scratch reused across calls.
   BlockScratch scratch_;

@@ -42,6 +42,9 @@ struct ForwardResult {
   std::vector<float> logits;        // [total logit rows, vocab_size]
   std::vector<float> hidden_pre;    // [total hidden rows, hidden_size] before the final norm
   std::vector<float> hidden_post;   // [total hidden rows, hidden_size] after the final norm
+  // [total hidden rows, streams × hidden_size]: for each hidden row, the residual streams
+  // Model::capture_streams() named, in that order (empty when it named none).
+  std::vector<float> streams;
 };
 
 class MtpHead;
@@ -62,6 +65,13 @@ class Model {
   // storage of its attention layers' KV.
   virtual std::unique_ptr<SequenceState> new_state(int max_tokens, const KvOptions& options) const = 0;
   virtual void forward(std::span<SequenceRows> sequences, ForwardResult& result) = 0;
+  // Residual streams forward() also returns for every hidden row (ForwardResult::streams),
+  // for drafters that read the target's inner layers (EAGLE-3, DFlash). Stream l is the
+  // input of layer l before its norm: 0 the (scaled) embedding, num_layers the final
+  // pre-norm output. Set when the drafter is built; an index outside 0..num_layers is an
+  // nextn::Error.
+  virtual void capture_streams(std::vector<int> streams) = 0;
+  virtual const std::vector<int>& captured_streams() const = 0;
   // What the trunk's routed layers (Mixture of Experts) have done so far; zero for a
   // dense model. Take differences around a forward.
   virtual RoutedStats routed_stats() const { return {}; }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "speculative/drafter.h"
+#include "util/error.h"
 
 namespace nextn {
 
@@ -21,9 +22,9 @@ class ChainSession : public DraftSession {
  public:
   ChainSession(std::unique_ptr<DraftSession> base, std::unique_ptr<DraftSession> takeover)
       : base_(std::move(base)), takeover_(std::move(takeover)) {}
-  void commit(int start, std::span<const int32_t> tokens, const float* hidden) override {
-    base_->commit(start, tokens, hidden);
-    takeover_->commit(start, tokens, hidden);
+  void commit(int start, std::span<const int32_t> tokens, const TargetRows& target) override {
+    base_->commit(start, tokens, target);
+    takeover_->commit(start, tokens, target);
   }
   void rollback(int n) override {
     base_->rollback(n);
@@ -45,9 +46,20 @@ class ChainDrafter : public Drafter {
  public:
   ChainDrafter(std::unique_ptr<Drafter> base, std::unique_ptr<Drafter> takeover)
       : base_(std::move(base)), takeover_(std::move(takeover)),
-        name_(std::string(base_->name()) + "+" + takeover_->name()) {}
+        name_(std::string(base_->name()) + "+" + takeover_->name()) {
+    // One set of target rows feeds both sessions: the streams must be one drafter's.
+    if (!base_->reads().streams.empty() && !takeover_->reads().streams.empty() &&
+        base_->reads().streams != takeover_->reads().streams)
+      fail(ErrorKind::kUnsupported, "{}: the two drafters read different layers of the target; chain one of them "
+           "with a lookup drafter (suffix, ngram) instead", name_);
+  }
   const char* name() const override { return name_.c_str(); }
-  bool needs_hidden() const override { return base_->needs_hidden() || takeover_->needs_hidden(); }
+  TargetReads reads() const override {
+    TargetReads a = base_->reads(), b = takeover_->reads();
+    a.post_norm = a.post_norm || b.post_norm;
+    if (a.streams.empty()) a.streams = b.streams;
+    return a;
+  }
   std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions& kv) override {
     return std::make_unique<ChainSession>(base_->new_session(max_tokens, kv), takeover_->new_session(max_tokens, kv));
   }

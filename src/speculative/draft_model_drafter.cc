@@ -19,7 +19,7 @@ class DraftModelSession : public DraftSession {
  public:
   DraftModelSession(Model& model, std::unique_ptr<SequenceState> kv) : model_(model), kv_(std::move(kv)) {}
 
-  void commit(int start, std::span<const int32_t> tokens, const float*) override {
+  void commit(int start, std::span<const int32_t> tokens, const TargetRows&) override {
     if (start < int(seq_.size())) seq_.resize(size_t(start));
     seq_.insert(seq_.end(), tokens.begin(), tokens.end());
   }
@@ -89,7 +89,6 @@ class DraftModelDrafter : public Drafter {
  public:
   explicit DraftModelDrafter(std::unique_ptr<Model> model) : model_(std::move(model)) {}
   const char* name() const override { return "draft"; }
-  bool needs_hidden() const override { return false; }
   std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions&) override {
     return std::make_unique<DraftModelSession>(*model_, model_->new_state(max_tokens + 32, KvOptions{}));
   }

@@ -33,6 +33,19 @@ struct DraftProposal {
 
 class DraftSession;
 
+// What a drafter reads from the target's forward for every committed row.
+struct TargetReads {
+  bool post_norm = false;    // the hidden state after the final norm (MTP heads, assistants)
+  std::vector<int> streams;  // residual streams (Model::capture_streams: l is layer l's input)
+  bool any() const { return post_norm || !streams.empty(); }
+};
+
+// The target's rows of one commit, as the drafter's TargetReads asked (else null).
+struct TargetRows {
+  const float* post_norm = nullptr;  // [n, hidden_size]
+  const float* streams = nullptr;    // [n, streams × hidden_size], streams in TargetReads order
+};
+
 // One sequence's part of a batched draft call.
 struct DraftJob {
   DraftSession* session = nullptr;   // made by the drafter the job is given to
@@ -107,10 +120,10 @@ class DraftSession {
  public:
   virtual ~DraftSession() = default;
   // The target committed rows at positions [start, start + tokens.size()):
-  // tokens[i] is the token at start+i and hidden (if the drafter needs it) its
-  // post-final-norm hidden state, [n, hidden_size]. start == the target's previous
-  // committed length; anything the session drafted beyond `start` is discarded.
-  virtual void commit(int start, std::span<const int32_t> tokens, const float* hidden) = 0;
+  // tokens[i] is the token at start+i and row i of `target` what the forward computed
+  // there (the drafter's TargetReads). start == the target's previous committed length;
+  // anything the session drafted beyond `start` is discarded.
+  virtual void commit(int start, std::span<const int32_t> tokens, const TargetRows& target) = 0;
   // The target's state returned to n tokens (prefix cache, cancellation).
   virtual void rollback(int n) = 0;
   // The request the session served ended: its prompt was the first `prompt_tokens`
@@ -124,8 +137,8 @@ class Drafter {
  public:
   virtual ~Drafter() = default;
   virtual const char* name() const = 0;
-  // Whether commit() needs the target's hidden states (MTP heads do).
-  virtual bool needs_hidden() const = 0;
+  // What commit() needs from the target's forward (nothing, by default).
+  virtual TargetReads reads() const { return {}; }
   virtual std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions& kv) = 0;
   // Drafts for every job at once (sessions made by this drafter). Drafters with a
   // model run one forward per draft depth over every sequence still drafting at that

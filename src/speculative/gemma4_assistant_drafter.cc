@@ -18,7 +18,8 @@ class Gemma4AssistantSession : public DraftSession {
  public:
   explicit Gemma4AssistantSession(int hidden) : hidden_(hidden) {}
 
-  void commit(int start, std::span<const int32_t> tokens, const float* hidden) override {
+  void commit(int start, std::span<const int32_t> tokens, const TargetRows& target) override {
+    const float* hidden = target.post_norm;
     committed_ = start + int(tokens.size());
     if (tokens.empty()) return;
     if (!hidden) {
@@ -56,7 +57,7 @@ class Gemma4AssistantDrafter : public Drafter {
   Gemma4AssistantDrafter(std::unique_ptr<Gemma4Assistant> assistant, const ModelConfig& target)
       : assistant_(std::move(assistant)), hidden_(target.hidden_size), vocab_(target.vocab_size) {}
   const char* name() const override { return "assistant"; }
-  bool needs_hidden() const override { return true; }
+  TargetReads reads() const override { return {.post_norm = true, .streams = {}}; }
   std::unique_ptr<DraftSession> new_session(int, const KvOptions&) override {
     return std::make_unique<Gemma4AssistantSession>(hidden_);
   }

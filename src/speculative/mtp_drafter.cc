@@ -41,7 +41,8 @@ class MtpSession : public DraftSession {
     for (int l = 0; l < head.num_layers(); ++l) kv_.push_back(head.new_state(max_tokens, KvOptions{}));
   }
 
-  void commit(int start, std::span<const int32_t> tokens, const float* hidden) override {
+  void commit(int start, std::span<const int32_t> tokens, const TargetRows& target) override {
+    const float* hidden = target.post_norm;
     if (start != committed_) rollback(start);
     drop_drafted();
     pending_tokens_.insert(pending_tokens_.end(), tokens.begin(), tokens.end());
@@ -176,7 +177,7 @@ class MtpDrafter : public Drafter {
       : name_(name), head_(head), owned_(std::move(owned)), hidden_(config.hidden_size), vocab_(config.vocab_size),
         draft_vocab_(draft_vocab) {}
   const char* name() const override { return name_; }
-  bool needs_hidden() const override { return true; }
+  TargetReads reads() const override { return {.post_norm = true, .streams = {}}; }
   std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions&) override {
     return std::make_unique<MtpSession>(*head_, hidden_, max_tokens + 32);
   }

@@ -21,7 +21,7 @@ uint64_t ngram_key(const int32_t* tokens, int n) {
 
 class NgramSession : public DraftSession {
  public:
-  void commit(int start, std::span<const int32_t> tokens, const float*) override {
+  void commit(int start, std::span<const int32_t> tokens, const TargetRows&) override {
     if (start < int(seq_.size())) rollback(start);
     for (int32_t t : tokens) {
       seq_.push_back(t);
@@ -63,7 +63,6 @@ class NgramSession : public DraftSession {
 class NgramDrafter : public Drafter {
  public:
   const char* name() const override { return "ngram"; }
-  bool needs_hidden() const override { return false; }
   std::unique_ptr<DraftSession> new_session(int, const KvOptions&) override { return std::make_unique<NgramSession>(); }
   // A lookup per sequence: nothing to batch.
   void propose(std::span<const DraftJob> jobs, DraftPasses& passes) override {

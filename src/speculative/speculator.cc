@@ -88,6 +88,8 @@ Speculator::Speculator(Model& target, const SpeculativeOptions& options, int max
     : options_(options), impl_(std::make_unique<Impl>(target, std::max(1, max_sequences))) {
   if (options_.num_draft_tokens > 0) drafter_ = make_drafter(target, options_);
   if (!drafter_) options_.adaptive = false;
+  if (drafter_) reads_ = drafter_->reads();
+  target.capture_streams(reads_.streams);
   for (const LayerSpec& l : target.config().layers)
     if (l.mlp.routed()) impl_->forward_costs.set_routing(l.mlp.experts, l.mlp.top_k);
   impl_->rules.synthetic_accept = options_.synthetic_accept;
@@ -138,7 +140,7 @@ StepReport Speculator::step(std::span<StepSequence> batch) {
   int extra_rows = 0;
   const std::vector<int> depths = s.plan(batch, options_.adaptive, extra_rows);
   const double drafting = s.draft(batch, depths, drafter_.get());
-  const ForwardCost forward = s.verify_forward(batch, drafter_ && drafter_->needs_hidden());
+  const ForwardCost forward = s.verify_forward(batch, reads_.any());
   const double committing = s.accept(batch, report);
   // What the step cost, less drafting (measured apart, per pass) and the drafters'
   // commits (which may catch a head up on a whole prompt): the forward and the
@@ -241,9 +243,10 @@ ForwardCost Speculator::Impl::verify_forward(std::span<StepSequence> batch, bool
 double Speculator::Impl::accept(std::span<StepSequence> batch, StepReport& report) {
   const int vocab = target.config().vocab_size;
   const size_t H = size_t(target.config().hidden_size);
+  const size_t S = target.captured_streams().size() * H;  // stream floats per hidden row
   size_t logit_row = 0, hidden_row = 0;
   double committing = 0;  // drafters catching up on prompts: drafting work, not the forward's
-  auto commit = [&](SequenceSpeculation& spec, int start, std::span<const int32_t> tokens, const float* hidden) {
+  auto commit = [&](SequenceSpeculation& spec, int start, std::span<const int32_t> tokens, const TargetRows& hidden) {
     Stopwatch sw;
     spec.session->commit(start, tokens, hidden);
     committing += sw.seconds();
@@ -253,7 +256,11 @@ double Speculator::Impl::accept(std::span<StepSequence> batch, StepReport& repor
     StepSequence& q = batch[i];
     const SequenceRows& r = rows[i];
     const float* logits = result.logits.data() + logit_row * size_t(vocab);
-    const float* hidden = r.hidden_rows.empty() ? nullptr : result.hidden_post.data() + hidden_row * H;
+    TargetRows hidden;
+    if (!r.hidden_rows.empty()) {
+      hidden.post_norm = result.hidden_post.data() + hidden_row * H;
+      if (S > 0) hidden.streams = result.streams.data() + hidden_row * S;
+    }
     logit_row += r.logit_rows.size();
     hidden_row += r.hidden_rows.size();
     SequenceSpeculation* spec = q.spec;
@@ -290,7 +297,7 @@ double Speculator::Impl::accept(std::span<StepSequence> batch, StepReport& repor
 void Speculator::calibrate(int max_sequences, double budget_seconds) {
   Impl& s = *impl_;
   const int vocab = s.target.config().vocab_size;
-  const bool hidden = drafter_ && drafter_->needs_hidden();
+  const bool hidden = reads_.any();
   const int per_sequence = std::max(1, std::min(options_.num_draft_tokens + 1, kMaxRowsPerStep));
   // One sequence verifying 1..k+1 rows, and (with several slots) every slot verifying
   // 1..k+1 rows each: the planner's single-sequence shape and a full batch's offset.

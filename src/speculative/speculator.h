@@ -105,6 +105,7 @@ class Speculator {
   struct Impl;
   SpeculativeOptions options_;
   std::unique_ptr<Drafter> drafter_;
+  TargetReads reads_;  // what the drafter reads from the target's forward
   std::unique_ptr<Impl> impl_;
 };
 

@@ -52,7 +52,7 @@ class SuffixSession : public DraftSession {
  public:
   explicit SuffixSession(std::shared_ptr<FinishedOutputs> finished) : finished_(std::move(finished)) {}
 
-  void commit(int start, std::span<const int32_t> tokens, const float*) override {
+  void commit(int start, std::span<const int32_t> tokens, const TargetRows&) override {
     if (start < int(seq_.size())) rollback(start);
     for (int32_t t : tokens) {
       seq_.push_back(t);
@@ -100,7 +100,6 @@ class SuffixSession : public DraftSession {
 class SuffixDrafter : public Drafter {
  public:
   const char* name() const override { return "suffix"; }
-  bool needs_hidden() const override { return false; }
   std::unique_ptr<DraftSession> new_session(int, const KvOptions&) override {
     return std::make_unique<SuffixSession>(finished_);
   }

@@ -191,6 +191,35 @@ TEST(Model, HiddenStatesAndLogitsAreConsistent) {
   EXPECT_NE(r.hidden_pre[0], r.hidden_post[0]);
 }
 
+// Captured residual streams (the layer inputs EAGLE-3 and DFlash read): the last is the
+// final pre-norm hidden state, each row's streams come in the asked order, and a row's
+// streams do not depend on which rows were asked for.
+TEST(Model, CapturedStreamsAreTheLayerInputs) {
+  auto model = Model::load(checkpoint("qwen3", "--arch qwen3"));
+  const int H = model->config().hidden_size, L = model->config().num_layers;
+  EXPECT_THROW(model->capture_streams({L + 1}), Error);
+  model->capture_streams({L, 0, 1});
+  auto run = [&](std::vector<int> hidden_rows) {
+    auto kv = model->new_state(64, {});
+    SequenceRows rows;
+    rows.state = kv.get();
+    rows.tokens = kPrompt;
+    rows.hidden_rows = hidden_rows;
+    ForwardResult r;
+    model->forward(std::span<SequenceRows>(&rows, 1), r);
+    return r;
+  };
+  const ForwardResult both = run({0, 3}), one = run({3});
+  ASSERT_EQ(both.streams.size(), size_t(2 * 3 * H));
+  for (int row = 0; row < 2; ++row)
+    for (int i = 0; i < H; ++i) EXPECT_EQ(both.streams[size_t(row * 3 * H + i)], both.hidden_pre[size_t(row * H + i)]);
+  for (int i = 0; i < 3 * H; ++i) EXPECT_EQ(both.streams[size_t(3 * H + i)], one.streams[size_t(i)]);
+  // Stream 0 (the embedding) differs from stream 1 (after layer 0) and depends on the token only.
+  EXPECT_NE(both.streams[size_t(H)], both.streams[size_t(2 * H)]);
+  model->capture_streams({});
+  EXPECT_TRUE(run({0}).streams.empty());
+}
+
 TEST(Model, MmapAndCopiedWeightsGiveIdenticalLogits) {
   std::string dir = checkpoint("qwen2_bf16", "--arch qwen2 --dtype bf16");
   LoadOptions mmap;

@@ -57,7 +57,7 @@ struct Sequences {
       model.forward(std::span<SequenceRows>(&rows, 1), fr);
       for (auto* list : {&together, &alone}) {
         list->push_back(drafter.new_session(256, KvOptions{}));
-        list->back()->commit(0, tokens, fr.hidden_post.data());
+        list->back()->commit(0, tokens, TargetRows{fr.hidden_post.data()});
       }
       sampler_together.push_back(std::make_unique<Sampler>(sp, vocab, tokens));
       sampler_alone.push_back(std::make_unique<Sampler>(sp, vocab, tokens));

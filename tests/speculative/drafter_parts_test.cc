@@ -22,11 +22,14 @@ class NoModel final : public Model {
   size_t weight_bytes() const override { return 0; }
   std::unique_ptr<SequenceState> new_state(int, const KvOptions&) const override { return nullptr; }
   void forward(std::span<SequenceRows>, ForwardResult&) override {}
+  void capture_streams(std::vector<int> streams) override { streams_ = std::move(streams); }
+  const std::vector<int>& captured_streams() const override { return streams_; }
   MtpHead* mtp_head() override { return nullptr; }
 
  private:
   ModelConfig config_;
   std::string dir_;
+  std::vector<int> streams_;
 };
 
 Drafter& ngram_drafter() {
@@ -53,7 +56,7 @@ TEST(Ngram, ProposesTheContinuationOfTheLatestMatch) {
   SamplingParams sp;
   Sampler sampler(sp, 100, {});
   std::vector<int32_t> seq = {1, 2, 3, 4, 5, 9, 9, 1, 2, 3, 7, 8, 1, 2};
-  session->commit(0, seq, nullptr);
+  session->commit(0, seq, TargetRows{});
   DraftProposal out;
   s.propose(3, 3, sampler, out);  // suffix "1 2 3": latest occurrence is followed by 7 8 1
   EXPECT_EQ(out.tokens, (std::vector<int32_t>{7, 8, 1}));
@@ -68,7 +71,7 @@ TEST(Ngram, ProposesTheContinuationOfTheLatestMatch) {
   auto repeating = ngram_session();
   OneSession r{repeating.get()};
   std::vector<int32_t> rep = {5, 6, 5, 6, 5};
-  repeating->commit(0, rep, nullptr);
+  repeating->commit(0, rep, TargetRows{});
   r.propose(6, 4, sampler, out);
   EXPECT_EQ(out.tokens, (std::vector<int32_t>{5, 6}));
 }

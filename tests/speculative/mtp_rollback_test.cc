@@ -72,7 +72,7 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
   auto a = drafter->new_session(256, KvOptions{});
   ForwardResult fr;
   target_rows(*model, *kv_a, prompt, fr);
-  a->commit(0, prompt, fr.hidden_post.data());
+  a->commit(0, prompt, TargetRows{fr.hidden_post.data()});
   DraftProposal pa;
   propose(*drafter, *a, last, 3, sampler, pa);
   ASSERT_EQ(pa.tokens.size(), 3u);
@@ -81,7 +81,7 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
   const int base = int(prompt.size());
   kv_a->return_to(base + 2);  // keep [last, d1]
   std::vector<int32_t> accepted = {last, pa.tokens[0]};
-  a->commit(base, accepted, fr.hidden_post.data());
+  a->commit(base, accepted, TargetRows{fr.hidden_post.data()});
   int32_t next = 77;  // the target's correction (any token)
   DraftProposal pa2;
   propose(*drafter, *a, next, 4, sampler, pa2);
@@ -92,7 +92,7 @@ TEST(MtpSession, RollbackLeavesTheStateOfTheAcceptedRowsOnly) {
   std::vector<int32_t> all = prompt;
   all.insert(all.end(), accepted.begin(), accepted.end());
   target_rows(*model, *kv_b, all, fr);
-  b->commit(0, all, fr.hidden_post.data());
+  b->commit(0, all, TargetRows{fr.hidden_post.data()});
   DraftProposal pb2;
   propose(*drafter, *b, next, 4, sampler, pb2);
   EXPECT_EQ(pa2.tokens, pb2.tokens);
@@ -141,19 +141,19 @@ TEST(MtpSession, FarBehindCatchesUpOnlyTheLastRows) {
 
   // Session A: a 6-row prompt, one proposal, then 34 rows committed one at a time.
   auto a = drafter->new_session(256, KvOptions{});
-  a->commit(0, std::span<const int32_t>(tokens.data(), 6), all_hidden.data());
+  a->commit(0, std::span<const int32_t>(tokens.data(), 6), TargetRows{all_hidden.data()});
   DraftProposal pa;
   propose(*drafter, *a, tokens[6], 2, sampler, pa);
   for (int p = 6; p < 40; ++p)
-    a->commit(p, std::span<const int32_t>(tokens.data() + p, 1), all_hidden.data() + size_t(p) * size_t(hidden));
+    a->commit(p, std::span<const int32_t>(tokens.data() + p, 1), TargetRows{all_hidden.data() + size_t(p) * size_t(hidden)});
   // Session B: the same prompt and proposal, then only the last kMtpMaxCatchUp rows.
   const int first = 40 - kMtpMaxCatchUp;
   auto b = drafter->new_session(256, KvOptions{});
-  b->commit(0, std::span<const int32_t>(tokens.data(), 6), all_hidden.data());
+  b->commit(0, std::span<const int32_t>(tokens.data(), 6), TargetRows{all_hidden.data()});
   DraftProposal pb;
   propose(*drafter, *b, tokens[6], 2, sampler, pb);
   b->commit(6, std::span<const int32_t>(tokens.data() + first, size_t(kMtpMaxCatchUp)),
-            all_hidden.data() + size_t(first) * size_t(hidden));
+            TargetRows{all_hidden.data() + size_t(first) * size_t(hidden)});
   int32_t next = 77;
   DraftProposal pa2, pb2;
   propose(*drafter, *a, next, 4, sampler, pa2);
@@ -166,8 +166,8 @@ TEST(MtpSession, FarBehindCatchesUpOnlyTheLastRows) {
   std::vector<int32_t> accepted = {next, pa2.tokens[0]};
   std::vector<int32_t> step_tokens = {next, pa2.tokens[0], pa2.tokens[1]};
   target_rows(*model, *kv, step_tokens, fr);
-  a->commit(40, accepted, fr.hidden_post.data());
-  b->commit(6 + kMtpMaxCatchUp, accepted, fr.hidden_post.data());
+  a->commit(40, accepted, TargetRows{fr.hidden_post.data()});
+  b->commit(6 + kMtpMaxCatchUp, accepted, TargetRows{fr.hidden_post.data()});
   propose(*drafter, *a, 91, 3, sampler, pa2);
   propose(*drafter, *b, 91, 3, sampler, pb2);
   EXPECT_EQ(pa2.tokens, pb2.tokens);
@@ -175,7 +175,7 @@ TEST(MtpSession, FarBehindCatchesUpOnlyTheLastRows) {
 
   // A rollback below the skipped rows restarts the head; drafting goes on.
   a->rollback(10);
-  a->commit(10, std::span<const int32_t>(tokens.data() + 10, 3), all_hidden.data() + size_t(10) * size_t(hidden));
+  a->commit(10, std::span<const int32_t>(tokens.data() + 10, 3), TargetRows{all_hidden.data() + size_t(10) * size_t(hidden)});
   propose(*drafter, *a, tokens[13], 2, sampler, pa2);
   EXPECT_EQ(pa2.tokens.size(), 2u);
 }
@@ -194,12 +194,12 @@ TEST(MtpSession, LongAcceptedStepIsCaughtUpWhole) {
   target_rows(*model, *kv, tokens, fr);
 
   auto a = drafter->new_session(256, KvOptions{});
-  a->commit(0, std::span<const int32_t>(tokens.data(), 6), fr.hidden_post.data());
+  a->commit(0, std::span<const int32_t>(tokens.data(), 6), TargetRows{fr.hidden_post.data()});
   DraftProposal pa;
   propose(*drafter, *a, tokens[6], step - 1, sampler, pa);
-  a->commit(6, std::span<const int32_t>(tokens.data() + 6, size_t(step)), fr.hidden_post.data() + 6 * size_t(hidden));
+  a->commit(6, std::span<const int32_t>(tokens.data() + 6, size_t(step)), TargetRows{fr.hidden_post.data() + 6 * size_t(hidden)});
   auto b = drafter->new_session(256, KvOptions{});
-  b->commit(0, tokens, fr.hidden_post.data());
+  b->commit(0, tokens, TargetRows{fr.hidden_post.data()});
   DraftProposal pa2, pb2;
   propose(*drafter, *a, 77, 3, sampler, pa2);
   propose(*drafter, *b, 77, 3, sampler, pb2);
