@@ -72,6 +72,7 @@ class MtpHeadImpl : public MtpHead {
 
   int num_layers() const override { return spec_.num_layers; }
   MtpLayout layout() const override { return spec_.layout; }
+  int input_width() const override { return spec_.block.hidden; }
 
   std::unique_ptr<SequenceState> new_state(int max_tokens, const KvOptions& options) const override {
     LayerStateSpec layer;

@@ -2,7 +2,8 @@
 // Qwen3.5 `mtp.*` layouts), loaded from the target checkpoint or from a separate
 // assistant checkpoint.
 // Row r of a call consumes (h_p, x_{p+1}): the target's post-final-norm hidden state
-// at position p and the token that followed it, and predicts x_{p+2}. Rows are
+// at position p (an EAGLE-3 head: a projection of target layer inputs, eagle3_head.cc)
+// and the token that followed it, and predicts x_{p+2}. Rows are
 // stored in the head's own state (attention KV) at positions state.length() + r (== p), so the
 // embedding is zeroed for the row at position 0, as vLLM does.
 #pragma once
@@ -37,7 +38,25 @@ class MtpHead {
   // size or vocabulary other than the target's, or no MTP layers, is an nextn::Error
   // naming the file and both values; a missing tensor names the tensor.
   static std::unique_ptr<MtpHead> load_assistant(const std::string& dir, Model& target);
+  // EAGLE-3 drafters (model/eagle3_head.cc): whether `dir` (a directory or GGUF file)
+  // holds one, and loading it against `target` (mismatches name the file and both values).
+  static bool is_eagle3(const std::string& dir);
+  static std::unique_ptr<MtpHead> load_eagle3(const std::string& dir, Model& target);
   virtual ~MtpHead() = default;
+
+  // What a row's h is made from. MTP layers read the target's post-final-norm hidden
+  // state as it is (no streams; input_width() == the target's hidden size). A head that
+  // reads residual streams (Model::capture_streams; EAGLE-3: the inputs of three target
+  // layers) names them, and project_target() turns each committed row's streams
+  // [n, streams × target hidden] into its h rows [n, input_width()].
+  virtual std::vector<int> target_streams() const { return {}; }
+  virtual int input_width() const = 0;
+  virtual void project_target(const float* streams, int n, float* h) {
+    (void)streams, (void)n, (void)h;
+  }
+  // The target token of each logit column when the head scores a vocabulary of its own
+  // (EAGLE-3's d2t); empty: column i is token i.
+  virtual std::span<const int32_t> draft_ids() const { return {}; }
 
   virtual int num_layers() const = 0;
   virtual MtpLayout layout() const = 0;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "model/model.h"
+#include "model/mtp_head.h"
 #include "speculative/drafter.h"
 #include "util/error.h"
 #include "util/timer.h"
@@ -136,6 +137,7 @@ class DraftModelDrafter : public Drafter {
 
 std::unique_ptr<Drafter> make_draft_model_drafter(Model& target, const SpeculativeOptions& options) {
   if (options.draft_model_dir.empty()) fail(ErrorKind::kBadInput, "--draft-model: no directory given");
+  if (MtpHead::is_eagle3(options.draft_model_dir)) return make_eagle3_drafter(target, options);
   std::unique_ptr<Model> draft = Model::load(options.draft_model_dir);
   int dv = draft->config().vocab_size, tv = target.config().vocab_size;
   if (dv != tv)

@@ -167,6 +167,7 @@ std::unique_ptr<Drafter> make_assistant_drafter(Model& target, const Speculative
 std::unique_ptr<Drafter> make_draft_model_drafter(Model& target, const SpeculativeOptions& options);
 std::unique_ptr<Drafter> make_ngram_drafter(Model& target, const SpeculativeOptions& options);
 std::unique_ptr<Drafter> make_suffix_drafter(Model& target, const SpeculativeOptions& options);
+std::unique_ptr<Drafter> make_eagle3_drafter(Model& target, const SpeculativeOptions& options);
 // `takeover` (a lookup) drafts first; where it finds little, `base` drafts (chain_drafter.cc).
 std::unique_ptr<Drafter> make_chain_drafter(std::unique_ptr<Drafter> base, std::unique_ptr<Drafter> takeover);
 // Gemma 4 "-assistant" checkpoints under --mtp-assistant-model (chosen by make_assistant_drafter).

@@ -14,7 +14,8 @@ using Factory = std::unique_ptr<Drafter> (*)(Model&, const SpeculativeOptions&);
 const std::pair<const char*, Factory> kDrafters[] = {
     {"mtp", make_mtp_drafter},              // MTP layers inside the checkpoint
     {"assistant", make_assistant_drafter},  // MTP layers from --mtp-assistant-model
-    {"draft", make_draft_model_drafter},    // an independent smaller model
+    {"draft", make_draft_model_drafter},    // an independent smaller model (an EAGLE-3 checkpoint: eagle3)
+    {"eagle3", make_eagle3_drafter},        // EAGLE-3: one layer over three target layer inputs
     {"ngram", make_ngram_drafter},          // prompt lookup in the sequence's own tokens
     {"suffix", make_suffix_drafter},        // suffix decoding over the sequence and earlier outputs
 };

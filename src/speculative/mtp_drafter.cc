@@ -36,13 +36,19 @@ constexpr int kMaxDeferredRows = 2048;
 
 class MtpSession : public DraftSession {
  public:
-  MtpSession(MtpHead& head, int hidden, int max_tokens) : head_(head), hidden_(hidden) {
+  MtpSession(MtpHead& head, int max_tokens) : head_(head), hidden_(head.input_width()) {
     // One cache per MTP layer (a cache's length is its longest layer's), F16.
     for (int l = 0; l < head.num_layers(); ++l) kv_.push_back(head.new_state(max_tokens, KvOptions{}));
   }
 
   void commit(int start, std::span<const int32_t> tokens, const TargetRows& target) override {
     const float* hidden = target.post_norm;
+    if (!head_.target_streams().empty()) {
+      // A head reading target layer inputs (EAGLE-3) keeps their projection as its h.
+      projected_.resize(tokens.size() * size_t(hidden_));
+      if (!tokens.empty()) head_.project_target(target.streams, int(tokens.size()), projected_.data());
+      hidden = projected_.data();
+    }
     if (start != committed_) rollback(start);
     drop_drafted();
     pending_tokens_.insert(pending_tokens_.end(), tokens.begin(), tokens.end());
@@ -167,19 +173,22 @@ class MtpSession : public DraftSession {
   int32_t last_token_ = 0;               // the token and hidden of row done_-1 (to redo it)
   std::vector<float> last_hidden_;
   std::vector<int32_t> next_tokens_;     // prepare(): the catch-up rows' next tokens
-  std::vector<float> scratch_logits_, scratch_hidden_;
+  std::vector<float> scratch_logits_, scratch_hidden_, projected_;
 };
 
 class MtpDrafter : public Drafter {
  public:
   MtpDrafter(const char* name, MtpHead* head, std::unique_ptr<MtpHead> owned, const ModelConfig& config,
              int draft_vocab)
-      : name_(name), head_(head), owned_(std::move(owned)), hidden_(config.hidden_size), vocab_(config.vocab_size),
-        draft_vocab_(draft_vocab) {}
+      : name_(name), head_(head), owned_(std::move(owned)), hidden_(head->input_width()), vocab_(config.vocab_size),
+        draft_vocab_(head->draft_ids().empty() ? draft_vocab : int(head->draft_ids().size())) {}
   const char* name() const override { return name_; }
-  TargetReads reads() const override { return {.post_norm = true, .streams = {}}; }
+  TargetReads reads() const override {
+    std::vector<int> streams = head_->target_streams();
+    return {.post_norm = streams.empty(), .streams = std::move(streams)};
+  }
   std::unique_ptr<DraftSession> new_session(int max_tokens, const KvOptions&) override {
-    return std::make_unique<MtpSession>(*head_, hidden_, max_tokens + 32);
+    return std::make_unique<MtpSession>(*head_, max_tokens + 32);
   }
 
   void propose(std::span<const DraftJob> jobs, DraftPasses& passes) override {
@@ -237,19 +246,25 @@ class MtpDrafter : public Drafter {
     head_->forward(layer, rows_, logits_, hidden_out_, draft_vocab_ < vocab_ ? draft_vocab_ : 0);
   }
 
-  // The next draft of active sequence i from its row of logits_ (a reduced draft
-  // vocabulary scores only its first ids: the rest are -inf).
+  // The next draft of active sequence i from its row of logits_. A reduced draft
+  // vocabulary scores only some tokens — the first ids (--draft-vocab), or the head's own
+  // (EAGLE-3's d2t) — and every other token is -inf: q is zero there, so verification
+  // stays exact.
   void choose(const DraftJob& job, size_t i) {
+    const std::span<const int32_t> ids = head_->draft_ids();
     const int dv = std::min(draft_vocab_, vocab_);
     const float* row = logits_.data() + i * size_t(dv);
     if (dv < vocab_ && job.sampler->greedy() && !job.sampler->constraint()) {
       // The argmax lies among the scored ids: no need to widen the row to the vocabulary.
-      job.out->tokens.push_back(argmax(row, dv));
+      const int32_t best = argmax(row, dv);
+      job.out->tokens.push_back(ids.empty() ? best : ids[size_t(best)]);
       return;
     }
     if (dv < vocab_) {
       full_.assign(size_t(vocab_), -INFINITY);
-      std::copy_n(row, dv, full_.data());
+      if (ids.empty()) std::copy_n(row, dv, full_.data());
+      else
+        for (int c = 0; c < dv; ++c) full_[size_t(ids[size_t(c)])] = row[c];
       row = full_.data();
     }
     job.out->tokens.push_back(choose_draft(row, vocab_, *job.sampler, *job.out, work_, order_));
