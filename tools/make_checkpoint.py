@@ -13,6 +13,8 @@ tokenizer (tokenizer.json + tokenizer_config.json with a ChatML template).
       [--mtp-only] [--fp8 BLOCK] [--config-form {flat,nested}] [--hidden H] --out DIR
   make_checkpoint.py --assistant-of TARGET_DIR --out DIR   # MTP-only assistant checkpoint
                                                            # (Gemma 4 target: a Gemma4AssistantForCausalLM)
+  make_checkpoint.py --eagle3-of TARGET_DIR [--eagle3-form {official,speculators}] [--draft-vocab N]
+      [--eagle3-layers A,B,C] [--norm-before-fc] [--norm-before-residual] [--own-embedding] --out DIR
 """
 import argparse
 import json
@@ -25,6 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoint"))
 import architectures as A  # noqa: E402
+import eagle3 as E3  # noqa: E402
 import fp8 as F  # noqa: E402
 import gemma4 as G  # noqa: E402
 import glm4_moe as GLM  # noqa: E402
@@ -369,6 +372,33 @@ def make_assistant(args):
     return sum(sp.nbytes for sp in specs)
 
 
+def make_eagle3(args):
+    """A random EAGLE-3 drafter for the target (tools/checkpoint/eagle3.py)."""
+    with open(os.path.join(args.eagle3_of, "config.json")) as f:
+        tc = json.load(f)
+    V, L = tc["vocab_size"], tc["num_hidden_layers"]
+    H = args.hidden or tc["hidden_size"]
+    dv = min(args.draft_vocab or V, V)
+    ids = [int(i) for i in args.eagle3_layers.split(",")] if args.eagle3_layers else None
+    ids = E3.layer_ids(L, ids)
+    st_dtype = W.DTYPE_NAMES[args.dtype]
+    specs = [W.TensorSpec(name, shape, st_dtype, make_chunks(args.seed, name, shape, init))
+             for name, shape, init in E3.tensors(tc, H, dv, args.eagle3_form, args.norm_before_fc,
+                                                 args.own_embedding or H != tc["hidden_size"])]
+    used = E3.draft_vocabulary(args.seed, V, dv)
+    d2t = used - np.arange(dv, dtype=np.int64)
+    t2d = np.zeros(V, dtype=np.uint8)
+    t2d[used] = 1
+    specs.append(W.TensorSpec("d2t", (dv,), "I64", lambda: iter([d2t])))
+    specs.append(W.TensorSpec("t2d", (V,), "BOOL", lambda: iter([t2d])))
+    os.makedirs(args.out, exist_ok=True)
+    write_json(os.path.join(args.out, "config.json"),
+               E3.config(tc, H, dv, args.eagle3_form, ids, args.norm_before_fc, args.norm_before_residual,
+                         {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[args.dtype]))
+    write_weights(args.out, specs, 1)
+    return sum(sp.nbytes for sp in specs)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--arch", choices=sorted(A.ARCHS) + ["gemma4", "glm4_moe"])
@@ -400,6 +430,14 @@ def parse_args(argv):
     p.add_argument("--untied", dest="tied", action="store_false")
     p.add_argument("--rope-scaling", choices=["default", "none", "llama3"], default="default")
     p.add_argument("--assistant-of", metavar="TARGET_DIR")
+    p.add_argument("--eagle3-of", metavar="TARGET_DIR", help="write an EAGLE-3 drafter for this target")
+    p.add_argument("--eagle3-form", choices=["official", "speculators"], default="official")
+    p.add_argument("--draft-vocab", type=int, help="EAGLE-3: draft vocabulary size (default: the target's)")
+    p.add_argument("--eagle3-layers", help="EAGLE-3: the three target layer inputs read, A,B,C")
+    p.add_argument("--norm-before-fc", action="store_true", help="EAGLE-3: an RMSNorm on the taps before fc")
+    p.add_argument("--norm-before-residual", action="store_true",
+                   help="EAGLE-3 (speculators): the residual is RMS(g), not g")
+    p.add_argument("--own-embedding", action="store_true", help="EAGLE-3: an embed_tokens of its own")
     p.add_argument("--no-centroids", action="store_true",
                    help="Gemma 4 assistant: no centroid masking (use_ordered_embeddings false)")
     p.add_argument("--mtp-only", action="store_true",
@@ -414,8 +452,8 @@ def parse_args(argv):
     p.add_argument("--out", required=True)
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
-    if args.assistant_of is None and args.arch is None:
-        p.error("--arch is required (or --assistant-of)")
+    if args.assistant_of is None and args.eagle3_of is None and args.arch is None:
+        p.error("--arch is required (or --assistant-of, --eagle3-of)")
     if args.dtype is None:
         args.dtype = "f32" if args.preset == "tiny" else "bf16"
     if args.mtp_only and (args.arch in (None, "gemma4") or args.mtp == "none"):
@@ -444,9 +482,10 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv if argv is not None else sys.argv[1:])
     t0 = time.time()
-    nbytes = make_assistant(args) if args.assistant_of else make_model(args)
+    nbytes = make_eagle3(args) if args.eagle3_of else make_assistant(args) if args.assistant_of else make_model(args)
     if not args.quiet:
-        what = f"assistant of {args.assistant_of}" if args.assistant_of else \
+        what = f"EAGLE-3 drafter of {args.eagle3_of}" if args.eagle3_of else \
+            f"assistant of {args.assistant_of}" if args.assistant_of else \
             f"{args.arch} {args.preset} {args.dtype}"
         print(f"wrote {what} to {args.out}: {nbytes / 1e6:.1f} MB in {time.time() - t0:.1f} s")
 

@@ -26,6 +26,7 @@ struct DebugLogitsFlags {
   bool mtp = false;
   std::string assistant_dir;
   int assistant_steps = 4;
+  std::string eagle3_dir;
   int threads = 0;
   std::string kv_type = "f32";
   bool mmap_weights = false;
@@ -105,6 +106,14 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     if (!mtp) fail(ErrorKind::kBadInput, "{}: --mtp given but the checkpoint has no MTP layers", f.model_dir);
   }
 
+  std::unique_ptr<MtpHead> eagle3;
+  std::vector<float> streams;  // [n_prompt, captured streams × H]: the EAGLE-3 head's input
+  if (!f.eagle3_dir.empty()) {
+    eagle3 = MtpHead::load_eagle3(f.eagle3_dir, *model);
+    model->capture_streams(eagle3->target_streams());
+  }
+  const size_t stream_floats = model->captured_streams().size() * size_t(H);
+
   auto kv = model->new_state(n_prompt + f.decode + 1, kv_options);
   std::vector<float> prefill(size_t(n_prompt) * V), hidden(size_t(n_prompt) * H);
   const int chunk = f.chunk == 0 ? n_prompt : f.chunk;
@@ -118,6 +127,7 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     model->forward(std::span<SequenceRows>(&rows, 1), result);
     std::copy(result.logits.begin(), result.logits.end(), prefill.begin() + size_t(start) * V);
     std::copy(result.hidden_post.begin(), result.hidden_post.end(), hidden.begin() + size_t(start) * H);
+    streams.insert(streams.end(), result.streams.begin(), result.streams.end());
   }
   write_npy(f.out + ".prefill.npy", "<f4", {size_t(n_prompt), size_t(V)}, prefill.data(), 4);
   write_npy(f.out + ".hidden.npy", "<f4", {size_t(n_prompt), size_t(H)}, hidden.data(), 4);
@@ -137,6 +147,35 @@ int run_debug_logits(const DebugLogitsFlags& f) {
   if (gemma_assistant)
     assistant_drafts(argmax(prefill.data() + size_t(n_prompt - 1) * V, V), hidden.data() + size_t(n_prompt - 1) * H,
                      f.out + ".assistant.npy");
+
+  if (eagle3) {
+    // EAGLE-3: rows p = 0..n-1 consume (g_p, x_{p+1}) at position p (the last row pairs with
+    // the greedy next token), then `assistant_steps` - 1 chained steps feed back the
+    // drafted token and the head's output; logits over the draft vocabulary.
+    const int G = eagle3->input_width();
+    std::vector<float> g(size_t(n_prompt) * G);
+    eagle3->project_target(streams.data(), n_prompt, g.data());
+    std::vector<int32_t> next_tokens(prompt.begin() + 1, prompt.end());
+    next_tokens.push_back(argmax(prefill.data() + size_t(n_prompt - 1) * V, V));
+    auto state = eagle3->new_state(n_prompt + f.assistant_steps + 1, kv_options);
+    std::vector<int> logit_rows(static_cast<size_t>(n_prompt), 0);
+    for (int i = 0; i < n_prompt; ++i) logit_rows[size_t(i)] = i;
+    std::vector<float> logits, step_logits, out;
+    eagle3->forward(0, *state, g.data(), next_tokens, logit_rows, logits, out);
+    const std::span<const int32_t> ids = eagle3->draft_ids();
+    const int Vd = int(logits.size() / size_t(n_prompt));
+    std::vector<float> h(out.end() - G, out.end());
+    for (int s = 1; s < f.assistant_steps; ++s) {
+      const int32_t best = argmax(logits.data() + logits.size() - size_t(Vd), Vd);
+      const int32_t token = ids.empty() ? best : ids[size_t(best)];
+      eagle3->forward(0, *state, h.data(), std::span<const int32_t>(&token, 1), {0}, step_logits, out);
+      logits.insert(logits.end(), step_logits.begin(), step_logits.end());
+      h.assign(out.begin(), out.end());
+    }
+    write_npy(f.out + ".eagle3.npy", "<f4", {logits.size() / size_t(Vd), size_t(Vd)}, logits.data(), 4);
+    if (stream_floats > 0)
+      write_npy(f.out + ".streams.npy", "<f4", {size_t(n_prompt), stream_floats}, streams.data(), 4);
+  }
 
   std::vector<float> decode(size_t(f.decode) * V);
   std::vector<float> last_hidden(hidden.end() - H, hidden.end());
@@ -189,6 +228,9 @@ Command add_debug_logits_command(CLI::App& root) {
                   "after the decode (PREFIX.assistant_end.npy)")->capture_default_str();
   app->add_option("--mtp-assistant-model", flags->assistant_dir,
                   "Take the MTP layers from this assistant checkpoint (implies --mtp)");
+  app->add_option("--eagle3", flags->eagle3_dir,
+                  "EAGLE-3 drafter: write its logits over the prompt rows and --assistant-steps - 1 chained greedy "
+                  "steps (PREFIX.eagle3.npy) and the target streams it reads (PREFIX.streams.npy)");
   app->add_option("-t,--threads", flags->threads, "Compute threads (default: physical cores)");
   app->add_option("--kv-type", flags->kv_type, "KV storage: f32, f16, bf16, q8, q4, turbo3, turbo4")->capture_default_str();
   app->add_flag("--mmap-weights", flags->mmap_weights, "Serve weights from the memory-mapped file");

@@ -7,7 +7,7 @@ import struct
 import numpy as np
 
 DTYPE_NAMES = {"f32": "F32", "bf16": "BF16", "f16": "F16"}
-DTYPE_BYTES = {"F32": 4, "BF16": 2, "F16": 2, "U32": 4, "I64": 8, "F8_E4M3": 1}
+DTYPE_BYTES = {"F32": 4, "BF16": 2, "F16": 2, "U32": 4, "I64": 8, "F8_E4M3": 1, "BOOL": 1}
 
 
 def f32_to_bf16_bits(a):
@@ -38,8 +38,10 @@ def encode(a, st_dtype):
         return np.ascontiguousarray(a, dtype="<u4")
     if st_dtype == "F8_E4M3":  # e4m3fn bit patterns (fp8.py), passed as uint8
         return np.ascontiguousarray(a, dtype="u1")
-    if st_dtype == "I64":  # integer buffers (the Gemma 4 assistant's token_ordering)
+    if st_dtype == "I64":  # integer buffers (the Gemma 4 assistant's token_ordering, EAGLE-3's d2t)
         return np.ascontiguousarray(a, dtype="<i8")
+    if st_dtype == "BOOL":  # masks (EAGLE-3's t2d), one byte each
+        return np.ascontiguousarray(a, dtype="u1")
     raise ValueError(f"unsupported dtype {st_dtype}")
 
 
