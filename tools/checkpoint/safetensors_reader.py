@@ -26,6 +26,8 @@ def decode(raw, st_dtype, shape):
         return np.frombuffer(raw, dtype="<u4").reshape(shape)
     elif st_dtype == "I64":
         return np.frombuffer(raw, dtype="<i8").reshape(shape)
+    elif st_dtype == "BOOL":
+        return np.frombuffer(raw, dtype="u1").astype(bool).reshape(shape)
     else:
         raise ValueError(f"unsupported safetensors dtype {st_dtype}")
     return a.reshape(shape)
