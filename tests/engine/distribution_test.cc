@@ -153,6 +153,14 @@ TEST(Distribution, Gemma4AssistantIsLossless) {
   std::printf("gemma4 assistant: chi2 %.1f dof %d p %.3f (acceptance %.3f)\n", r.statistic, r.dof, r.p_value, acc);
 }
 
+TEST(Distribution, Eagle3IsLossless) {
+  // Drafts sampled from the drafter's distribution over its 300-token vocabulary (q is zero
+  // on the other tokens: the residual carries their target probability).
+  EngineOptions o = spec_options(target_model(), "eagle3", 3);
+  o.speculative.draft_model_dir = deepseek_eagle3_model();
+  expect_lossless(o, "eagle3");
+}
+
 TEST(Distribution, DraftModelIsLossless) { expect_lossless(draft_model_options(3), "draft"); }
 
 TEST(Distribution, NgramIsLossless) { expect_lossless(spec_options(target_model(), "ngram", 3), "ngram"); }

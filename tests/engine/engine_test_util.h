@@ -54,6 +54,15 @@ inline std::string assistant_model() {
   return checkpoint("qwen3_assistant", "--assistant-of " + target);
 }
 
+// EAGLE-3 drafters reading a target's layer inputs (0, 1 and 3 of these 3-layer models),
+// drafting among 300 of the 448 tokens.
+inline std::string eagle3_model() {
+  return checkpoint("qwen3_eagle3", "--eagle3-of " + qwen3_model() + " --draft-vocab 300 --seed 8");
+}
+inline std::string deepseek_eagle3_model() {
+  return checkpoint("qwen3_ds_eagle3", "--eagle3-of " + deepseek_model() + " --draft-vocab 300 --seed 8");
+}
+
 struct RunResult {
   std::vector<int32_t> tokens;
   FinishReason reason = FinishReason::kNone;

@@ -42,7 +42,7 @@ std::vector<int32_t> plain_tokens(const std::string& model, const std::vector<in
 void check_equal(const Case& c, int n, double* acceptance = nullptr, SamplingParams sp = {}, int n_tokens = kTokens) {
   EngineOptions o = spec_options(c.model, c.mode, n);
   if (c.mode == "assistant") o.speculative.assistant_dir = c.extra;
-  if (c.mode == "draft") o.speculative.draft_model_dir = c.extra;
+  if (c.mode == "draft" || c.mode == "eagle3") o.speculative.draft_model_dir = c.extra;
   o.speculative.draft_vocab = c.draft_vocab;
   Engine engine(o);
   int drafted = 0, accepted = 0;
@@ -145,6 +145,31 @@ TEST(GreedyEquality, NgramGlm4Moe) {
 TEST(GreedyEquality, Gemma4MoeAssistant) {
   for (int n = 1; n <= 4; ++n)
     check_equal({"assistant-gemma4-moe", gemma4_moe_model(), "assistant", gemma4_moe_assistant_model()}, n);
+}
+
+TEST(GreedyEquality, Eagle3) {
+  for (int n = 1; n <= 4; ++n) check_equal({"eagle3", qwen3_model(), "eagle3", eagle3_model()}, n);
+}
+
+TEST(GreedyEquality, Eagle3ConcurrentSequences) {
+  // Several sequences of different lengths drafting together, at a fixed depth and with
+  // depths chosen per sequence and step (0 included).
+  Engine plain(base_options(qwen3_model()));
+  std::vector<std::vector<int32_t>> prompts = {kPrompt, kPrompt2, {9, 8, 7}, {100, 200, 300, 100, 200, 5, 6}};
+  for (bool adaptive : {false, true}) {
+    EngineOptions o = spec_options(qwen3_model(), "eagle3", 4);
+    o.speculative.draft_model_dir = eagle3_model();
+    o.speculative.adaptive = adaptive;
+    o.parallel = 4;
+    Engine engine(o);
+    std::vector<GenerationRequest> reqs;
+    for (auto& p : prompts) reqs.push_back(greedy_request(p, 32));
+    auto results = run_all(engine, std::move(reqs));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(results[i].tokens, run_one(plain, greedy_request(prompts[i], 32)).tokens) << "prompt " << i;
+      if (!adaptive) EXPECT_GT(results[i].timings.speculative.draft_tokens, 0);
+    }
+  }
 }
 
 TEST(GreedyEquality, DraftModel) {

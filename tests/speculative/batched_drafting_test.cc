@@ -3,7 +3,8 @@
 // each sequence the drafts, and the distributions they were drawn from, that drafting
 // for it alone gives: sequences of different lengths and depths 1..4 in one call, for
 // every drafter (MTP heads with one and two layers, an MTP assistant checkpoint, a
-// draft model, the Gemma 4 assistant over the target's KV, n-gram), greedy and sampled.
+// draft model, the Gemma 4 assistant over the target's KV, EAGLE-3 over the target's layer
+// inputs, n-gram, suffix), greedy and sampled.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -54,10 +55,12 @@ struct Sequences {
       rows.tokens = tokens;
       for (int i = 0; i < int(tokens.size()); ++i) rows.hidden_rows.push_back(i);
       ForwardResult fr;
+      model.capture_streams(drafter.reads().streams);
       model.forward(std::span<SequenceRows>(&rows, 1), fr);
+      const TargetRows rows_out{fr.hidden_post.data(), fr.streams.empty() ? nullptr : fr.streams.data()};
       for (auto* list : {&together, &alone}) {
         list->push_back(drafter.new_session(256, KvOptions{}));
-        list->back()->commit(0, tokens, TargetRows{fr.hidden_post.data()});
+        list->back()->commit(0, tokens, rows_out);
       }
       sampler_together.push_back(std::make_unique<Sampler>(sp, vocab, tokens));
       sampler_alone.push_back(std::make_unique<Sampler>(sp, vocab, tokens));
@@ -141,6 +144,13 @@ TEST(BatchedDrafting, Gemma4AssistantOverTheTargetsKv) {
   const std::string target = checkpoint("gemma4", "--arch gemma4 --seed 5");
   SpeculativeOptions o = options("assistant");
   o.assistant_dir = checkpoint("gemma4_assistant", "--assistant-of " + target + " --seed 6");
+  expect_batched_equals_alone(target, o);
+}
+
+TEST(BatchedDrafting, Eagle3ReadingTargetLayerInputs) {
+  const std::string target = checkpoint("qwen3", "--arch qwen3 --seed 2");
+  SpeculativeOptions o = options("eagle3");
+  o.draft_model_dir = checkpoint("qwen3_eagle3", "--eagle3-of " + target + " --draft-vocab 300 --seed 8");
   expect_batched_equals_alone(target, o);
 }
 
