@@ -122,6 +122,16 @@ std::string gguf_model_file(const std::string& model_path) {
   return found.empty() ? "" : found.front();
 }
 
+std::pair<const char*, uint64_t> integer_type(uint32_t type) {
+  switch (type) {
+    case 24: return {"I8", 1};
+    case 25: return {"I16", 2};
+    case 26: return {"I32", 4};
+    case 27: return {"I64", 8};
+    default: return {nullptr, 0};
+  }
+}
+
 std::string ggml_type_name(uint32_t type) {
   static const char* const names[] = {
       "F32", "F16", "Q4_0", "Q4_1", "Q4_2 (removed)", "Q4_3 (removed)", "Q5_0", "Q5_1", "Q8_0", "Q8_1",
@@ -175,6 +185,7 @@ void GgufFile::parse() {
     std::vector<int64_t> shape;  // PyTorch order
     DType dtype;
     uint64_t offset, bytes;
+    const char* integer = nullptr;  // an integer tensor's dtype name (raw_tensors), else null
   };
   std::vector<Info> infos;
   infos.reserve(n_tensors);
@@ -199,6 +210,17 @@ void GgufFile::parse() {
     }
     const uint32_t type = c.read<uint32_t>(name);
     info.offset = c.read<uint64_t>(name);
+    if (const auto [integer, size] = integer_type(type); integer) {
+      // Integer tensors hold indices, not weights (EAGLE-3's d2t): kept raw.
+      info.integer = integer;
+      info.bytes = numel * size;
+      if (info.offset % alignment_ != 0)
+        fail(ErrorKind::kBadInput, "{}: tensor '{}': data offset {} is not a multiple of the alignment {}", path, name,
+             info.offset, alignment_);
+      for (uint32_t d = 0; d < n_dims; ++d) info.shape.push_back(static_cast<int64_t>(ne[n_dims - 1 - d]));
+      infos.push_back(std::move(info));
+      continue;
+    }
     if (!dtype_from_ggml_type(type, info.dtype))
       fail(ErrorKind::kUnsupported, "{}: tensor '{}' has type {}, which nextn does not support (supported: F32, F16, "
            "BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)", path, name, ggml_type_name(type));
@@ -238,6 +260,17 @@ void GgufFile::parse() {
     if (names[i] == names[i - 1]) fail(ErrorKind::kBadInput, "{}: tensor '{}' appears twice", path, names[i]);
 
   for (Info& info : infos) {
+    if (info.integer) {
+      RawTensor raw;
+      raw.name = std::move(info.name);
+      raw.file = path;
+      raw.dtype = info.integer;
+      raw.shape = std::move(info.shape);
+      raw.data = file_.data() + data_start + info.offset;
+      raw.nbytes = info.bytes;
+      raw_tensors_.push_back(std::move(raw));
+      continue;
+    }
     TensorView view;
     view.name = std::move(info.name);
     view.file = path;

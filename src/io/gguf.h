@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@ class GgufFile {
   const nlohmann::json& metadata() const { return metadata_; }
   // Tensors in file order; names as stored (blk.0.attn_q.weight, ...).
   const std::vector<TensorView>& tensors() const { return tensors_; }
+  // Integer tensors (I8..I64: indices such as EAGLE-3's d2t), as stored.
+  const std::vector<RawTensor>& raw_tensors() const { return raw_tensors_; }
   uint64_t alignment() const { return alignment_; }
 
  private:
@@ -40,11 +43,15 @@ class GgufFile {
   uint64_t alignment_ = 32;
   nlohmann::json metadata_ = nlohmann::json::object();
   std::vector<TensorView> tensors_;
+  std::vector<RawTensor> raw_tensors_;
 };
 
 // The GGUF file a --model path names: the path itself if it ends in .gguf, else the
 // first .gguf file of a directory without config.json; "" for anything else.
 std::string gguf_model_file(const std::string& model_path);
+
+// A ggml integer type's dtype name and element size ({nullptr, 0} for other types).
+std::pair<const char*, uint64_t> integer_type(uint32_t type);
 
 // Name of a ggml type id for messages ("Q2_K", "IQ4_XS", "type 99" when unknown).
 std::string ggml_type_name(uint32_t type);

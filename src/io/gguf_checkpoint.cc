@@ -96,6 +96,14 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
       if (hf.empty()) continue;  // tensors the model never reads (config() may consume them)
       add(file->path(), t.name, dialect->read_tensor(t, hf, md, ckpt->owned_));
     }
+  for (const auto& file : ckpt->gguf_files_)
+    for (const RawTensor& t : file->raw_tensors()) {
+      const std::string hf = dialect->hf_name(t.name);
+      if (hf.empty()) continue;
+      if (ckpt->other_tensors_.count(hf) || owner.count(hf))
+        fail(ErrorKind::kBadInput, "{}: tensor '{}' appears twice", file->path(), t.name);
+      ckpt->other_tensors_[hf] = dialect->read_raw(t, hf, md, ckpt->owned_);
+    }
   finish();
   ckpt->config_ = dialect->config(md, by_gguf_name);
   token_ids();

@@ -46,4 +46,10 @@ class GgufDecoderDialect : public GgufDialect {
   std::string arch_, hf_architecture_, model_type_;
 };
 
+// llama.cpp's converter interleaves the two halves of each head's Q and K rows for its
+// RoPE (llama and eagle3 files): `view` (t renamed) with them put back in Hugging Face
+// order; other tensors unchanged (gguf_llama.cc).
+TensorView llama_qk_rows_to_hf(const TensorView& t, TensorView view, const GgufMetadata& md,
+                               std::vector<std::unique_ptr<uint8_t[]>>& owned);
+
 }  // namespace nextn

@@ -53,6 +53,15 @@ class GgufDialect {
     view.name = hf;
     return view;
   }
+  // Reading, per integer tensor (io/gguf.h raw_tensors): `t` under the Hugging Face name
+  // `hf`, rewritten where the converter changed its values. Default: renamed.
+  virtual RawTensor read_raw(const RawTensor& t, const std::string& hf, const GgufMetadata& md,
+                             std::vector<std::unique_ptr<uint8_t[]>>& owned) const {
+    (void)md, (void)owned;
+    RawTensor raw = t;
+    raw.name = hf;
+    return raw;
+  }
   // Reading: config.json from the metadata and the file's tensors (by GGUF name).
   virtual nlohmann::json config(const GgufMetadata& md, const std::map<std::string, const TensorView*>& tensors) const = 0;
   // Writing: the <arch>.* metadata keys for a Hugging Face config (text_config when nested).

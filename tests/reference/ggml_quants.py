@@ -25,6 +25,7 @@ BLOCKS = {  # name: (ggml type id, elements per block, bytes per block)
     "F32": (0, 1, 4), "F16": (1, 1, 2), "BF16": (30, 1, 2),
     "Q8_0": (8, 32, 34), "Q4_0": (2, 32, 18), "Q4_1": (3, 32, 20), "Q5_0": (6, 32, 22), "Q5_1": (7, 32, 24),
     "Q4_K": (12, 256, 144), "Q5_K": (13, 256, 176), "Q6_K": (14, 256, 210),
+    "I64": (27, 1, 8),  # index tensors (EAGLE-3's d2t)
 }
 TYPE_BY_ID = {v[0]: k for k, v in BLOCKS.items()}
 
