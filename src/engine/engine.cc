@@ -576,6 +576,8 @@ void Engine::Impl::finish(Slot& slot, FinishReason reason, const std::string& er
   if (t.speculative.draft_tokens > 0) {
     if (t.synthetic_accept >= 0) line += fmt::format(" | SYNTHETIC_ACCEPT={:.2f}", t.synthetic_accept);
     line += " | MTP_ACCEPTED=" + format_acceptance(t.speculative.accepted, t.speculative.draft_tokens);
+    for (const auto& d : t.speculative.by_drafter)
+      line += fmt::format(" {}={}", d.name, format_acceptance(d.accepted, d.draft_tokens));
   }
   if (!t.draft_depths.empty()) line += " | DEPTHS=" + format_depths(t.draft_depths);
   log_info("{}", line);

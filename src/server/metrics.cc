@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 
 namespace nextn::server {
 
@@ -102,6 +103,20 @@ std::string render_metrics(const MetricsInput& in) {
     for (size_t k = 0; k < e.speculative.accepted_per_pos.size(); ++k)
       out += fmt::format("nextn:spec_decode_num_accepted_tokens_per_pos_total{{position=\"{}\"}} {}\n", k,
                          e.speculative.accepted_per_pos[k]);
+  }
+  if (!e.speculative.by_drafter.empty()) {
+    // A chained drafter (mtp+suffix): what each part proposed and got accepted.
+    for (const auto& [name, help, field] :
+         {std::tuple{"spec_decode_num_draft_tokens_by_drafter_total", "Draft tokens proposed, per part of a chained drafter",
+                     &SpeculativeCounters::PerDrafter::draft_tokens},
+          std::tuple{"spec_decode_num_accepted_tokens_by_drafter_total",
+                     "Draft tokens accepted, per part of a chained drafter", &SpeculativeCounters::PerDrafter::accepted},
+          std::tuple{"spec_decode_num_drafts_by_drafter_total", "Verification steps, per part of a chained drafter",
+                     &SpeculativeCounters::PerDrafter::drafts}}) {
+      out += fmt::format("# HELP nextn:{} {}\n# TYPE nextn:{} counter\n", name, help, name);
+      for (const auto& d : e.speculative.by_drafter)
+        out += fmt::format("nextn:{}{{drafter=\"{}\"}} {}\n", name, d.name, d.*field);
+    }
   }
   if (!e.draft_depths.empty()) {
     // A Prometheus histogram of the drafts per decode step (0: a plain row), one bucket a depth.

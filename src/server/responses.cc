@@ -65,6 +65,12 @@ json timings_json(const Timings& t) {
     j["draft_accepted_per_pos"] = c.accepted_per_pos;
     j["draft_drafted_per_pos"] = c.drafted_per_pos;
     j["draft_acceptance_per_pos"] = per_pos;
+    if (!c.by_drafter.empty()) {
+      json parts = json::object();
+      for (const auto& d : c.by_drafter)
+        parts[d.name] = {{"draft_n", d.draft_tokens}, {"draft_n_accepted", d.accepted}, {"draft_steps", d.drafts}};
+      j["drafters"] = parts;
+    }
   }
   // Decode steps per depth the planner (or a fixed depth) chose: index = drafts in the step.
   if (!t.draft_depths.empty()) j["draft_depths"] = t.draft_depths;

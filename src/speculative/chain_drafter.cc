@@ -73,8 +73,11 @@ class ChainDrafter : public Drafter {
       if (int(job.out->tokens.size()) < std::min(job.k, kTakeOverTokens)) {
         rest.push_back(job);
         rest.back().session = static_cast<ChainSession*>(job.session)->base();
+      } else {
+        job.out->drafter = takeover_->name();
       }
     if (!rest.empty()) base_->propose(rest, passes);
+    for (const DraftJob& job : rest) job.out->drafter = base_->name();
   }
 
  private:

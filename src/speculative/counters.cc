@@ -20,7 +20,31 @@ void SpeculativeCounters::record(int k, int a) {
   for (int i = 0; i < a; ++i) accepted_per_pos[size_t(i)] += 1;
 }
 
+namespace {
+SpeculativeCounters::PerDrafter& entry(std::vector<SpeculativeCounters::PerDrafter>& list, const std::string& name) {
+  for (auto& e : list)
+    if (e.name == name) return e;
+  list.push_back({name});
+  return list.back();
+}
+}  // namespace
+
+void SpeculativeCounters::record(int k, int a, const char* drafter) {
+  record(k, a);
+  if (k <= 0 || !drafter) return;
+  PerDrafter& e = entry(by_drafter, drafter);
+  e.drafts += 1;
+  e.draft_tokens += uint64_t(k);
+  e.accepted += uint64_t(a);
+}
+
 void SpeculativeCounters::add(const SpeculativeCounters& o) {
+  for (const PerDrafter& p : o.by_drafter) {
+    PerDrafter& e = entry(by_drafter, p.name);
+    e.drafts += p.drafts;
+    e.draft_tokens += p.draft_tokens;
+    e.accepted += p.accepted;
+  }
   drafts += o.drafts;
   draft_tokens += o.draft_tokens;
   accepted += o.accepted;

@@ -14,9 +14,18 @@ struct SpeculativeCounters {
   uint64_t accepted = 0;        // drafted tokens accepted
   std::vector<uint64_t> drafted_per_pos;   // drafts made at position i (0-based)
   std::vector<uint64_t> accepted_per_pos;  // drafts accepted at position i
+  // The same per part of a chained drafter (mtp+suffix: which part proposed each step's
+  // drafts), as verified; empty when a single drafter proposes everything.
+  struct PerDrafter {
+    std::string name;
+    uint64_t drafts = 0, draft_tokens = 0, accepted = 0;
+  };
+  std::vector<PerDrafter> by_drafter;
 
   // One verification of k drafts of which the first a were accepted.
   void record(int k, int a);
+  // The same, credited to `drafter` (a chain's part; null: not split).
+  void record(int k, int a, const char* drafter);
   void add(const SpeculativeCounters& other);
   double acceptance_rate() const { return draft_tokens ? double(accepted) / double(draft_tokens) : 0.0; }
   // Tokens emitted per speculative step: 1 + accepted / drafts.

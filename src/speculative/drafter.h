@@ -25,9 +25,13 @@ struct DraftProposal {
   // The distribution each draft was drawn from (size == tokens.size()), or empty
   // when the drafts are deterministic (q one-hot at the draft).
   std::vector<Distribution> q;
+  // The part of a chained drafter that proposed these drafts (for its counters); null
+  // from a single drafter.
+  const char* drafter = nullptr;
   void clear() {
     tokens.clear();
     q.clear();
+    drafter = nullptr;
   }
 };
 

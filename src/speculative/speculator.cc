@@ -212,6 +212,7 @@ double Speculator::Impl::draft(std::span<StepSequence> batch, const std::vector<
     d.rows.assign(1, q.last);
     d.rows.insert(d.rows.end(), proposals[p].tokens.begin(), proposals[p].tokens.end());
     d.q.swap(proposals[p].q);
+    d.drafter = proposals[p].drafter;
     d.draft_seconds = depths[p] > 0 ? seconds / double(jobs.size()) : 0.0;
   }
   return seconds;
@@ -280,10 +281,10 @@ double Speculator::Impl::accept(std::span<StepSequence> batch, StepReport& repor
     std::span<const int32_t> kept(d.rows.data(), size_t(q.tokens.accepted + 1));
     q.state->return_to(base + int(kept.size()));
     if (drafting) commit(*spec, base, kept, hidden);
-    if (k > 0) report.counters.record(k, q.tokens.accepted);
+    if (k > 0) report.counters.record(k, q.tokens.accepted, d.drafter);
     if (!spec || spec->limit <= 0) continue;
     if (k > 0) {
-      spec->counters.record(k, q.tokens.accepted);
+      spec->counters.record(k, q.tokens.accepted, d.drafter);
       spec->acceptance.record(k, q.tokens.accepted);
       pooled.record(k, q.tokens.accepted);
     }

@@ -29,6 +29,7 @@ struct DraftedRows {
   std::vector<int32_t> rows;      // the target's input rows: [last, d1..dk]
   std::vector<Distribution> q;    // q[i]: the distribution d(i+1) was drawn from; empty: one-hot drafts
   double draft_seconds = 0;       // this sequence's share of the batch's drafting time
+  const char* drafter = nullptr;  // the chained drafter's part that proposed them (DraftProposal)
   int num_drafts() const { return int(rows.size()) - 1; }
   std::span<const int32_t> drafts() const { return std::span<const int32_t>(rows).subspan(1); }
 };

@@ -167,7 +167,9 @@ TEST(GreedyEquality, Eagle3ConcurrentSequences) {
     auto results = run_all(engine, std::move(reqs));
     for (size_t i = 0; i < prompts.size(); ++i) {
       EXPECT_EQ(results[i].tokens, run_one(plain, greedy_request(prompts[i], 32)).tokens) << "prompt " << i;
-      if (!adaptive) EXPECT_GT(results[i].timings.speculative.draft_tokens, 0);
+      if (!adaptive) {
+        EXPECT_GT(results[i].timings.speculative.draft_tokens, 0);
+      }
     }
   }
 }
@@ -211,6 +213,24 @@ TEST(GreedyEquality, MtpChainedWithSuffix) {
     check_equal({"mtp+suffix", mimo_model(), "mtp+suffix", ""}, n, &acc, {}, 200);
     EXPECT_GT(acc, 0.0) << "N=" << n;
   }
+}
+
+TEST(GreedyEquality, ChainCountsEachPart) {
+  // A chained drafter's counters split by the part that proposed each step's drafts.
+  Engine engine(spec_options(mimo_model(), "mtp+suffix", 4));
+  auto r = run_one(engine, greedy_request(kPrompt, 200));
+  const SpeculativeCounters& c = r.timings.speculative;
+  uint64_t drafted = 0, accepted = 0, steps = 0;
+  std::vector<std::string> names;
+  for (const auto& d : c.by_drafter) {
+    names.push_back(d.name);
+    drafted += d.draft_tokens, accepted += d.accepted, steps += d.drafts;
+  }
+  for (const std::string& n : names) EXPECT_TRUE(n == "mtp" || n == "suffix") << n;
+  EXPECT_EQ(names.size(), 2u) << "both parts drafted in 200 tokens of a looping random model";
+  EXPECT_EQ(drafted, c.draft_tokens);
+  EXPECT_EQ(steps, c.drafts);
+  EXPECT_GE(accepted, c.accepted);  // the answer's counters drop what was accepted past its end
 }
 
 TEST(GreedyEquality, SuffixQwen3_5Hybrid) {

@@ -3,7 +3,8 @@
 state, served over HTTP: an EAGLE-3 drafter (tools/make_checkpoint.py --eagle3-of, reading
 three target layer inputs; passed as --draft-model) on a dense Qwen3 target and on a
 Qwen3.5 hybrid target, and suffix decoding chained after it. Chat completions, streamed
-and whole, give the plain server's greedy text, and /metrics counts the drafts."""
+and whole, give the plain server's greedy text, and /metrics counts the drafts (a chain:
+per part, in /metrics and in the response's timings)."""
 import os
 import sys
 import unittest
@@ -20,7 +21,7 @@ def eagle3_of(target, name):
 
 
 class DrafterServerTest(unittest.TestCase):
-    def check(self, target, *flags):
+    def check(self, target, *flags, parts=()):
         with Server(model=target) as plain:
             status, want = plain.post("/v1/chat/completions", CHAT)
             self.assertEqual(status, 200, want)
@@ -36,6 +37,16 @@ class DrafterServerTest(unittest.TestCase):
             drafted = [line for line in text.splitlines()
                        if line.startswith("nextn:spec_decode_num_draft_tokens_total")]
             self.assertTrue(drafted and float(drafted[0].split()[-1]) > 0, drafted)
+            if parts:
+                # A chain counts each part: in the response's timings and in /metrics.
+                timing = chat["timings"]
+                self.assertTrue(set(timing["drafters"]) <= set(parts), timing)
+                self.assertEqual(sum(p["draft_n"] for p in timing["drafters"].values()), timing["draft_n"])
+                by_part = [line for line in text.splitlines()
+                           if line.startswith("nextn:spec_decode_num_draft_tokens_by_drafter_total{")]
+                self.assertTrue(by_part, text)
+                for line in by_part:
+                    self.assertIn(line.split('"')[1], parts)
 
     def test_eagle3_on_dense_target(self):
         target = checkpoint("server-qwen3")
@@ -44,7 +55,7 @@ class DrafterServerTest(unittest.TestCase):
     def test_eagle3_on_hybrid_target_chained_with_suffix(self):
         target = checkpoint("server-qwen3_5", "--arch", "qwen3_5", "--seed", "6")
         self.check(target, "--draft-model", eagle3_of(target, "server-qwen3_5-eagle3"), "--spec-type", "suffix",
-                   "--num-draft-tokens", "4")
+                   "--num-draft-tokens", "4", parts=("eagle3", "suffix"))
 
 
 if __name__ == "__main__":
