@@ -22,10 +22,12 @@ BenchConfig named_config(const std::string& key, int n_mtp) {
   if (key == "mtp+turbo") return {"Vanilla + MTP + TurboQuant", key, {"--mtp", "--num-mtp-tokens", n, "--turbo-kv"}};
   if (key == "auto") return {"MTP (adaptive depth)", key, {"--mtp", "--num-mtp-tokens", "auto"}};
   if (key == "ngram") return {"N-gram lookup", key, {"--spec-type", "ngram"}};
-  if (key == "suffix") return {"Suffix decoding", key, {"--spec-type", "suffix", "--num-mtp-tokens", "16"}};
+  if (key == "suffix") return {"Suffix decoding", key, {"--spec-type", "suffix", "--num-draft-tokens", "auto"}};
+  if (key == "mtp+suffix")
+    return {"MTP + suffix decoding", key, {"--mtp", "--num-mtp-tokens", "auto", "--spec-type", "suffix"}};
   if (key == "draft") return {"Draft model", key, {}};  // needs draft=--draft-model DIR
   fail(ErrorKind::kBadInput,
-       "--configs: unknown configuration '{}' (known: vanilla, mtp, turbo, mtp+turbo, auto, ngram, suffix, "
+       "--configs: unknown configuration '{}' (known: vanilla, mtp, turbo, mtp+turbo, auto, ngram, suffix, mtp+suffix, "
        "draft=--draft-model DIR, or name=flags...)",
        key);
 }

@@ -35,6 +35,54 @@ std::string sized_text(const std::string& source, int target, const TokenCounter
   return cut(text, n);
 }
 
+// Lines [first, first + n) of `text`.
+std::string lines_of(const std::string& text, int first, int n) {
+  std::istringstream in(text);
+  std::string line, out;
+  for (int i = 0; std::getline(in, line) && i < first + n; ++i)
+    if (i >= first) out += line + "\n";
+  return out;
+}
+
+// The repetitive kinds, where the answer repeats text the model has seen: speculation
+// that looks text up (suffix decoding, n-gram) is measured on them.
+//   edit:  rewrite a 200-line source file with a few edits, in full;
+//   quote: quote a passage word for word, then summarise it;
+//   agent: an agent loop that has read a file through a tool and gets it back changed,
+//          asked to show the changed function in full.
+nlohmann::json repetitive_messages(const std::string& kind, int body, const TokenCounter& count) {
+  using nlohmann::json;
+  const std::string code = read_file(prompt_data_dir() + "/code.txt");
+  // A file of n lines, cut short (at a line end) where the context is smaller.
+  auto file = [&](int first, int n, int budget) {
+    std::string text = lines_of(code, first, n);
+    const std::optional<int> tokens = count ? count(text) : std::nullopt;
+    return tokens && *tokens > budget ? sized_text(text, budget, count) : text;
+  };
+  if (kind == "edit") {
+    return json::array({{{"role", "user"},
+                         {"content", "Rewrite the following file with the macro SQLITE_API renamed to SQLITE_PUBLIC "
+                                     "and every comment kept. Output the complete file and nothing else.\n\n" +
+                                         file(40, 200, body)}}});
+  }
+  if (kind == "quote") {
+    const std::string prose = read_file(prompt_data_dir() + "/prose.txt");
+    return json::array({{{"role", "user"},
+                         {"content", "Quote the passage below word for word as a Markdown block quote, then summarise "
+                                     "it in one sentence.\n\n" + sized_text(prose, std::min(body, 600), count)}}});
+  }
+  // The file twice (before and after the tool's edit): each gets half the context.
+  const std::string before = file(300, 120, body / 2 - 40), after = file(300, 60, body / 4) + file(362, 58, body / 4 - 40);
+  return json::array({
+      {{"role", "system"}, {"content", "You are a coding agent. Call read_file(path) to read files; show code in full."}},
+      {{"role", "user"}, {"content", "Remove the duplicated declaration in sqlite3.h."}},
+      {{"role", "assistant"}, {"content", "read_file(\"sqlite3.h\")"}},
+      {{"role", "user"}, {"content", "Tool output:\n" + before}},
+      {{"role", "assistant"}, {"content", "I removed two lines after line 60. read_file(\"sqlite3.h\")"}},
+      {{"role", "user"}, {"content", "Tool output:\n" + after + "\nShow the changed part of the file in full."}},
+  });
+}
+
 }  // namespace
 
 std::string prompt_data_dir() {
@@ -72,6 +120,7 @@ nlohmann::json make_prompt_messages(const std::string& kind, int context_tokens,
   if (kind == "json" || kind == "json-schema") return json::array({{{"role", "user"}, {"content", kJsonInstruction}}});
   const int overhead = 24;  // chat template and instruction tokens
   int body = std::max(8, context_tokens - overhead);
+  if (kind == "edit" || kind == "quote" || kind == "agent") return repetitive_messages(kind, body, count);
   if (kind == "apple") {
     // Exactly mtp_bench's prompt, kept for comparison with published numbers.
     std::string text;

@@ -3,7 +3,9 @@
 // scripts/assemble_bench_prompts.sh), mtp_bench's repeated "apple ", a multi-turn
 // chat, a JSON request answered freely (json) or under a JSON Schema (json-schema: the
 // same messages with response_format, so acceptance with and without the constraint
-// compare directly), or a user file.
+// compare directly), answers that repeat what the model has read (edit: rewrite a
+// 200-line file with a few edits; quote: quote a passage; agent: a tool loop re-sending a
+// changed file; their size is their own, not the context length), or a user file.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -16,7 +18,7 @@ namespace nextn::bench {
 // Returns the token count of a text, if the server can tell.
 using TokenCounter = std::function<std::optional<int>(const std::string&)>;
 
-// Chat messages for prompt `kind` (apple|prose|code|chat|json|json-schema|path to a file) holding
+// Chat messages for prompt `kind` (apple|prose|code|chat|json|json-schema|edit|quote|agent|path to a file) holding
 // about `context_tokens` tokens. Throws nextn::Error if the kind's text is missing.
 nlohmann::json make_prompt_messages(const std::string& kind, int context_tokens, const TokenCounter& count);
 

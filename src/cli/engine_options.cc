@@ -104,14 +104,17 @@ EngineOptions resolve_engine_options(const EngineFlags& f) {
   if (!f.spec_type.empty())
     o.speculative.mode = o.speculative.mode == "none" ? f.spec_type : o.speculative.mode + "+" + f.spec_type;
   const std::string base_mode = o.speculative.mode.substr(0, o.speculative.mode.find('+'));
+  // Suffix decoding drafts as far as its match reaches (up to 16 tokens) at almost no
+  // cost: `auto` may go that deep; the planner still weighs the verify rows.
+  const int auto_max = f.spec_type == "suffix" ? kMaxDraftsPerStep : kAdaptiveMaxDrafts;
   if (base_mode == "mtp") {
-    resolve_depth("--num-mtp-tokens", f.num_mtp_tokens, kAdaptiveMaxDrafts, o.speculative);
+    resolve_depth("--num-mtp-tokens", f.num_mtp_tokens, auto_max, o.speculative);
   } else if (base_mode == "assistant") {
     // An assistant checkpoint's num_assistant_tokens (Gemma 4: else 4) bounds `auto`.
     resolve_depth("--num-mtp-tokens", f.num_mtp_tokens,
                   assistant_default_draft_tokens(o.speculative.assistant_dir, kAdaptiveMaxDrafts), o.speculative);
   } else {
-    resolve_depth("--num-draft-tokens", f.num_draft_tokens, kAdaptiveMaxDrafts, o.speculative);
+    resolve_depth("--num-draft-tokens", f.num_draft_tokens, auto_max, o.speculative);
   }
   if (o.speculative.num_draft_tokens < 0 || o.speculative.num_draft_tokens > kMaxDraftsPerStep)
     fail(ErrorKind::kBadInput, "number of draft tokens must be in 0..{}, got {}", kMaxDraftsPerStep,
