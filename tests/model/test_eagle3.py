@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(SRC, "tools", "checkpoint"))
 import ggml_quants as Q  # noqa: E402
 import numpy_eagle3 as E  # noqa: E402
 import safetensors_reader  # noqa: E402
-from architecture_check import BIN, GEN, PY, TMP_ROOT, edited_copy, rel_err  # noqa: E402
+from architecture_check import BIN, TMP_ROOT, edited_copy, make_checkpoint, rel_err  # noqa: E402
 from test_gguf_models import metadata_items  # noqa: E402
 
 PROMPT = [1, 37, 205, 12, 99, 250, 7, 64, 3, 180, 41, 9, 17]
@@ -87,11 +87,6 @@ def eagle3_gguf(drafter, out):
     return out
 
 
-def make(out, *args):
-    subprocess.run([PY, GEN, "--quiet", "--out", out, *args], check=True)
-    return out
-
-
 class Eagle3Test(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -100,13 +95,13 @@ class Eagle3Test(unittest.TestCase):
         os.makedirs(TMP_ROOT, exist_ok=True)
         cls._tmp = tempfile.TemporaryDirectory(prefix="eagle3-", dir=TMP_ROOT)
         t = cls._tmp.name
-        cls.llama = make(os.path.join(t, "llama"), "--arch", "llama", "--layers", "8", "--seed", "4")
-        cls.official = make(os.path.join(t, "official"), "--eagle3-of", cls.llama, "--draft-vocab", "200",
-                            "--seed", "5")
-        cls.qwen3 = make(os.path.join(t, "qwen3"), "--arch", "qwen3", "--seed", "6")
-        cls.speculators = make(os.path.join(t, "speculators"), "--eagle3-of", cls.qwen3, "--eagle3-form",
-                               "speculators", "--norm-before-fc", "--norm-before-residual", "--own-embedding",
-                               "--seed", "7")
+        cls.llama = make_checkpoint(os.path.join(t, "llama"), ["--arch", "llama", "--layers", "8", "--seed", "4"])
+        cls.official = make_checkpoint(os.path.join(t, "official"),
+                                       ["--eagle3-of", cls.llama, "--draft-vocab", "200", "--seed", "5"])
+        cls.qwen3 = make_checkpoint(os.path.join(t, "qwen3"), ["--arch", "qwen3", "--seed", "6"])
+        cls.speculators = make_checkpoint(os.path.join(t, "speculators"),
+                                          ["--eagle3-of", cls.qwen3, "--eagle3-form", "speculators", "--norm-before-fc",
+                                           "--norm-before-residual", "--own-embedding", "--seed", "7"])
 
     @classmethod
     def tearDownClass(cls):
@@ -145,8 +140,8 @@ class Eagle3Test(unittest.TestCase):
         """llama.cpp's eagle3 GGUF of the same weights drafts as the safetensors form."""
         # (The official drafter of the llama3-scaled target has no GGUF form nextn reads:
         # llama.cpp writes that scaling as a rope_freqs tensor.)
-        official = make(os.path.join(self._tmp.name, "official-qwen3"), "--eagle3-of", self.qwen3,
-                        "--draft-vocab", "300", "--seed", "9")
+        official = make_checkpoint(os.path.join(self._tmp.name, "official-qwen3"),
+                                   ["--eagle3-of", self.qwen3, "--draft-vocab", "300", "--seed", "9"])
         for name, target, drafter in (("speculators", self.qwen3, self.speculators),
                                       ("official", self.qwen3, official)):
             gguf = eagle3_gguf(drafter, os.path.join(self._tmp.name, f"eagle3-{name}.gguf"))
