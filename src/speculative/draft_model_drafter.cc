@@ -5,6 +5,7 @@
 // batch, one draft-model forward per depth over every sequence.
 #include <algorithm>
 
+#include "model/dflash_model.h"
 #include "model/model.h"
 #include "speculative/drafter.h"
 #include "util/error.h"
@@ -136,6 +137,7 @@ class DraftModelDrafter : public Drafter {
 
 std::unique_ptr<Drafter> make_draft_model_drafter(Model& target, const SpeculativeOptions& options) {
   if (options.draft_model_dir.empty()) fail(ErrorKind::kBadInput, "--draft-model: no directory given");
+  if (DFlashModel::is_dflash(options.draft_model_dir)) return make_dflash_drafter(target, options);
   std::unique_ptr<Model> draft = Model::load(options.draft_model_dir);
   int dv = draft->config().vocab_size, tv = target.config().vocab_size;
   if (dv != tv)

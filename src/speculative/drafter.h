@@ -169,6 +169,8 @@ std::unique_ptr<Drafter> make_ngram_drafter(Model& target, const SpeculativeOpti
 std::unique_ptr<Drafter> make_suffix_drafter(Model& target, const SpeculativeOptions& options);
 // `takeover` (a lookup) drafts first; where it finds little, `base` drafts (chain_drafter.cc).
 std::unique_ptr<Drafter> make_chain_drafter(std::unique_ptr<Drafter> base, std::unique_ptr<Drafter> takeover);
+// DFlash block-diffusion drafters under --draft-model (chosen by make_draft_model_drafter).
+std::unique_ptr<Drafter> make_dflash_drafter(Model& target, const SpeculativeOptions& options);
 // Gemma 4 "-assistant" checkpoints under --mtp-assistant-model (chosen by make_assistant_drafter).
 std::unique_ptr<Drafter> make_gemma4_assistant_drafter(Model& target, const SpeculativeOptions& options);
 // Drafts per step when --num-mtp-tokens is not given for the assistant in `dir`: its

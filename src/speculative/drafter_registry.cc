@@ -17,6 +17,7 @@ const std::pair<const char*, Factory> kDrafters[] = {
     {"draft", make_draft_model_drafter},    // an independent smaller model
     {"ngram", make_ngram_drafter},          // prompt lookup in the sequence's own tokens
     {"suffix", make_suffix_drafter},        // suffix decoding over the sequence and earlier outputs
+    {"dflash", make_dflash_drafter},        // a DFlash block-diffusion drafter (--draft-model)
 };
 }  // namespace
 

@@ -1,0 +1,118 @@
+// speculative/dflash_drafter.cc — drafting with a DFlash block-diffusion drafter
+// (--draft-model with a DFlashDraftModel checkpoint or a `dflash` GGUF; model/dflash_model.h).
+// The session keeps the drafter's context cache: for every committed target row, per
+// drafter layer, the keys and values made from the target's residual streams at that row
+// (appended at commit, truncated on rollback). A proposal is ONE drafter forward over the
+// blocks [last, M, …, M] of every drafting sequence, k + 1 rows each (k at most
+// block_size − 1); the drafts are the target-head logits of slots 1..k, all at once, so
+// a draft never feeds the next. The block's own keys and values are never stored.
+#include <algorithm>
+
+#include "model/dflash_model.h"
+#include "model/model.h"
+#include "speculative/drafter.h"
+#include "util/error.h"
+#include "util/timer.h"
+
+namespace nextn {
+namespace {
+
+class DFlashSession : public DraftSession {
+ public:
+  explicit DFlashSession(DFlashModel& model) : model_(model), context_(model.new_context()) {}
+
+  void commit(int start, std::span<const int32_t> tokens, const TargetRows& target) override {
+    context_.truncate(start);
+    committed_ = start + int(tokens.size());
+    // Rows the context cannot take (a gap, or no streams) leave it short of committed_:
+    // the session then stops drafting until a rollback brings the two together.
+    if (start == context_.length && target.streams) model_.add_context(context_, target.streams, int(tokens.size()));
+  }
+
+  void rollback(int n) override {
+    context_.truncate(n);
+    committed_ = std::min(committed_, n);
+  }
+
+  // Whether the context covers every row the target committed (the block then starts at
+  // its end); lowers k to the block and to the room left in the target's state.
+  bool ready(const SequenceState* target, int& k) const {
+    if (!target || committed_ == 0 || context_.length != committed_ || target->length() != committed_) return false;
+    k = std::min({k, model_.block_size() - 1, target->max_tokens() - committed_ - 1});
+    return k > 0;
+  }
+  const DFlashContext& context() const { return context_; }
+
+  size_t kv_bytes() const override { return context_.bytes(); }
+
+ private:
+  DFlashModel& model_;
+  DFlashContext context_;
+  int committed_ = 0;  // the target's committed length as the commits told it
+};
+
+class DFlashDrafter : public Drafter {
+ public:
+  DFlashDrafter(std::unique_ptr<DFlashModel> model, const ModelConfig& target)
+      : model_(std::move(model)), vocab_(target.vocab_size) {}
+  const char* name() const override { return "dflash"; }
+  TargetReads reads() const override { return {.post_norm = false, .streams = model_->streams()}; }
+  std::unique_ptr<DraftSession> new_session(int, const KvOptions&) override {
+    return std::make_unique<DFlashSession>(*model_);
+  }
+
+  void propose(std::span<const DraftJob> jobs, DraftPasses& passes) override {
+    Stopwatch sw;
+    depths_.clear();
+    active_.start(jobs, [&](const DraftJob& job, int& k) {
+      if (!session(job).ready(job.target, k)) return false;
+      depths_.push_back(k);
+      return true;
+    });
+    if (active_.empty()) return;
+    // Each block: [last, M × k]; the spans are made once the token buffer stops growing.
+    tokens_.clear();
+    for (size_t i = 0; i < active_.size(); ++i) {
+      tokens_.push_back(active_[i].last);
+      tokens_.insert(tokens_.end(), size_t(depths_[i]), model_->mask_token());
+    }
+    blocks_.clear();
+    size_t offset = 0;
+    for (size_t i = 0; i < active_.size(); ++i) {
+      const size_t n = size_t(depths_[i]) + 1;
+      blocks_.push_back({&session(active_[i]).context(), std::span<const int32_t>(tokens_.data() + offset, n)});
+      offset += n;
+    }
+    model_->draft_blocks(blocks_, logits_);
+    size_t row = 0;
+    for (size_t i = 0; i < active_.size(); ++i) {
+      const DraftJob& job = active_[i];
+      for (int s = 0; s < depths_[i]; ++s, ++row)
+        job.out->tokens.push_back(
+            choose_draft(logits_.data() + row * size_t(vocab_), vocab_, *job.sampler, *job.out, work_, order_));
+    }
+    passes.add(int(active_.size()), sw.seconds());
+  }
+
+ private:
+  static DFlashSession& session(const DraftJob& job) { return *static_cast<DFlashSession*>(job.session); }
+
+  std::unique_ptr<DFlashModel> model_;
+  int vocab_;
+  // One batched call's working set.
+  DraftingSet active_;
+  std::vector<int> depths_;  // per drafting job: its k
+  std::vector<int32_t> tokens_;
+  std::vector<DFlashBlock> blocks_;
+  std::vector<float> logits_, work_;
+  std::vector<int32_t> order_;
+};
+
+}  // namespace
+
+std::unique_ptr<Drafter> make_dflash_drafter(Model& target, const SpeculativeOptions& options) {
+  if (options.draft_model_dir.empty()) fail(ErrorKind::kBadInput, "dflash: no drafter given (--draft-model)");
+  return std::make_unique<DFlashDrafter>(DFlashModel::load(options.draft_model_dir, target), target.config());
+}
+
+}  // namespace nextn
