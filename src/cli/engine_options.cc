@@ -110,6 +110,10 @@ EngineOptions resolve_engine_options(const EngineFlags& f) {
     // An assistant checkpoint's num_assistant_tokens (Gemma 4: else 4) bounds `auto`.
     resolve_depth("--num-mtp-tokens", f.num_mtp_tokens,
                   assistant_default_draft_tokens(o.speculative.assistant_dir, kAdaptiveMaxDrafts), o.speculative);
+  } else if (base_mode == "draft") {
+    // A DFlash drafter's block bounds `auto` (block_size − 1 drafts).
+    resolve_depth("--num-draft-tokens", f.num_draft_tokens,
+                  draft_model_max_drafts(o.speculative.draft_model_dir, kAdaptiveMaxDrafts), o.speculative);
   } else {
     resolve_depth("--num-draft-tokens", f.num_draft_tokens, kAdaptiveMaxDrafts, o.speculative);
   }
