@@ -61,7 +61,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "Accept each draft with this probability regardless of the target (benchmarking only)")
       ->check(finite_in(0, 1));
   app.add_option("--draft-vocab", o.speculative.draft_vocab,
-                 "MTP drafts only among the first N token ids (0: all; default: 32768 for vocabularies > 65536)")
+                 "MTP and DFlash drafts only among the first N token ids (0: all; default: 32768 for vocabularies > 65536)")
       ->check(integer_in(0, 1 << 30));
   app.add_flag("--benchmark-mode", f.benchmark_mode, "Allow benchmark-only options such as --spec-synthetic-accept");
   app.add_flag("--turbo-kv", f.turbo_kv, "TurboQuant KV-cache compression (3-bit, after --turbo-after tokens)");

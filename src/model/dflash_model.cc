@@ -59,7 +59,6 @@ class DFlashModelImpl : public DFlashModel {
                                                     : (std::filesystem::path(ckpt_->dir()) / "config.json").string();
     ConfigReader c(ckpt_->config(), path);
     const ModelConfig& tc = target.config();
-    target_hidden_ = tc.hidden_size;
     vocab_ = tc.vocab_size;
 
     shape_.hidden = c.require_int("hidden_size");
@@ -191,7 +190,7 @@ class DFlashModelImpl : public DFlashModel {
     ctx.length += n;
   }
 
-  void draft_blocks(std::span<const DFlashBlock> blocks, std::vector<float>& logits) override {
+  void draft_blocks(std::span<const DFlashBlock> blocks, std::vector<float>& logits, int vocab_rows) override {
     const int64_t H = shape_.hidden, D = shape_.head_dim;
     const int64_t kv_dim = int64_t(shape_.kv_heads) * D;
     row0_.clear();
@@ -243,8 +242,10 @@ class DFlashModelImpl : public DFlashModel {
     for (size_t b = 0; b < blocks.size(); ++b)
       for (size_t i = 1; i < blocks[b].tokens.size(); ++i, ++o)
         rms_norm(x_.data() + (size_t(row0_[b]) + i) * H, norm_, 1, H, shape_.eps, y_.data() + size_t(o) * H);
-    logits.resize(size_t(out_rows) * size_t(vocab_));
-    matmul(target_.lm_head(), y_.data(), out_rows, logits.data());
+    WeightMatrix head = target_.lm_head();
+    if (vocab_rows > 0) head.rows = std::min<int64_t>(head.rows, vocab_rows);  // the first ids' rows
+    logits.resize(size_t(out_rows) * size_t(head.rows));
+    matmul(head, y_.data(), out_rows, logits.data());
     if (const float cap = target_.config().final_logit_softcap; cap > 0)
       softcap(logits.data(), int64_t(logits.size()), cap);
   }
@@ -296,7 +297,7 @@ class DFlashModelImpl : public DFlashModel {
   std::unique_ptr<Checkpoint> ckpt_;  // kept while weights are served from its mmap
   WeightStore store_;
   const DecoderModel& target_;
-  int target_hidden_ = 0, vocab_ = 0, block_size_ = 16;
+  int vocab_ = 0, block_size_ = 16;
   int32_t mask_ = 0;
   BlockShape shape_;
   std::vector<float> inv_freq_;      // [head_dim / 2], NeoX rotation

@@ -63,8 +63,10 @@ class DFlashModel {
   // target hidden] (the target's TargetRows::streams).
   virtual void add_context(DFlashContext& ctx, const float* streams, int n) = 0;
   // One forward over every block at once; logits out: for each block in order, the rows
-  // of slots 1..tokens.size()-1 ([Σ (tokens.size() − 1), vocab]); slot 0 predicts nothing.
-  virtual void draft_blocks(std::span<const DFlashBlock> blocks, std::vector<float>& logits) = 0;
+  // of slots 1..tokens.size()-1 ([Σ (tokens.size() − 1), V]); slot 0 predicts nothing.
+  // vocab_rows > 0 scores only the first vocab_rows token ids (V = vocab_rows; a reduced
+  // draft vocabulary), else V = the vocabulary.
+  virtual void draft_blocks(std::span<const DFlashBlock> blocks, std::vector<float>& logits, int vocab_rows = 0) = 0;
 };
 
 }  // namespace nextn

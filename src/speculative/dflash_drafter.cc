@@ -5,8 +5,10 @@
 // (appended at commit, truncated on rollback). A proposal is ONE drafter forward over the
 // blocks [last, M, …, M] of every drafting sequence, k + 1 rows each (k at most
 // block_size − 1); the drafts are the target-head logits of slots 1..k, all at once, so
-// a draft never feeds the next. The block's own keys and values are never stored.
+// a draft never feeds the next. The block's own keys and values are never stored. The
+// target's head scores the drafts, so --draft-vocab narrows it as for MTP heads.
 #include <algorithm>
+#include <cmath>
 
 #include "model/dflash_model.h"
 #include "model/model.h"
@@ -53,8 +55,8 @@ class DFlashSession : public DraftSession {
 
 class DFlashDrafter : public Drafter {
  public:
-  DFlashDrafter(std::unique_ptr<DFlashModel> model, const ModelConfig& target)
-      : model_(std::move(model)), vocab_(target.vocab_size) {}
+  DFlashDrafter(std::unique_ptr<DFlashModel> model, const ModelConfig& target, int draft_vocab)
+      : model_(std::move(model)), vocab_(target.vocab_size), draft_vocab_(draft_vocab) {}
   const char* name() const override { return "dflash"; }
   TargetReads reads() const override { return {.post_norm = false, .streams = model_->streams()}; }
   std::unique_ptr<DraftSession> new_session(int, const KvOptions&) override {
@@ -83,28 +85,40 @@ class DFlashDrafter : public Drafter {
       blocks_.push_back({&session(active_[i]).context(), std::span<const int32_t>(tokens_.data() + offset, n)});
       offset += n;
     }
-    model_->draft_blocks(blocks_, logits_);
+    model_->draft_blocks(blocks_, logits_, draft_vocab_ < vocab_ ? draft_vocab_ : 0);
     size_t row = 0;
-    for (size_t i = 0; i < active_.size(); ++i) {
-      const DraftJob& job = active_[i];
-      for (int s = 0; s < depths_[i]; ++s, ++row)
-        job.out->tokens.push_back(
-            choose_draft(logits_.data() + row * size_t(vocab_), vocab_, *job.sampler, *job.out, work_, order_));
-    }
+    for (size_t i = 0; i < active_.size(); ++i)
+      for (int s = 0; s < depths_[i]; ++s, ++row) choose(active_[i], logits_.data() + row * size_t(draft_vocab_));
     passes.add(int(active_.size()), sw.seconds());
   }
 
  private:
+  // A draft from a row of draft_vocab_ logits (a reduced draft vocabulary scores only the
+  // first ids: the others are -inf, q zero there).
+  void choose(const DraftJob& job, const float* row) {
+    if (draft_vocab_ < vocab_ && job.sampler->greedy() && !job.sampler->constraint()) {
+      job.out->tokens.push_back(int32_t(std::max_element(row, row + draft_vocab_) - row));
+      return;
+    }
+    if (draft_vocab_ < vocab_) {
+      full_.assign(size_t(vocab_), -INFINITY);
+      std::copy_n(row, draft_vocab_, full_.data());
+      row = full_.data();
+    }
+    job.out->tokens.push_back(choose_draft(row, vocab_, *job.sampler, *job.out, work_, order_));
+  }
+
   static DFlashSession& session(const DraftJob& job) { return *static_cast<DFlashSession*>(job.session); }
 
   std::unique_ptr<DFlashModel> model_;
   int vocab_;
+  int draft_vocab_;  // ids scored (--draft-vocab), <= vocab_
   // One batched call's working set.
   DraftingSet active_;
   std::vector<int> depths_;  // per drafting job: its k
   std::vector<int32_t> tokens_;
   std::vector<DFlashBlock> blocks_;
-  std::vector<float> logits_, work_;
+  std::vector<float> logits_, full_, work_;
   std::vector<int32_t> order_;
 };
 
@@ -112,7 +126,11 @@ class DFlashDrafter : public Drafter {
 
 std::unique_ptr<Drafter> make_dflash_drafter(Model& target, const SpeculativeOptions& options) {
   if (options.draft_model_dir.empty()) fail(ErrorKind::kBadInput, "dflash: no drafter given (--draft-model)");
-  return std::make_unique<DFlashDrafter>(DFlashModel::load(options.draft_model_dir, target), target.config());
+  // --draft-vocab as for MTP heads: the target's head is the drafter's.
+  const int vocab = target.config().vocab_size, dv = options.draft_vocab;
+  const int draft_vocab = dv < 0 ? (vocab > 65536 ? 32768 : vocab) : dv == 0 ? vocab : std::min(dv, vocab);
+  return std::make_unique<DFlashDrafter>(DFlashModel::load(options.draft_model_dir, target), target.config(),
+                                         draft_vocab);
 }
 
 }  // namespace nextn

@@ -156,6 +156,10 @@ TEST(GreedyEquality, DFlash) {
   for (int n : {1, 2, 3, 5, 7}) check_equal({"dflash", qwen3_model(), "dflash", dflash_model()}, n);
 }
 
+TEST(GreedyEquality, DFlashReducedDraftVocabulary) {
+  check_equal({"dflash", qwen3_model(), "dflash", dflash_model(), 100}, 3);
+}
+
 TEST(GreedyEquality, DFlashConcurrentSequencesOfDifferentDepths) {
   // One drafter forward holds every sequence's block: contexts of different lengths,
   // blocks of different sizes (the depth asked per request), sequences joining and leaving.

@@ -10,7 +10,7 @@ without hidden_norm) must miss by far more. llama.cpp's `dflash` GGUF of the sam
 (hidden size, vocabulary, target layer count, a tap id out of range, a tap count that does
 not fit fc, a missing tensor, a mask id outside the vocabulary) exit 2 naming the file and
 the problem. `nextn generate --draft-model <dflash>` gives exactly the plain greedy output,
-in both forms, at a fixed depth and at `auto`."""
+in both forms, at a fixed depth and at `auto`, and chained with suffix decoding."""
 import json
 import os
 import re
@@ -193,9 +193,10 @@ class DFlashTest(unittest.TestCase):
     def test_generate_equals_plain_greedy(self):
         plain, _ = self.generate()
         gguf = dflash_gguf(self.drafter, os.path.join(self.tmp, "gen.gguf"))
-        for drafter, depth in ((self.drafter, "3"), (self.drafter, "auto"), (gguf, "7")):
-            with self.subTest(drafter=drafter, depth=depth):
-                out, acceptance = self.generate("--draft-model", drafter, "--num-draft-tokens", depth)
+        for drafter, depth, extra in ((self.drafter, "3", ()), (self.drafter, "auto", ()), (gguf, "7", ()),
+                                      (self.drafter, "4", ("--spec-type", "suffix"))):
+            with self.subTest(drafter=drafter, depth=depth, extra=extra):
+                out, acceptance = self.generate("--draft-model", drafter, "--num-draft-tokens", depth, *extra)
                 self.assertEqual(out, plain)
                 if depth != "auto":
                     self.assertIsNotNone(acceptance)
