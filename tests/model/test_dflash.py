@@ -3,7 +3,7 @@
 tools/make_checkpoint.py --dflash-of <qwen3 target>) against the float64 reference
 (tests/reference/numpy_dflash.py): the block logits of slots 1..B-1 after a prompt
 prefilled in chunks (the context built from the target's residual streams chunk by chunk),
-at two block sizes, relative error <= 1e-4 in F32. Deliberately wrong drafters (a causal
+at two block sizes and with a sliding layer, relative error <= 1e-4 in F32. Deliberately wrong drafters (a causal
 block, taps read at layer inputs instead of outputs, context keys without k_norm, fc
 without hidden_norm) must miss by far more. llama.cpp's `dflash` GGUF of the same weights
 (names, metadata, taps stored as ids + 1) gives the same logits. Damaged drafter files
@@ -118,6 +118,17 @@ class DFlashTest(unittest.TestCase):
             print(f"block {block}: relative error {err:.2e}, drafts {np.argmax(got, -1).tolist()}")
             self.assertLessEqual(err, TOL)
             self.assertEqual(np.argmax(got, -1).tolist(), np.argmax(want, -1).tolist())
+
+    def test_sliding_layers_see_the_newest_context_rows(self):
+        def edit(c):
+            c.update(layer_types=["sliding_attention", "full_attention"], sliding_window=5)
+        d = self.edited("sliding", edit)
+        got = self.block_logits("sliding", d, BLOCK)
+        want = D.DFlash(d, self.ref).block_logits(PROMPT, self.last, BLOCK)
+        full = D.DFlash(self.drafter, self.ref).block_logits(PROMPT, self.last, BLOCK)
+        print(f"sliding: relative error {rel_err(got, want):.2e}, vs all context rows {rel_err(got, full):.3g}")
+        self.assertLessEqual(rel_err(got, want), TOL)
+        self.assertGreater(rel_err(got, full), 100 * TOL)
 
     def test_wrong_drafters_are_detected(self):
         got = self.block_logits("wrong", self.drafter, BLOCK)

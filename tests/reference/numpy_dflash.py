@@ -5,7 +5,8 @@
 #   block rows at P..P+B-1 = [last, M, …]: x = E_target[b]; per layer n = RMS(x; input_layernorm),
 #   Q = RoPE(q_norm(W_q n)), Kb = RoPE(k_norm(W_k n)), Vb = W_v n, every row attends over all
 #   context rows and all block rows; x += W_o A; x += MLP(RMS(x; post_attention_layernorm))
-#   logits = target lm_head · RMS(x; norm) for slots 1..B-1.
+#   logits = target lm_head · RMS(x; norm) for slots 1..B-1. A sliding_attention layer
+#   (layer_types) sees only the newest sliding_window context rows.
 # `bug` makes one deliberate mistake (the ones a random-weight test must rule out):
 #   "causal"        a causal mask inside the block
 #   "unshifted"     streams S[l_i] (layer inputs) instead of S[l_i + 1]
@@ -45,6 +46,9 @@ class DFlash:
         dc = c["dflash_config"]
         self.mask = dc["mask_token_id"]
         self.ids = dc.get("target_layer_ids") or default_layer_ids(target.L, self.L)
+        # sliding layers see the newest `sliding_window` context rows (all block rows)
+        types = c.get("layer_types") or ["full_attention"] * self.L
+        self.windows = [c["sliding_window"] if t == "sliding_attention" else 0 for t in types]
 
     def lin(self, name, x):
         return x @ self.W[name].T
@@ -86,6 +90,8 @@ class DFlash:
             K = np.concatenate([ctx[l][0], k], axis=0)
             V = np.concatenate([ctx[l][1], v], axis=0)
             visible = np.ones((B, P + B), dtype=bool)
+            if self.windows[l] > 0:
+                visible[:, :max(0, P - self.windows[l])] = False
             if self.bug == "causal":
                 visible[:, P:] = np.tril(np.ones((B, B), dtype=bool))
             A = np.empty((B, self.heads, self.hd))
