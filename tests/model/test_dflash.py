@@ -3,14 +3,15 @@
 tools/make_checkpoint.py --dflash-of <qwen3 target>) against the float64 reference
 (tests/reference/numpy_dflash.py): the block logits of slots 1..B-1 after a prompt
 prefilled in chunks (the context built from the target's residual streams chunk by chunk),
-at two block sizes and with a sliding layer, relative error <= 1e-4 in F32. Deliberately wrong drafters (a causal
-block, taps read at layer inputs instead of outputs, context keys without k_norm, fc
-without hidden_norm) must miss by far more. llama.cpp's `dflash` GGUF of the same weights
-(names, metadata, taps stored as ids + 1) gives the same logits. Damaged drafter files
-(hidden size, vocabulary, target layer count, a tap id out of range, a tap count that does
-not fit fc, a missing tensor, a mask id outside the vocabulary) exit 2 naming the file and
-the problem. `nextn generate --draft-model <dflash>` gives exactly the plain greedy output,
-in both forms, at a fixed depth and at `auto`, and chained with suffix decoding."""
+at two block sizes and with a sliding layer, relative error <= 1e-4 in F32. Deliberately
+wrong drafters (a causal block, taps read at layer inputs instead of outputs, context keys
+without k_norm, fc without hidden_norm) must miss by far more. llama.cpp's `dflash` GGUF
+of the same weights (names, metadata, taps stored as ids + 1) gives the same logits.
+Damaged drafter files (hidden size, vocabulary, target layer count, a tap id out of range,
+a tap count that does not fit fc, a missing tensor, a mask id outside the vocabulary) exit
+2 naming the file and the problem. `nextn generate --draft-model <dflash>` gives exactly
+the plain greedy output, in both forms, at a fixed depth and at `auto`, and chained with
+suffix decoding."""
 import json
 import os
 import re
