@@ -15,6 +15,8 @@ tokenizer (tokenizer.json + tokenizer_config.json with a ChatML template).
                                                            # (Gemma 4 target: a Gemma4AssistantForCausalLM)
   make_checkpoint.py --eagle3-of TARGET_DIR [--eagle3-form {official,speculators}] [--draft-vocab N]
       [--eagle3-layers A,B,C] [--norm-before-fc] [--norm-before-residual] [--own-embedding] --out DIR
+  make_checkpoint.py --dflash-of TARGET_DIR [--dflash-layers N] [--block-size B] [--hidden H] --out DIR
+                                                           # a DFlash block-diffusion drafter (DFlashDraftModel)
 """
 import argparse
 import json
@@ -399,6 +401,66 @@ def make_eagle3(args):
     return sum(sp.nbytes for sp in specs)
 
 
+def dflash_target_layer_ids(n_target, n_draft):
+    """The taps a DFlash drafter reads when its config does not list them: the OUTPUTS of
+    these target layers (z-lab's default rule)."""
+    if n_draft == 1:
+        return [n_target // 2]
+    return [int(round(1 + i * (n_target - 4) / (n_draft - 1))) for i in range(n_draft)]
+
+
+def make_dflash(args):
+    """A DFlash drafter for a target in the published layout: Nd Qwen3 layers under
+    layers.{i}.*, fc [H, K*H_t], hidden_norm, norm, no embedding and no head (the target's
+    are used); mask_token_id the target's last token id, target_layer_ids by the default
+    rule (one tap per drafter layer)."""
+    with open(os.path.join(args.dflash_of, "config.json")) as f:
+        tc = json.load(f)
+    tc = tc.get("text_config") or tc
+    Ht, Nt, V = tc["hidden_size"], tc["num_hidden_layers"], tc["vocab_size"]
+    nd = args.dflash_layers
+    h = args.hidden or Ht
+    heads, kv_heads = tc["num_attention_heads"], tc["num_key_value_heads"]
+    head_dim = tc.get("head_dim") or Ht // heads
+    s = dict(hidden=h, heads=heads, kv_heads=kv_heads, head_dim=head_dim, inter=tc["intermediate_size"])
+    ids = dflash_target_layer_ids(Nt, nd)
+    st_dtype = W.DTYPE_NAMES[args.dtype]
+    t = [("fc.weight", (h, len(ids) * Ht), A.linear_init(len(ids) * Ht)),
+         ("hidden_norm.weight", (h,), A.norm_init())]
+    for i in range(nd):
+        t += A.block_tensors(f"layers.{i}", s, False, True)
+    t.append(("norm.weight", (h,), A.norm_init()))
+    specs = [W.TensorSpec(name, shape, st_dtype, make_chunks(args.seed, name, shape, init))
+             for name, shape, init in t]
+    os.makedirs(args.out, exist_ok=True)
+    dtype_name = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[args.dtype]
+    write_json(os.path.join(args.out, "config.json"), {
+        "architectures": ["DFlashDraftModel"],
+        "auto_map": {"AutoModel": "dflash.DFlashDraftModel"},
+        "model_type": "qwen3",
+        "hidden_size": h,
+        "intermediate_size": s["inter"],
+        "num_hidden_layers": nd,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "head_dim": head_dim,
+        "hidden_act": "silu",
+        "attention_bias": False,
+        "rms_norm_eps": tc["rms_norm_eps"],
+        "rope_theta": tc.get("rope_theta", 1000000.0),
+        "rope_scaling": None,
+        "max_position_embeddings": tc.get("max_position_embeddings", 4096),
+        "vocab_size": V,
+        "tie_word_embeddings": False,
+        "block_size": args.block_size,
+        "num_target_layers": Nt,
+        "dflash_config": {"mask_token_id": V - 1, "target_layer_ids": ids},
+        "torch_dtype": dtype_name,
+    })
+    write_weights(args.out, specs, args.shards)
+    return sum(sp.nbytes for sp in specs)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--arch", choices=sorted(A.ARCHS) + ["gemma4", "glm4_moe"])
@@ -438,6 +500,9 @@ def parse_args(argv):
     p.add_argument("--norm-before-residual", action="store_true",
                    help="EAGLE-3 (speculators): the residual is RMS(g), not g")
     p.add_argument("--own-embedding", action="store_true", help="EAGLE-3: an embed_tokens of its own")
+    p.add_argument("--dflash-of", metavar="TARGET_DIR", help="a random DFlash drafter for this target")
+    p.add_argument("--dflash-layers", type=int, default=1, help="--dflash-of: drafter layers")
+    p.add_argument("--block-size", type=int, default=16, help="--dflash-of: block size")
     p.add_argument("--no-centroids", action="store_true",
                    help="Gemma 4 assistant: no centroid masking (use_ordered_embeddings false)")
     p.add_argument("--mtp-only", action="store_true",
@@ -448,12 +513,14 @@ def parse_args(argv):
                         "as the official FP8 releases")
     p.add_argument("--config-form", choices=["flat", "nested"], default="flat",
                    help="nested: newer transformers' forms (rope_parameters; Gemma 4 per_layer_config)")
-    p.add_argument("--hidden", type=int, help="gemma4: hidden size")
+    p.add_argument("--hidden", type=int, help="gemma4: hidden size; --dflash-of: the drafter's (default: the target's)")
     p.add_argument("--out", required=True)
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
-    if args.assistant_of is None and args.eagle3_of is None and args.arch is None:
-        p.error("--arch is required (or --assistant-of, --eagle3-of)")
+    if args.assistant_of is None and args.eagle3_of is None and args.dflash_of is None and args.arch is None:
+        p.error("--arch is required (or --assistant-of, --eagle3-of, --dflash-of)")
+    if args.dflash_of is not None and (args.dflash_layers < 1 or args.block_size < 2):
+        p.error("--dflash-layers must be >= 1 and --block-size >= 2")
     if args.dtype is None:
         args.dtype = "f32" if args.preset == "tiny" else "bf16"
     if args.mtp_only and (args.arch in (None, "gemma4") or args.mtp == "none"):
@@ -482,9 +549,11 @@ def parse_args(argv):
 def main(argv=None):
     args = parse_args(argv if argv is not None else sys.argv[1:])
     t0 = time.time()
-    nbytes = make_eagle3(args) if args.eagle3_of else make_assistant(args) if args.assistant_of else make_model(args)
+    nbytes = make_eagle3(args) if args.eagle3_of else make_dflash(args) if args.dflash_of else \
+        make_assistant(args) if args.assistant_of else make_model(args)
     if not args.quiet:
         what = f"EAGLE-3 drafter of {args.eagle3_of}" if args.eagle3_of else \
+            f"DFlash drafter of {args.dflash_of}" if args.dflash_of else \
             f"assistant of {args.assistant_of}" if args.assistant_of else \
             f"{args.arch} {args.preset} {args.dtype}"
         print(f"wrote {what} to {args.out}: {nbytes / 1e6:.1f} MB in {time.time() - t0:.1f} s")

@@ -1,6 +1,7 @@
 // cli/debug_logits.cc — `nextn debug-logits`: runs the forward pass on given token ids
 // and writes logits / hidden states as .npy files for comparison with the numpy
-// reference (tests/reference/numpy_model.py, tests/model/test_reference.py). Prefill in chunks, greedy decode, and optionally MTP layer 0 logits.
+// reference (tests/reference/numpy_model.py, tests/model/test_reference.py). Prefill in chunks, greedy decode, and optionally MTP layer 0 logits
+// or a DFlash drafter's block logits after the prompt.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "model/dflash_model.h"
 #include "model/gemma4_assistant.h"
 #include "model/model.h"
 #include "model/mtp_head.h"
@@ -27,6 +29,8 @@ struct DebugLogitsFlags {
   std::string assistant_dir;
   int assistant_steps = 4;
   std::string eagle3_dir;
+  std::string dflash_dir;
+  int dflash_block = 0;
   int threads = 0;
   std::string kv_type = "f32";
   bool mmap_weights = false;
@@ -106,6 +110,8 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     if (!mtp) fail(ErrorKind::kBadInput, "{}: --mtp given but the checkpoint has no MTP layers", f.model_dir);
   }
 
+  if (!f.eagle3_dir.empty() && !f.dflash_dir.empty())
+    fail(ErrorKind::kBadInput, "--eagle3 and --dflash read different target layers: give one of them");
   std::unique_ptr<MtpHead> eagle3;
   std::vector<float> streams;  // [n_prompt, captured streams × H]: the EAGLE-3 head's input
   if (!f.eagle3_dir.empty()) {
@@ -113,6 +119,18 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     model->capture_streams(eagle3->target_streams());
   }
   const size_t stream_floats = model->captured_streams().size() * size_t(H);
+  // DFlash: its context is filled chunk by chunk from the target's residual streams.
+  std::unique_ptr<DFlashModel> dflash;
+  DFlashContext dflash_context;
+  if (!f.dflash_dir.empty()) {
+    dflash = DFlashModel::load(f.dflash_dir, *model);
+    const int block = f.dflash_block > 0 ? f.dflash_block : dflash->block_size();
+    if (block < 2 || block > dflash->block_size())
+      fail(ErrorKind::kBadInput, "--dflash-block must be in 2..{} (the drafter's block_size), got {}", dflash->block_size(),
+           block);
+    model->capture_streams(dflash->streams());
+    dflash_context = dflash->new_context();
+  }
 
   auto kv = model->new_state(n_prompt + f.decode + 1, kv_options);
   std::vector<float> prefill(size_t(n_prompt) * V), hidden(size_t(n_prompt) * H);
@@ -128,6 +146,7 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     std::copy(result.logits.begin(), result.logits.end(), prefill.begin() + size_t(start) * V);
     std::copy(result.hidden_post.begin(), result.hidden_post.end(), hidden.begin() + size_t(start) * H);
     streams.insert(streams.end(), result.streams.begin(), result.streams.end());
+    if (dflash) dflash->add_context(dflash_context, result.streams.data(), n);
   }
   write_npy(f.out + ".prefill.npy", "<f4", {size_t(n_prompt), size_t(V)}, prefill.data(), 4);
   write_npy(f.out + ".hidden.npy", "<f4", {size_t(n_prompt), size_t(H)}, hidden.data(), 4);
@@ -175,6 +194,18 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     write_npy(f.out + ".eagle3.npy", "<f4", {logits.size() / size_t(Vd), size_t(Vd)}, logits.data(), 4);
     if (stream_floats > 0)
       write_npy(f.out + ".streams.npy", "<f4", {size_t(n_prompt), stream_floats}, streams.data(), 4);
+  }
+
+  // DFlash: the block [argmax of the last prompt row, M, …] at the prompt's end; the rows
+  // of slots 1..B-1.
+  if (dflash) {
+    const int block = f.dflash_block > 0 ? f.dflash_block : dflash->block_size();
+    std::vector<int32_t> tokens(size_t(block), dflash->mask_token());
+    tokens[0] = argmax(prefill.data() + size_t(n_prompt - 1) * V, V);
+    const DFlashBlock b{&dflash_context, tokens};
+    std::vector<float> logits;
+    dflash->draft_blocks(std::span<const DFlashBlock>(&b, 1), logits);
+    write_npy(f.out + ".dflash.npy", "<f4", {size_t(block - 1), size_t(V)}, logits.data(), 4);
   }
 
   std::vector<float> decode(size_t(f.decode) * V);
@@ -231,10 +262,14 @@ Command add_debug_logits_command(CLI::App& root) {
   app->add_option("--eagle3", flags->eagle3_dir,
                   "EAGLE-3 drafter: write its logits over the prompt rows and --assistant-steps - 1 chained greedy "
                   "steps (PREFIX.eagle3.npy) and the target streams it reads (PREFIX.streams.npy)");
+  app->add_option("--dflash", flags->dflash_dir,
+                  "Also write a DFlash drafter's block logits after the prompt, slots 1..B-1 (PREFIX.dflash.npy)");
+  app->add_option("--dflash-block", flags->dflash_block, "--dflash: block rows B (default: its block_size)")
+      ->capture_default_str();
   app->add_option("-t,--threads", flags->threads, "Compute threads (default: physical cores)");
   app->add_option("--kv-type", flags->kv_type, "KV storage: f32, f16, bf16, q8, q4, turbo3, turbo4")->capture_default_str();
   app->add_flag("--mmap-weights", flags->mmap_weights, "Serve weights from the memory-mapped file");
-  app->add_option("--out", flags->out, "Output prefix: PREFIX.{prefill,hidden,decode,tokens,mtp}.npy")->required();
+  app->add_option("--out", flags->out, "Output prefix: PREFIX.{prefill,hidden,decode,tokens,mtp,dflash}.npy")->required();
   return Command{app, [flags] { return run_debug_logits(*flags); }};
 }
 

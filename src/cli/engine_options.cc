@@ -61,7 +61,7 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
                  "Accept each draft with this probability regardless of the target (benchmarking only)")
       ->check(finite_in(0, 1));
   app.add_option("--draft-vocab", o.speculative.draft_vocab,
-                 "MTP drafts only among the first N token ids (0: all; default: 32768 for vocabularies > 65536)")
+                 "MTP and DFlash drafts only among the first N token ids (0: all; default: 32768 for vocabularies > 65536)")
       ->check(integer_in(0, 1 << 30));
   app.add_flag("--benchmark-mode", f.benchmark_mode, "Allow benchmark-only options such as --spec-synthetic-accept");
   app.add_flag("--turbo-kv", f.turbo_kv, "TurboQuant KV-cache compression (3-bit, after --turbo-after tokens)");
@@ -113,6 +113,10 @@ EngineOptions resolve_engine_options(const EngineFlags& f) {
     // An assistant checkpoint's num_assistant_tokens (Gemma 4: else 4) bounds `auto`.
     resolve_depth("--num-mtp-tokens", f.num_mtp_tokens,
                   assistant_default_draft_tokens(o.speculative.assistant_dir, kAdaptiveMaxDrafts), o.speculative);
+  } else if (base_mode == "draft") {
+    // A DFlash drafter's block bounds `auto` (block_size − 1 drafts).
+    resolve_depth("--num-draft-tokens", f.num_draft_tokens,
+                  draft_model_max_drafts(o.speculative.draft_model_dir, auto_max), o.speculative);
   } else {
     resolve_depth("--num-draft-tokens", f.num_draft_tokens, auto_max, o.speculative);
   }

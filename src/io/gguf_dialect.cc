@@ -12,6 +12,7 @@ const GgufDialect& gguf_qwen35moe_dialect();         // io/gguf_qwen35.cc
 const GgufDialect& gguf_gemma4_dialect();            // io/gguf_gemma4.cc
 const GgufDialect& gguf_gemma4_assistant_dialect();  // io/gguf_gemma4_assistant.cc
 const GgufDialect& gguf_eagle3_dialect();            // io/gguf_eagle3.cc
+const GgufDialect& gguf_dflash_dialect();            // io/gguf_dflash.cc
 
 namespace {
 
@@ -19,7 +20,8 @@ const std::vector<const GgufDialect*>& dialects() {
   static const std::vector<const GgufDialect*> all = {
       &gguf_llama_dialect(),   &gguf_qwen2_dialect(),     &gguf_qwen3_dialect(),
       &gguf_glm4moe_dialect(), &gguf_qwen35_dialect(),    &gguf_qwen35moe_dialect(),
-      &gguf_gemma4_dialect(),  &gguf_gemma4_assistant_dialect(), &gguf_eagle3_dialect()};
+      &gguf_gemma4_dialect(),  &gguf_gemma4_assistant_dialect(), &gguf_eagle3_dialect(),
+      &gguf_dflash_dialect()};
   return all;
 }
 

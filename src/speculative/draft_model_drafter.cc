@@ -2,12 +2,16 @@
 // shares the target's tokenizer (--draft-model). The draft model keeps its own KV;
 // each proposal first feeds whatever the target committed since (catch-up, reusing
 // the longest prefix already in the draft KV), then k-1 single-token steps — for a
-// batch, one draft-model forward per depth over every sequence.
+// batch, one draft-model forward per depth over every sequence. A DFlash drafter under
+// --draft-model drafts by speculative/dflash_drafter.cc instead.
 #include <algorithm>
 
+#include "model/dflash_model.h"
+#include "model/gemma4_assistant.h"  // drafter_config
 #include "model/model.h"
 #include "model/mtp_head.h"
 #include "speculative/drafter.h"
+#include "speculative/step.h"  // kMaxDraftsPerStep
 #include "util/error.h"
 #include "util/timer.h"
 
@@ -138,6 +142,7 @@ class DraftModelDrafter : public Drafter {
 std::unique_ptr<Drafter> make_draft_model_drafter(Model& target, const SpeculativeOptions& options) {
   if (options.draft_model_dir.empty()) fail(ErrorKind::kBadInput, "--draft-model: no directory given");
   if (MtpHead::is_eagle3(options.draft_model_dir)) return make_eagle3_drafter(target, options);
+  if (DFlashModel::is_dflash(options.draft_model_dir)) return make_dflash_drafter(target, options);
   std::unique_ptr<Model> draft = Model::load(options.draft_model_dir);
   int dv = draft->config().vocab_size, tv = target.config().vocab_size;
   if (dv != tv)
@@ -146,6 +151,15 @@ std::unique_ptr<Drafter> make_draft_model_drafter(Model& target, const Speculati
          "the tokenizer",
          options.draft_model_dir, dv, tv, target.dir());
   return std::make_unique<DraftModelDrafter>(std::move(draft));
+}
+
+int draft_model_max_drafts(const std::string& dir, int fallback) {
+  if (!DFlashModel::is_dflash(dir)) return fallback;
+  const nlohmann::json config = drafter_config(dir);
+  const int block = config.contains("block_size") && config["block_size"].is_number_integer()
+                        ? config["block_size"].get<int>()
+                        : 16;
+  return std::clamp(block - 1, 1, kMaxDraftsPerStep);
 }
 
 }  // namespace nextn

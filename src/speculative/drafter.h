@@ -62,7 +62,8 @@ struct DraftJob {
 
 // The passes of one batched draft call: pass d ran one forward (or lookup) for
 // `sequences[d]` sequences and took `seconds[d]`. The depth planner learns what a draft
-// step over b sequences costs from them.
+// step over b sequences costs from them. A drafter that makes every depth in one forward
+// (DFlash) reports the deeper passes at 0 seconds.
 struct DraftPasses {
   std::vector<int> sequences;
   std::vector<double> seconds;
@@ -174,6 +175,11 @@ std::unique_ptr<Drafter> make_suffix_drafter(Model& target, const SpeculativeOpt
 std::unique_ptr<Drafter> make_eagle3_drafter(Model& target, const SpeculativeOptions& options);
 // `takeover` (a lookup) drafts first; where it finds little, `base` drafts (chain_drafter.cc).
 std::unique_ptr<Drafter> make_chain_drafter(std::unique_ptr<Drafter> base, std::unique_ptr<Drafter> takeover);
+// DFlash block-diffusion drafters under --draft-model (chosen by make_draft_model_drafter).
+std::unique_ptr<Drafter> make_dflash_drafter(Model& target, const SpeculativeOptions& options);
+// The most drafts per step `auto` lets the planner choose for the --draft-model in `dir`:
+// a DFlash drafter's block_size − 1 (at most kMaxDraftsPerStep), else `fallback`.
+int draft_model_max_drafts(const std::string& dir, int fallback);
 // Gemma 4 "-assistant" checkpoints under --mtp-assistant-model (chosen by make_assistant_drafter).
 std::unique_ptr<Drafter> make_gemma4_assistant_drafter(Model& target, const SpeculativeOptions& options);
 // Drafts per step when --num-mtp-tokens is not given for the assistant in `dir`: its

@@ -18,6 +18,7 @@ const std::pair<const char*, Factory> kDrafters[] = {
     {"eagle3", make_eagle3_drafter},        // EAGLE-3: one layer over three target layer inputs
     {"ngram", make_ngram_drafter},          // prompt lookup in the sequence's own tokens
     {"suffix", make_suffix_drafter},        // suffix decoding over the sequence and earlier outputs
+    {"dflash", make_dflash_drafter},        // a DFlash block-diffusion drafter (--draft-model)
 };
 }  // namespace
 

@@ -163,6 +163,15 @@ TEST(Distribution, Eagle3IsLossless) {
 
 TEST(Distribution, DraftModelIsLossless) { expect_lossless(draft_model_options(3), "draft"); }
 
+TEST(Distribution, DFlashIsLossless) {
+  // A block's drafts are drawn from its slots' distributions all at once (no draft feeds
+  // the next); requests of mixed depths share each drafter forward.
+  EngineOptions o = spec_options(target_model(), "dflash", 4);
+  o.speculative.draft_model_dir =
+      checkpoint("qwen3_ds_dflash", "--dflash-of " + target_model() + " --dflash-layers 2 --block-size 5 --seed 9");
+  expect_lossless(o, "dflash, mixed depths", true, 0.0);
+}
+
 TEST(Distribution, NgramIsLossless) { expect_lossless(spec_options(target_model(), "ngram", 3), "ngram"); }
 
 // Every request has the same prompt, so the server's index of earlier outputs drafts too.

@@ -49,6 +49,12 @@ inline std::string gemma4_moe_assistant_model() {
   std::string target = gemma4_moe_model();
   return checkpoint("gemma4_moe_assistant", "--assistant-of " + target + " --seed 6");
 }
+// A DFlash block-diffusion drafter of qwen3_model() (2 layers tapping its layers 1 and 0,
+// block size 6).
+inline std::string dflash_model() {
+  std::string target = qwen3_model();
+  return checkpoint("qwen3_dflash", "--dflash-of " + target + " --dflash-layers 2 --block-size 6 --seed 8");
+}
 inline std::string assistant_model() {
   std::string target = qwen3_model();
   return checkpoint("qwen3_assistant", "--assistant-of " + target);

@@ -42,7 +42,7 @@ std::vector<int32_t> plain_tokens(const std::string& model, const std::vector<in
 void check_equal(const Case& c, int n, double* acceptance = nullptr, SamplingParams sp = {}, int n_tokens = kTokens) {
   EngineOptions o = spec_options(c.model, c.mode, n);
   if (c.mode == "assistant") o.speculative.assistant_dir = c.extra;
-  if (c.mode == "draft" || c.mode == "eagle3") o.speculative.draft_model_dir = c.extra;
+  if (c.mode == "draft" || c.mode == "eagle3" || c.mode == "dflash") o.speculative.draft_model_dir = c.extra;
   o.speculative.draft_vocab = c.draft_vocab;
   Engine engine(o);
   int drafted = 0, accepted = 0;
@@ -176,6 +176,39 @@ TEST(GreedyEquality, Eagle3ConcurrentSequences) {
 
 TEST(GreedyEquality, DraftModel) {
   for (int n = 1; n <= 4; ++n) check_equal({"draft", qwen3_model(), "draft", qwen3_draft_model()}, n);
+}
+
+TEST(GreedyEquality, DFlash) {
+  // k + 1 block rows per step; 7 asks for more than block_size - 1 = 5 drafts (clamped).
+  for (int n : {1, 2, 3, 5, 7}) check_equal({"dflash", qwen3_model(), "dflash", dflash_model()}, n);
+}
+
+TEST(GreedyEquality, DFlashReducedDraftVocabulary) {
+  check_equal({"dflash", qwen3_model(), "dflash", dflash_model(), 100}, 3);
+}
+
+TEST(GreedyEquality, DFlashConcurrentSequencesOfDifferentDepths) {
+  // One drafter forward holds every sequence's block: contexts of different lengths,
+  // blocks of different sizes (the depth asked per request), sequences joining and leaving.
+  EngineOptions o = spec_options(qwen3_model(), "dflash", 4);
+  o.speculative.draft_model_dir = dflash_model();
+  o.parallel = 4;
+  Engine engine(o);
+  std::vector<std::vector<int32_t>> prompts = {kPrompt, kPrompt2, {9, 8, 7}, {100, 200, 300, 100, 200}, {44}};
+  const int depths[] = {1, 5, 3, 2, 4};
+  std::vector<GenerationRequest> reqs;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    reqs.push_back(greedy_request(prompts[i], 20 + 4 * int(i)));
+    reqs.back().num_draft_tokens = depths[i];
+  }
+  auto results = run_all(engine, std::move(reqs));
+  Engine plain(base_options(qwen3_model()));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto want = run_one(plain, greedy_request(prompts[i], 20 + 4 * int(i)));
+    EXPECT_EQ(results[i].tokens, want.tokens) << "prompt " << i;
+    EXPECT_GT(results[i].timings.speculative.draft_tokens, 0) << "prompt " << i;
+    EXPECT_EQ(results[i].timings.drafter, "dflash");
+  }
 }
 
 TEST(GreedyEquality, SelfDraftIsFullyAccepted) {

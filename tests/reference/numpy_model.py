@@ -8,6 +8,7 @@
 #   logits, hidden = m.forward(tokens)          # [T, vocab], post-final-norm [T, hidden]
 #   tokens, rows = m.greedy(prompt, n)          # greedy decode (full recompute per step)
 #   mtp = m.mtp_logits(prompt, hidden)          # MTP layer 0 rows p = 0..T-2
+#   S = m.residual_streams(tokens)              # [L+1, T, H]: S[l] the input of layer l
 import json
 import math
 import os
@@ -231,6 +232,18 @@ class Model:
             x = decoder_block(self.W, f"model.layers.{i}", x, positions, self.shape, cache)
         hidden = rms_norm(x, self.W["model.norm.weight"], self.eps)
         return hidden @ self.lm_head.T, hidden
+
+    def residual_streams(self, tokens):
+        """[L+1, T, H]: S[0] the embedding rows, S[l] the input of layer l (the output of
+        layer l-1) before its norm, S[L] the final pre-norm output."""
+        tokens = np.asarray(tokens, dtype=np.int64)
+        positions = np.arange(len(tokens))
+        x = self.embed[tokens]
+        streams = [np.asarray(x, dtype=np.float64)]
+        for i in range(self.L):
+            x = decoder_block(self.W, f"model.layers.{i}", x, positions, self.shape)
+            streams.append(x)
+        return np.stack(streams)
 
     def greedy(self, prompt, n):
         """n greedy decode steps by full recomputation; returns (tokens [n], logits [n, V])
