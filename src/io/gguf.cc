@@ -259,26 +259,26 @@ void GgufFile::parse() {
   for (size_t i = 1; i < names.size(); ++i)
     if (names[i] == names[i - 1]) fail(ErrorKind::kBadInput, "{}: tensor '{}' appears twice", path, names[i]);
 
+  // Weights as TensorViews; integer tensors (indices) raw.
+  auto place = [&](Info& info, auto& t) {
+    t.name = std::move(info.name);
+    t.file = path;
+    t.shape = std::move(info.shape);
+    t.data = file_.data() + data_start + info.offset;
+    t.nbytes = info.bytes;
+  };
   for (Info& info : infos) {
     if (info.integer) {
       RawTensor raw;
-      raw.name = std::move(info.name);
-      raw.file = path;
       raw.dtype = info.integer;
-      raw.shape = std::move(info.shape);
-      raw.data = file_.data() + data_start + info.offset;
-      raw.nbytes = info.bytes;
+      place(info, raw);
       raw_tensors_.push_back(std::move(raw));
-      continue;
+    } else {
+      TensorView view;
+      view.dtype = info.dtype;
+      place(info, view);
+      tensors_.push_back(std::move(view));
     }
-    TensorView view;
-    view.name = std::move(info.name);
-    view.file = path;
-    view.dtype = info.dtype;
-    view.shape = std::move(info.shape);
-    view.data = file_.data() + data_start + info.offset;
-    view.nbytes = info.bytes;
-    tensors_.push_back(std::move(view));
   }
 }
 
