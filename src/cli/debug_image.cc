@@ -5,18 +5,23 @@
 //   PREFIX.resized.npy       uint8 [h̄, w̄, 3]  after smart_resize + bicubic
 //   PREFIX.pixel_values.npy  float32 [rows, 3·t·p²]  normalized patches, merge-window order
 //   PREFIX.grid_thw.npy      int64 [3]
+//   PREFIX.vision.npy        float32 [rows/4, out_hidden]  the vision tower's output (with --model)
 // `--smart-resize HxW` prints the target size of an image of that size instead (no file).
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "cli/command.h"
 #include "cli/npy.h"
+#include "io/checkpoint.h"
 #include "io/json_file.h"
 #include "util/error.h"
 #include "util/file.h"
+#include "util/thread_pool.h"
 #include "vision/image.h"
 #include "vision/qwen_processor.h"
+#include "vision/qwen_vision.h"
 
 namespace nextn {
 namespace {
@@ -28,6 +33,8 @@ struct DebugImageFlags {
   int64_t min_pixels = 0;
   int64_t max_pixels = 0;
   std::string smart_resize;
+  std::string model_dir;
+  int threads = 0;
   std::string out;
 };
 
@@ -44,7 +51,19 @@ const char* media_type_of(vision::ImageFormat format) {
 
 int run_debug_image(const DebugImageFlags& f) {
   if (f.processor != "qwen3_5") fail(ErrorKind::kBadInput, "--processor: '{}' is not known (qwen3_5)", f.processor);
+  if (f.threads > 0) ThreadPool::set_global_threads(f.threads);
   vision::QwenProcessorConfig config;
+  std::unique_ptr<Checkpoint> checkpoint;
+  std::unique_ptr<vision::QwenVisionTower> tower;
+  if (!f.model_dir.empty()) {
+    checkpoint = Checkpoint::open(f.model_dir);
+    tower = vision::QwenVisionTower::load(*checkpoint);
+    const std::string pre = f.model_dir + "/preprocessor_config.json";
+    if (f.config.empty() && std::filesystem::exists(pre)) config = vision::QwenProcessorConfig::from_json(read_json_file(pre));
+    config.patch_size = tower->config().patch_size;
+    config.temporal_patch_size = tower->config().temporal_patch_size;
+    config.merge_size = tower->config().merge_size;
+  }
   if (!f.config.empty()) config = vision::QwenProcessorConfig::from_json(read_json_file(f.config));
   if (f.min_pixels > 0) config.min_pixels = f.min_pixels;
   if (f.max_pixels > 0) config.max_pixels = f.max_pixels;
@@ -72,6 +91,11 @@ int run_debug_image(const DebugImageFlags& f) {
   write_npy_file(f.out + ".pixel_values.npy", "<f4", {size_t(px.rows), size_t(px.cols)}, px.values.data(), 4);
   const int64_t grid[3] = {px.grid_t, px.grid_h, px.grid_w};
   write_npy_file(f.out + ".grid_thw.npy", "<i8", {3}, grid, 8);
+  if (tower) {
+    std::vector<float> features = tower->forward(px);
+    const size_t width = size_t(tower->config().out_hidden);
+    write_npy_file(f.out + ".vision.npy", "<f4", {features.size() / width, width}, features.data(), 4);
+  }
   std::printf("%s: %dx%d -> %dx%d, grid (%d, %d, %d), %lld tokens\n", f.image.c_str(), image.width, image.height,
               px.resized.width, px.resized.height, px.grid_t, px.grid_h, px.grid_w,
               static_cast<long long>(px.n_tokens(config)));
@@ -89,6 +113,10 @@ Command add_debug_image_command(CLI::App& root) {
   app->add_option("--min-pixels", flags->min_pixels, "Override the processor's minimum pixel count");
   app->add_option("--max-pixels", flags->max_pixels, "Override the processor's maximum pixel count");
   app->add_option("--smart-resize", flags->smart_resize, "Print the resize target of an HEIGHTxWIDTH image and exit");
+  app->add_option("-m,--model", flags->model_dir,
+                  "Vision-language checkpoint: also run its vision tower (PREFIX.vision.npy); its "
+                  "preprocessor_config.json, when present, sets the processor");
+  app->add_option("--threads", flags->threads, "Compute threads (default: physical cores)");
   app->add_option("--out", flags->out, "Output prefix for the .npy files");
   return {app, [flags] { return run_debug_image(*flags); }};
 }

@@ -139,3 +139,103 @@ def patchify_variant(resized, cfg=QWEN35, variant=None):
 
 
 BROKEN = ["clip_mean_std", "transposed_merge", "raster_order", "channel_last", "round_half_up", "no_antialias"]
+
+
+# ---- The Qwen3.5 vision tower (Qwen3-VL's ViT without DeepStack), float64, written from the
+# Hugging Face modeling rules: Qwen3_5VisionPatchEmbed (Conv3d, kernel = stride), the
+# learned position table interpolated bilinearly with align_corners, the axial 2-D rotary
+# embedding (rows then columns, rotate-half over the whole head), pre-LN blocks with
+# LayerNorm + bias, fused qkv, full attention, GELU-tanh MLP, and the patch merger
+# (LayerNorm, 2x2 windows concatenated, Linear, exact GELU, Linear).
+#
+# TOWER_BROKEN: variants a correct tower must miss (row/column swapped in RoPE, the table
+# sampled half-pixel instead of align_corners, positions in raster instead of window
+# order, a causal mask, the tanh GELU in the merger).
+from math import erf as _erf  # noqa: E402
+
+TOWER_BROKEN = ["rope_hw_swapped", "pos_half_pixel", "pos_raster", "causal", "merger_gelu_tanh"]
+
+
+def layer_norm(x, w, b, eps=1e-6):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def gelu_erf(x):
+    return 0.5 * x * (1.0 + np.vectorize(_erf)(x / math.sqrt(2.0)))
+
+
+def window_positions(gh, gw, m=2):
+    """(row, col) of each pixel_values row, in merge-window order."""
+    return [(bh * m + ih, bw * m + iw) for bh in range(gh // m) for bw in range(gw // m)
+            for ih in range(m) for iw in range(m)]
+
+
+def interpolated_pos_embed(table, gh, gw, positions, half_pixel=False):
+    side = int(round(math.sqrt(table.shape[0])))
+    t = table.reshape(side, side, -1)
+
+    def coord(i, n):
+        if half_pixel:  # the wrong convention: pixel centres, clamped
+            return min(max((i + 0.5) * side / n - 0.5, 0.0), side - 1)
+        return i * (side - 1) / max(n - 1, 1)
+    out = []
+    for r, c in positions:
+        y, x = coord(r, gh), coord(c, gw)
+        y0, x0 = int(math.floor(y)), int(math.floor(x))
+        y1, x1 = min(y0 + 1, side - 1), min(x0 + 1, side - 1)
+        dy, dx = y - y0, x - x0
+        out.append((1 - dy) * (1 - dx) * t[y0, x0] + (1 - dy) * dx * t[y0, x1] +
+                   dy * (1 - dx) * t[y1, x0] + dy * dx * t[y1, x1])
+    return np.array(out)
+
+
+def rope_2d(x, positions, theta=10000.0, swap=False):
+    """x [P, heads, d]; the first d/4 angles of each half take the row, the next d/4 the column."""
+    d = x.shape[-1]
+    inv = 1.0 / theta ** (np.arange(0, d // 2, 2) / (d // 2))   # d/4 frequencies
+    rows = np.array([p[1] if swap else p[0] for p in positions], dtype=np.float64)
+    cols = np.array([p[0] if swap else p[1] for p in positions], dtype=np.float64)
+    ang = np.concatenate([rows[:, None] * inv, cols[:, None] * inv], axis=1)   # [P, d/2]
+    ang = np.concatenate([ang, ang], axis=1)[:, None, :]                        # [P, 1, d]
+    rot = np.concatenate([-x[..., d // 2:], x[..., :d // 2]], axis=-1)
+    return x * np.cos(ang) + rot * np.sin(ang)
+
+
+def vision_tower(W, vcfg, pixel_values, grid, variant=None, prefix="model.visual."):
+    """W: name -> float64 array; pixel_values [P, 3*t*p*p]; grid (1, gh, gw) -> [P/4, out]."""
+    D, heads, m = vcfg["hidden_size"], vcfg["num_heads"], vcfg["spatial_merge_size"]
+    d = D // heads
+    _, gh, gw = grid
+    P = pixel_values.shape[0]
+    w = W[prefix + "patch_embed.proj.weight"].reshape(D, -1)
+    h = pixel_values @ w.T + W[prefix + "patch_embed.proj.bias"]
+    positions = window_positions(gh, gw, m)
+    pos_for_table = [(i // gw, i % gw) for i in range(P)] if variant == "pos_raster" else positions
+    h = h + interpolated_pos_embed(W[prefix + "pos_embed.weight"], gh, gw, pos_for_table,
+                                   half_pixel=variant == "pos_half_pixel")
+    mask = np.triu(np.full((P, P), -np.inf), 1) if variant == "causal" else np.zeros((P, P))
+    for i in range(vcfg["depth"]):
+        b = f"{prefix}blocks.{i}."
+        u = layer_norm(h, W[b + "norm1.weight"], W[b + "norm1.bias"])
+        qkv = (u @ W[b + "attn.qkv.weight"].T + W[b + "attn.qkv.bias"]).reshape(P, 3, heads, d)
+        q = rope_2d(qkv[:, 0], positions, swap=variant == "rope_hw_swapped")
+        k = rope_2d(qkv[:, 1], positions, swap=variant == "rope_hw_swapped")
+        v = qkv[:, 2]
+        s = np.einsum("phd,qhd->hpq", q, k) / math.sqrt(d) + mask
+        s = np.exp(s - s.max(-1, keepdims=True))
+        s /= s.sum(-1, keepdims=True)
+        o = np.einsum("hpq,qhd->phd", s, v).reshape(P, D)
+        h = h + o @ W[b + "attn.proj.weight"].T + W[b + "attn.proj.bias"]
+        u = layer_norm(h, W[b + "norm2.weight"], W[b + "norm2.bias"])
+        f = gelu_tanh(u @ W[b + "mlp.linear_fc1.weight"].T + W[b + "mlp.linear_fc1.bias"])
+        h = h + f @ W[b + "mlp.linear_fc2.weight"].T + W[b + "mlp.linear_fc2.bias"]
+    z = layer_norm(h, W[prefix + "merger.norm.weight"], W[prefix + "merger.norm.bias"]).reshape(P // (m * m), -1)
+    g = z @ W[prefix + "merger.linear_fc1.weight"].T + W[prefix + "merger.linear_fc1.bias"]
+    g = gelu_tanh(g) if variant == "merger_gelu_tanh" else gelu_erf(g)
+    return g @ W[prefix + "merger.linear_fc2.weight"].T + W[prefix + "merger.linear_fc2.bias"]
