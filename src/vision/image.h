@@ -1,7 +1,8 @@
 // vision/image.h — image files (PNG, JPEG, WebP, GIF) decoded to 8-bit RGB.
-// The vision folder owns everything between the bytes a client sends and the
-// tensors a vision encoder reads: image decoding (here), data: URLs (data_url.h)
-// and the model-specific image processors (qwen_processor.h). Decoding goes
+// The vision folder owns everything between the bytes a client sends and the rows a
+// language model would take in place of image tokens: image decoding (here), data:
+// URLs (data_url.h), the model-specific image processors (qwen_processor.h) and vision
+// towers (qwen_vision.h). Decoding goes
 // through Debian's libraries (libpng, libjpeg-turbo, libwebp, giflib); every file
 // is checked against ImageLimits from its header before any pixel buffer is
 // allocated, so a small file that claims a huge canvas (a decompression bomb)
