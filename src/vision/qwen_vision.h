@@ -1,8 +1,9 @@
 // vision/qwen_vision.h — the Qwen3.5 / Qwen3.6 vision tower (Qwen3-VL's ViT without
 // DeepStack), from a Hugging Face checkpoint's model.visual.* tensors: pixel_values
 // (qwen_processor.h) in, one row per merged 2×2 patch window out, of the language
-// model's width. Weights stay in their stored dtype and go through the engine's matmul;
-// the small per-row math (LayerNorm, 2-D RoPE, GELU, attention) is here.
+// model's width. Weights stay in their stored dtype and go through the engine's matmul,
+// as do attention's two products (per head, in blocks of queries); the per-row math
+// (LayerNorm, 2-D RoPE, GELU) is in qwen_vision.cc.
 //
 //   h = patch_embed(x) + interpolated pos_embed          Conv3d as one [D, 3·2·p²] matmul
 //   ×depth: h += proj(attn(rope2d(qkv(LN1(h)))));  h += fc2(gelu_tanh(fc1(LN2(h))))

@@ -7,8 +7,8 @@ layouts at a tiny size: depth 2, width 32, 2 heads of 16, a 4×4 position table)
 
 The reference takes nextn's own pixel_values (the processor is test_vision_processor.py's
 subject), so this compares the tower alone: relative error max|nextn − ref| / max|ref|
-<= 1e-4 in F32, on non-square grids whose size differs from the table's (6×10, 8×4) and
-on a grid equal to it (4×4). Every deliberately wrong reference (row/column swapped in
+<= 1e-4 in F32, on non-square grids whose size differs from the table's (6×10, 8×4, and
+18×20, whose 360 patches take attention's query blocks twice) and on a grid equal to it (4×4). Every deliberately wrong reference (row/column swapped in
 RoPE, half-pixel table sampling, raster positions, a causal mask, the tanh GELU in the
 merger) must miss by more than the tolerance and 100× nextn's own error. A text-only checkpoint exits 2 naming the problem."""
 import os
@@ -34,8 +34,9 @@ GEN = os.path.join(SRC, "tools", "make_checkpoint.py")
 TOL = 1e-4
 
 # name: (checkpoint seed, image height, width): grids (h/16, w/16) after smart_resize with
-# min_pixels 1024 (96×160 → 6×10, 128×64 → 8×4, 64×64 → 4×4).
-CASES = {"grid6x10": (1, 100, 150), "grid8x4": (2, 130, 70), "grid4x4_table": (1, 64, 64)}
+# min_pixels 1024 (96×160 → 6×10, 128×64 → 8×4, 64×64 → 4×4, 288×320 → 18×20).
+CASES = {"grid6x10": (1, 100, 150), "grid8x4": (2, 130, 70), "grid4x4_table": (1, 64, 64),
+         "grid18x20": (3, 288, 320)}  # 360 patches: attention takes two blocks of queries
 
 
 def png_bytes(rgb):
@@ -102,6 +103,7 @@ class VisionEncoderTest(unittest.TestCase):
         self.assertEqual(tuple(self.results["grid6x10"]["grid_thw"]), (1, 6, 10))
         self.assertEqual(tuple(self.results["grid8x4"]["grid_thw"]), (1, 8, 4))
         self.assertEqual(tuple(self.results["grid4x4_table"]["grid_thw"]), (1, 4, 4))
+        self.assertEqual(tuple(self.results["grid18x20"]["grid_thw"]), (1, 18, 20))
 
     def test_tower_matches_reference(self):
         for name, res in self.results.items():
