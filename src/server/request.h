@@ -1,6 +1,7 @@
 // server/request.h — OpenAI request bodies turned into one checked ParsedRequest.
 // Covers /v1/chat/completions and /v1/completions: messages (string or content
-// parts: text, and image_url parts decoded here from data: URLs — vision/), sampling fields, stop, seed, n, stream options, logprobs, tools,
+// parts: text, and image_url parts decoded here from data: URLs with vision/),
+// sampling fields, stop, seed, n, stream options, logprobs, tools,
 // chat_template_kwargs, structured output (response_format, json_schema, grammar:
 // structured_output.h) and nextn's extensions (speculative, num_draft_tokens,
 // kv_bits, kv_group_size, nextn.token_sources). Unknown fields are ignored; invalid ones are 400s

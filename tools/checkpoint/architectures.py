@@ -342,7 +342,7 @@ def qwen35_vision_tensors(s, prefix="model.visual."):
     for i in range(v["depth"]):
         b = f"{prefix}blocks.{i}."
         out += [(b + "norm1.weight", (D,), norm_init()), (b + "norm1.bias", (D,), Init(0.1)),
-                (b + "attn.qkv.weight", (3 * D, D), Init(0.6 / math.sqrt(D) * 2)), (b + "attn.qkv.bias", (3 * D,), Init(0.1)),
+                (b + "attn.qkv.weight", (3 * D, D), Init(1.2 / math.sqrt(D))), (b + "attn.qkv.bias", (3 * D,), Init(0.1)),
                 (b + "attn.proj.weight", (D, D), Init(1.0 / math.sqrt(D))), (b + "attn.proj.bias", (D,), Init(0.1)),
                 (b + "norm2.weight", (D,), norm_init()), (b + "norm2.bias", (D,), Init(0.1)),
                 (b + "mlp.linear_fc1.weight", (I, D), Init(1.5 / math.sqrt(D))), (b + "mlp.linear_fc1.bias", (I,), Init(0.1)),
