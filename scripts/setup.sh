@@ -19,6 +19,7 @@ done
 pkgs=(build-essential cmake ninja-build pkg-config
       nlohmann-json3-dev libcli11-dev libfmt-dev libhwy-dev libpcre2-dev libcpp-httplib-dev
       libicu-dev
+      libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev
       libgtest-dev)
 if [[ $want_tests == 1 ]]; then
   pkgs+=(python3 python3-numpy python3-jinja2 curl)

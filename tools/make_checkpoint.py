@@ -234,8 +234,8 @@ def make_model(args):
         n_mtp = args.mtp_layers if mtp != "none" else 0
         tensors = A.qwen35_tensors(s, n_mtp, "model.language_model." if args.vision_language
                                    else "model.")
-        if args.vision_language:  # a vision tower the text model ignores
-            tensors.append(("model.visual.patch_embed.proj.weight", (16, 12), A.Init(0.1)))
+        if args.vision_language:  # a tiny vision tower (the text model ignores it)
+            tensors += A.qwen35_vision_tensors(s)
     else:
         tensors = A.model_tensors(args.arch, s, mtp, args.mtp_layers, args.shared_head)
     inits = {name: init for name, _, init in tensors}
@@ -469,7 +469,7 @@ def parse_args(argv):
                         "none otherwise)")
     p.add_argument("--vision-language", action="store_true",
                    help="qwen3_5: Qwen3_5ForConditionalGeneration layout (text_config, "
-                        "model.language_model.*, a vision tensor)")
+                        "model.language_model.*, a tiny vision tower model.visual.*)")
     p.add_argument("--mtp-layers", type=int, default=1)
     p.add_argument("--experts-layout", choices=["fused", "per_expert", "released"],
                    help="MoE: experts.gate_up_proj/down_proj stacked (default), one tensor per expert, or "

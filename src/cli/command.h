@@ -19,6 +19,7 @@ Command add_bench_command(CLI::App& root);
 Command add_tokenize_command(CLI::App& root);
 Command add_chat_template_command(CLI::App& root);
 Command add_debug_logits_command(CLI::App& root);
+Command add_debug_image_command(CLI::App& root);
 Command add_perf_command(CLI::App& root);
 Command add_kv_eval_command(CLI::App& root);
 Command add_quantize_command(CLI::App& root);

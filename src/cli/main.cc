@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   std::vector<nextn::Command> commands = {
       // One line per subcommand.
       nextn::add_debug_logits_command(app),
+      nextn::add_debug_image_command(app),
       nextn::add_generate_command(app),
       nextn::add_bench_command(app),
       nextn::add_tokenize_command(app),

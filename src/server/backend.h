@@ -31,6 +31,9 @@ struct ModelInfo {
   std::string speculative;   // none | mtp | assistant | draft | ngram
   int num_draft_tokens = 0;
   KvOptions kv;              // default KV options (per-request kv_bits start from these)
+  // The checkpoint has a vision encoder nextn runs. No backend sets it yet: image parts
+  // are parsed and decoded (server/request.h), then refused with a 400 naming the model.
+  bool vision_encoder = false;
 };
 
 // Incremental detokenizer with stop strings: push() returns the newly completed

@@ -3,12 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 
 #include "server/api_error.h"
 #include "server/json_fields.h"
 #include "speculative/step.h"  // kMaxDraftsPerStep
+#include "vision/data_url.h"
 
 namespace nextn::server {
 
@@ -21,7 +23,59 @@ constexpr int64_t kMaxInt32 = std::numeric_limits<int32_t>::max();
 // "messages[2].content[0].text" style paths for error messages.
 std::string path(const std::string& base, size_t index) { return fmt::format("{}[{}]", base, index); }
 
-std::string content_to_string(const json& content, const std::string& where) {
+bool starts_with_lower(const std::string& text, const char* prefix) {
+  for (size_t i = 0; prefix[i]; ++i)
+    if (i >= text.size() || std::tolower(static_cast<unsigned char>(text[i])) != prefix[i]) return false;
+  return true;
+}
+
+// An image_url part ({"image_url": {"url": ...}}, or the Responses API's input_image
+// with a string "image_url"): the data: URL decoded and checked against the limits.
+ImageInput parse_image_part(const json& part, const std::string& p, size_t message, size_t index,
+                            const ImageRequestLimits& limits, std::vector<ImageInput>& images) {
+  auto field = part.find("image_url");
+  std::string where = p + ".image_url";
+  const json* url = nullptr;
+  if (field != part.end() && field->is_string()) {
+    url = &*field;
+  } else if (field != part.end() && field->is_object()) {
+    auto u = field->find("url");
+    where += ".url";
+    if (u != field->end()) url = &*u;
+  } else {
+    bad_field(where, "expected an object with a \"url\"");
+  }
+  if (!url || !url->is_string()) bad_field(where, "expected a string (a data: URL)");
+  if (images.size() >= size_t(limits.max_images))
+    bad_field(p, fmt::format("too many images: at most {} per request", limits.max_images));
+  const std::string& text = url->get_ref<const std::string&>();
+  if (starts_with_lower(text, "http://") || starts_with_lower(text, "https://"))
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("{}: remote image URLs are not fetched by this server; send the image inline as a "
+                               "data: URL (data:image/png;base64,...)",
+                               where),
+                   where, "remote_image_url");
+  if (!vision::is_data_url(text))
+    bad_field(where, "expected a data: URL (data:image/png;base64,...)");
+  ImageInput in;
+  in.message = message;
+  in.part = index;
+  try {
+    vision::DataUrl data = vision::parse_data_url(text, limits.image.max_bytes);
+    in.image = vision::decode_image(data.bytes, data.media_type, limits.image);
+  } catch (const Error& e) {
+    bad_field(where, fmt::format("image {} of the request: {}", images.size(), e.what()));
+  }
+  int64_t total = int64_t(in.image.width) * in.image.height;
+  for (const ImageInput& other : images) total += int64_t(other.image.width) * other.image.height;
+  if (total > limits.max_total_pixels)
+    bad_field(where, fmt::format("the request's images hold {} pixels together; the limit is {}", total,
+                                 limits.max_total_pixels));
+  return in;
+}
+
+std::string content_to_string(const json& content, const std::string& where, size_t message,
+                              const ImageRequestLimits& limits, std::vector<ImageInput>& images) {
   if (content.is_null()) return "";
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) bad_field(where, "expected a string or an array of content parts");
@@ -43,10 +97,12 @@ std::string content_to_string(const json& content, const std::string& where) {
       if (tx == part.end() || !tx->is_string()) bad_field(p + ".text", "expected a string");
       if (!text.empty()) text += "\n";
       text += tx->get<std::string>();
+    } else if (t == "image_url" || t == "input_image") {
+      images.push_back(parse_image_part(part, p, message, i, limits, images));
     } else {
       throw ApiError(400, "invalid_request_error",
-                     fmt::format("{}.type: content part '{}' is not supported (text only)", p, t), p + ".type",
-                     "unsupported_content");
+                     fmt::format("{}.type: content part '{}' is not supported (text and image_url)", p, t),
+                     p + ".type", "unsupported_content");
     }
   }
   return text;
@@ -77,7 +133,7 @@ json parse_tool_calls(const json& calls, const std::string& where) {
   return out;
 }
 
-json parse_messages(const json& body) {
+json parse_messages(const json& body, const ImageRequestLimits& limits, std::vector<ImageInput>& images) {
   auto it = body.find("messages");
   if (it == body.end() || it->is_null()) bad_field("messages", "is required");
   if (!it->is_array()) bad_field("messages", "expected an array of messages");
@@ -98,7 +154,7 @@ json parse_messages(const json& body) {
       if (r != "assistant") bad_field(p + ".content", "is required");
       msg["content"] = "";
     } else {
-      msg["content"] = content_to_string(*content, p + ".content");
+      msg["content"] = content_to_string(*content, p + ".content", i, limits, images);
     }
     if (r == "assistant") {
       if (m.contains("tool_calls") && !m["tool_calls"].is_null())
@@ -269,7 +325,7 @@ ParsedRequest parse_chat_request(const json& body, const RequestDefaults& defaul
   ParsedRequest r;
   r.chat = true;
   parse_common(body, defaults, r);
-  r.messages = parse_messages(body);
+  r.messages = parse_messages(body, defaults.images, r.images);
   parse_tools(body, r);
   r.structured = parse_structured_output(body, r.tools, r.tool_choice, true, defaults.grammar);
   if (auto v = opt_bool(body, "logprobs")) r.logprobs = *v;

@@ -1,6 +1,7 @@
 // server/request.h — OpenAI request bodies turned into one checked ParsedRequest.
 // Covers /v1/chat/completions and /v1/completions: messages (string or content
-// parts), sampling fields, stop, seed, n, stream options, logprobs, tools,
+// parts: text, and image_url parts decoded here from data: URLs with vision/),
+// sampling fields, stop, seed, n, stream options, logprobs, tools,
 // chat_template_kwargs, structured output (response_format, json_schema, grammar:
 // structured_output.h) and nextn's extensions (speculative, num_draft_tokens,
 // kv_bits, kv_group_size, nextn.token_sources). Unknown fields are ignored; invalid ones are 400s
@@ -15,8 +16,25 @@
 
 #include "engine/engine.h"
 #include "server/structured_output.h"
+#include "vision/image.h"
 
 namespace nextn::server {
+
+// Bounds on the images of one request (each image is also held to `image`).
+struct ImageRequestLimits {
+  vision::ImageLimits image;
+  int max_images = 16;
+  // All images together, decoded: 64 Mi pixels (192 MiB of RGB).
+  int64_t max_total_pixels = int64_t(1) << 26;
+};
+
+// One image_url content part, decoded when the request is parsed (so a bad image is a
+// 400 before any work is queued), with where it stood in the conversation.
+struct ImageInput {
+  size_t message = 0;  // index in "messages"
+  size_t part = 0;     // index in that message's "content" array
+  vision::DecodedImage image;
+};
 
 // Server-wide defaults a request starts from (serve flags).
 struct RequestDefaults {
@@ -24,13 +42,16 @@ struct RequestDefaults {
   int max_tokens = 2048;
   KvOptions kv;  // the server's storage options (per-request kv_bits overrides type/group)
   grammar::GrammarLimits grammar;  // bounds on structured output (--grammar-max-* flags)
+  ImageRequestLimits images;
 };
 
 struct ParsedRequest {
   bool chat = true;
   std::string model;
-  // chat: messages with content normalized to strings (parts joined).
+  // chat: messages with content normalized to strings (text parts joined; image parts
+  // leave no text: they are in `images`).
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  std::vector<ImageInput> images;  // every image_url part of every message, in order
   nlohmann::ordered_json tools;          // null when absent or tool_choice == "none"
   nlohmann::ordered_json tool_choice;    // as given (null when absent)
   nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();

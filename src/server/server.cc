@@ -61,6 +61,18 @@ void log_request_done(uint64_t id, const ResponsePlan& plan, const GenerationUpd
   log_debug("{}", line);
 }
 
+// Images reach no model yet: a request with any is a 400 naming the checkpoint, after
+// its images were decoded (so a broken image still gets its own, more useful error).
+void require_vision_encoder(const Backend& backend, const ParsedRequest& request) {
+  if (request.images.empty() || backend.info().vision_encoder) return;
+  const ImageInput& first = request.images.front();
+  const std::string param = fmt::format("messages[{}].content[{}]", first.message, first.part);
+  throw ApiError(400, "invalid_request_error",
+                 fmt::format("{}: model '{}' has no vision encoder (checkpoint {}): it cannot take image input",
+                             param, backend.info().id, backend.info().path),
+                 param, "no_vision_encoder");
+}
+
 }  // namespace
 
 HttpServer::HttpServer(ServerOptions options) : options_(std::move(options)), http_(new HttplibServer()) {
@@ -370,6 +382,7 @@ void HttpServer::handle_apply_template(const httplib::Request& req, httplib::Res
   if (!b) throw unavailable("Loading model");
   json body = parse_body(req.body, options_.max_json_depth);
   ParsedRequest pr = parse_chat_request(body, options_.defaults);
+  require_vision_encoder(*b, pr);
   bool add_generation_prompt = opt_bool(body, "add_generation_prompt").value_or(true);
   send_json(res, 200, {{"prompt", render_chat_prompt(*b, pr, add_generation_prompt, render_limits())}});
 }
@@ -381,6 +394,7 @@ void HttpServer::handle_generation(const httplib::Request& req, httplib::Respons
   json body = parse_body(req.body, options_.max_json_depth);
   ParsedRequest parsed =
       chat ? parse_chat_request(body, options_.defaults) : parse_completion_request(body, options_.defaults);
+  require_vision_encoder(*b, parsed);
   PreparedGeneration prepared = prepare_generation(*b, std::move(parsed), options_.defaults.max_tokens, render_limits());
   std::shared_ptr<Generation> gen;
   try {

@@ -4,7 +4,8 @@ from the project's test data: safetensors files in the layouts tools/make_checkp
 writes (several dtypes, shapes, an empty one), the config.json of every supported
 architecture, the tiny model's tokenizer.json and a small hand-written one plus sample
 texts, the feature and real chat templates (from the npm tokenizer packages the template
-test uses), and request bodies like those of the server tests."""
+test uses), request bodies like those of the server tests, and images (PNGs written here,
+the JPEG, WebP and GIF of tests/server/data/), bare and as data: URLs."""
 import glob
 import json
 import os
@@ -149,3 +150,31 @@ for i, body in enumerate([
         {"messages": msgs, "tools": [{"type": "function", "function": {"name": "f", "parameters": SCHEMAS["flat_object"]}}],
          "tool_choice": "required"}]):
     put("request", f"structured{i}.json", json.dumps(body))
+
+# image: first byte even = an image file (PNGs written here, the JPEG/WebP/GIF of the
+# server tests), odd = a data: URL holding one
+import base64  # noqa: E402
+import zlib  # noqa: E402
+
+
+def png(width, height, color_type, channels, palette=b""):
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    raw = b"".join(b"\x00" + bytes((x * 13 + y * 29 + c * 71) % (16 if palette else 256)
+                                   for x in range(width) for c in range(channels)) for y in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, color_type, 0, 0, 0)) +
+            (chunk(b"PLTE", palette) if palette else b"") + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+images = {"rgb.png": png(33, 17, 2, 3), "rgba.png": png(12, 40, 6, 4), "grey.png": png(20, 20, 0, 1),
+          "palette.png": png(16, 9, 3, 1, bytes(range(48)))}
+for name in ("image_16x12.jpg", "image_16x12.webp", "image_16x12.gif"):
+    images[name] = open(os.path.join(SRC, "tests", "server", "data", name), "rb").read()
+media = {"png": "image/png", "jpg": "image/jpeg", "webp": "image/webp", "gif": "image/gif"}
+for name, data in images.items():
+    put("image", name, b"\x00" + data)
+    put("image", name + ".url", b"\x01" + f"data:{media[name.rsplit('.', 1)[1]]};base64,".encode() +
+        base64.b64encode(data))
+put("request", "image.json", json.dumps({"messages": [{"role": "user", "content": [
+    {"type": "text", "text": "What is this?"},
+    {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(images["rgb.png"]).decode()}}]}]}))

@@ -74,8 +74,72 @@ TEST(Request, ContentPartsAreJoined) {
                   {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}}}}};
   ParsedRequest r = parse_chat_request(body, {});
   EXPECT_EQ(r.messages[0]["content"], "a\nb");
-  body["messages"][0]["content"][1] = {{"type", "image_url"}, {"image_url", {{"url", "x"}}}};
+  body["messages"][0]["content"][1] = {{"type", "input_audio"}, {"input_audio", {{"data", "x"}}}};
   EXPECT_EQ(error_of([&] { parse_chat_request(body, {}); }).param, "messages[0].content[1].type");
+}
+
+// A 2×1 PNG: one red pixel, one blue.
+const char* kPng2x1 =
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAADUlEQVR4nGP4zwAE/wEHAAH/4iOeWQAAAABJRU5ErkJggg==";
+
+TEST(Request, ImagePartsAreDecodedWithTheirPlace) {
+  json image = {{"type", "image_url"}, {"image_url", {{"url", kPng2x1}, {"detail", "low"}}}};
+  json body = {{"messages",
+                {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", "a"}}, image}}},
+                 {{"role", "assistant"}, {"content", "ok"}},
+                 {{"role", "user"}, {"content", {image, {{"type", "input_image"}, {"image_url", kPng2x1}}}}}}}};
+  ParsedRequest r = parse_chat_request(body, {});
+  EXPECT_EQ(r.messages[0]["content"], "a");
+  ASSERT_EQ(r.images.size(), 3u);
+  EXPECT_EQ(r.images[0].message, 0u);
+  EXPECT_EQ(r.images[0].part, 1u);
+  EXPECT_EQ(r.images[2].message, 2u);
+  EXPECT_EQ(r.images[2].part, 1u);
+  EXPECT_EQ(r.images[1].image.width, 2);
+  EXPECT_EQ(r.images[1].image.height, 1);
+  EXPECT_EQ(r.images[1].image.rgb, (std::vector<uint8_t>{255, 0, 0, 0, 0, 255}));
+}
+
+TEST(Request, BadImagePartsNameThePartAndTheProblem) {
+  auto with_url = [](json url) {
+    return json{{"messages",
+                 {{{"role", "user"},
+                   {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "image_url"}, {"image_url", url}}}}}}}};
+  };
+  struct Case {
+    json url;
+    std::string param, fragment, code;
+  } cases[] = {
+      {{{"url", "https://example.com/cat.png"}}, "messages[0].content[1].image_url.url", "not fetched", "remote_image_url"},
+      {{{"url", "file:///etc/passwd"}}, "messages[0].content[1].image_url.url", "expected a data: URL", ""},
+      {{{"url", 5}}, "messages[0].content[1].image_url.url", "expected a string", ""},
+      {{{"detail", "low"}}, "messages[0].content[1].image_url.url", "expected a string", ""},
+      {{{"url", "data:image/png;base64,AAAA"}}, "messages[0].content[1].image_url.url", "not a PNG, JPEG", ""},
+      {{{"url", "data:image/svg+xml;base64,AAAA"}}, "messages[0].content[1].image_url.url",
+       "unsupported media type 'image/svg+xml'", ""},
+      {{{"url", std::string(kPng2x1).substr(0, 60)}}, "messages[0].content[1].image_url.url", "corrupt", ""},
+  };
+  for (const Case& c : cases) {
+    ApiError e = error_of([&] { parse_chat_request(with_url(c.url), {}); });
+    EXPECT_EQ(e.status, 400);
+    EXPECT_EQ(e.param, c.param) << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.fragment), std::string::npos) << e.what();
+    if (!c.code.empty()) {
+      EXPECT_EQ(e.code, c.code);
+    }
+  }
+  RequestDefaults d;
+  d.images.max_images = 2;
+  json image = {{"type", "image_url"}, {"image_url", {{"url", kPng2x1}}}};
+  json body = {{"messages", {{{"role", "user"}, {"content", {image, image, image}}}}}};
+  ApiError e = error_of([&] { parse_chat_request(body, d); });
+  EXPECT_EQ(e.param, "messages[0].content[2]");
+  EXPECT_NE(std::string(e.what()).find("at most 2"), std::string::npos) << e.what();
+  d = RequestDefaults{};
+  d.images.max_total_pixels = 3;
+  e = error_of([&] { parse_chat_request(body, d); });
+  EXPECT_EQ(e.param, "messages[0].content[1].image_url.url");
+  EXPECT_NE(std::string(e.what()).find("4 pixels together; the limit is 3"), std::string::npos) << e.what();
 }
 
 TEST(Request, InvalidFieldsNameTheField) {

@@ -312,11 +312,47 @@ def qwen35_config(s, mtp_layers, dtype_name, specials, vision_language=False):
                           else "Qwen3_5ForConditionalGeneration"],
         "model_type": "qwen3_5_moe" if moe else "qwen3_5",
         "text_config": text,
-        "vision_config": {"depth": 1, "hidden_size": 16},
+        "vision_config": qwen35_vision_config(s),
         "image_token_id": 248056,
         "tie_word_embeddings": s["tied"],
         "transformers_version": "4.57.0",
     }
+
+
+# A tiny Qwen3.5 vision tower (Qwen3-VL's ViT without DeepStack): the real tensor names and
+# layouts, 16-pixel patches (so the processor's pixel_values fit as they are), a 4×4
+# position table (so any real grid interpolates), 2 heads of 16 (4 RoPE frequencies per axis).
+QWEN35_VISION = {"depth": 2, "hidden_size": 32, "num_heads": 2, "intermediate_size": 64, "patch_size": 16,
+                 "temporal_patch_size": 2, "spatial_merge_size": 2, "num_position_embeddings": 16,
+                 "in_channels": 3}
+
+
+def qwen35_vision_config(s):
+    return dict(QWEN35_VISION, model_type="qwen3_5_vision", hidden_act="gelu_pytorch_tanh",
+                out_hidden_size=s["hidden"], deepstack_visual_indexes=[])
+
+
+def qwen35_vision_tensors(s, prefix="model.visual."):
+    v = QWEN35_VISION
+    D, I, p, t = v["hidden_size"], v["intermediate_size"], v["patch_size"], v["temporal_patch_size"]
+    fan_in = 3 * t * p * p
+    out = [(prefix + "patch_embed.proj.weight", (D, 3, t, p, p), Init(2.0 / math.sqrt(fan_in))),
+           (prefix + "patch_embed.proj.bias", (D,), Init(0.1)),
+           (prefix + "pos_embed.weight", (v["num_position_embeddings"], D), Init(0.5))]
+    for i in range(v["depth"]):
+        b = f"{prefix}blocks.{i}."
+        out += [(b + "norm1.weight", (D,), norm_init()), (b + "norm1.bias", (D,), Init(0.1)),
+                (b + "attn.qkv.weight", (3 * D, D), Init(1.2 / math.sqrt(D))), (b + "attn.qkv.bias", (3 * D,), Init(0.1)),
+                (b + "attn.proj.weight", (D, D), Init(1.0 / math.sqrt(D))), (b + "attn.proj.bias", (D,), Init(0.1)),
+                (b + "norm2.weight", (D,), norm_init()), (b + "norm2.bias", (D,), Init(0.1)),
+                (b + "mlp.linear_fc1.weight", (I, D), Init(1.5 / math.sqrt(D))), (b + "mlp.linear_fc1.bias", (I,), Init(0.1)),
+                (b + "mlp.linear_fc2.weight", (D, I), Init(1.0 / math.sqrt(I))), (b + "mlp.linear_fc2.bias", (D,), Init(0.1))]
+    out += [(prefix + "merger.norm.weight", (D,), norm_init()), (prefix + "merger.norm.bias", (D,), Init(0.1)),
+            (prefix + "merger.linear_fc1.weight", (4 * D, 4 * D), Init(1.5 / math.sqrt(4 * D))),
+            (prefix + "merger.linear_fc1.bias", (4 * D,), Init(0.1)),
+            (prefix + "merger.linear_fc2.weight", (s["hidden"], 4 * D), Init(1.0 / math.sqrt(4 * D))),
+            (prefix + "merger.linear_fc2.bias", (s["hidden"],), Init(0.1))]
+    return out
 
 
 def embed_init(h):

@@ -1,0 +1,73 @@
+// vision/qwen_processor.h — the Qwen3.5 / Qwen3.6 image processor: a decoded RGB image
+// turned into the `pixel_values` rows and the (t, h, w) grid the Qwen3-VL-style vision
+// tower reads, as Hugging Face's Qwen2VLImageProcessor (the class the checkpoints'
+// preprocessor_config.json names) produces them:
+//   1. smart_resize: both sides to multiples of patch × merge (32), the pixel count
+//      brought into [min_pixels, max_pixels], Python's round-half-to-even;
+//   2. a bicubic resize with PIL's rules (resize_bicubic below);
+//   3. x/255, then (x − mean)/std per channel (mean = std = 0.5 in every Qwen3.5 config);
+//   4. patches of patch_size², the still image repeated temporal_patch_size (2) times,
+//      rows in merge-window order and each row in (channel, t, y, x) order.
+// The vision tower that reads the result is not here yet (docs/vision.md).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "vision/image.h"
+
+namespace nextn::vision {
+
+struct QwenProcessorConfig {
+  int patch_size = 16;
+  int temporal_patch_size = 2;
+  int merge_size = 2;
+  // preprocessor_config.json's size.shortest_edge / size.longest_edge, which are pixel
+  // counts despite their names (Qwen/Qwen3.5-* ship these two values).
+  int64_t min_pixels = 65536;
+  int64_t max_pixels = 16777216;
+  std::array<double, 3> mean = {0.5, 0.5, 0.5};
+  std::array<double, 3> std = {0.5, 0.5, 0.5};
+  double rescale_factor = 1.0 / 255.0;
+
+  int factor() const { return patch_size * merge_size; }
+  // From a preprocessor_config.json (missing keys keep the defaults above, which are the
+  // Qwen3.5 checkpoints' values, not the processor class's CLIP defaults).
+  static QwenProcessorConfig from_json(const nlohmann::json& config);
+};
+
+struct ResizeTarget {
+  int height = 0;
+  int width = 0;
+};
+
+// Qwen2-VL's smart_resize: kBadInput for sides under 10 pixels or an aspect ratio over
+// 200, as the reference refuses them.
+ResizeTarget smart_resize(int height, int width, int factor, int64_t min_pixels, int64_t max_pixels);
+
+// PIL's Image.resize(..., BICUBIC) on 8-bit RGB: the cubic kernel with a = −0.5, its
+// support widened by the scale when shrinking (so shrinking averages, i.e. antialiased),
+// weights normalized per output pixel and applied in 22-bit fixed point; the horizontal
+// pass first, rounded to 8 bits, then the vertical one. A pass whose size does not
+// change is skipped. Matching PIL matters: the slow Hugging Face processor resizes with
+// it, and the fast one's uint8 antialiased path reproduces it.
+DecodedImage resize_bicubic(const DecodedImage& image, int width, int height);
+
+struct QwenPixels {
+  int grid_t = 0, grid_h = 0, grid_w = 0;  // in patches; grid_t = 1 for a still image
+  int64_t rows = 0;                         // grid_t × grid_h × grid_w
+  int64_t cols = 0;                         // 3 × temporal_patch_size × patch_size²
+  std::vector<float> values;                // rows × cols
+  DecodedImage resized;                     // the image after step 2
+  // Tokens the language model sees for this image (rows / merge_size²).
+  int64_t n_tokens(const QwenProcessorConfig& c) const { return rows / (c.merge_size * c.merge_size); }
+};
+
+QwenPixels qwen_process(const DecodedImage& image, const QwenProcessorConfig& config);
+
+// Steps 3 and 4 alone, on an image already at a size the patches tile.
+QwenPixels qwen_patchify(const DecodedImage& resized, const QwenProcessorConfig& config);
+
+}  // namespace nextn::vision
