@@ -23,6 +23,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libgtest-dev)
 if [[ $want_tests == 1 ]]; then
   pkgs+=(python3 python3-numpy python3-jinja2 curl)
+  # The image processor test checks its bicubic reference against Pillow's resize.
+  pkgs+=(python3-pil)
   # Structured output: an independent JSON Schema validator (tests/grammar/test_schema_outputs.py).
   pkgs+=(python3-jsonschema)
   # The cluster tests (tests/cluster): replicas behind Debian's HAProxy, and the Kubernetes
