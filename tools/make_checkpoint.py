@@ -378,6 +378,7 @@ def make_eagle3(args):
     """A random EAGLE-3 drafter for the target (tools/checkpoint/eagle3.py)."""
     with open(os.path.join(args.eagle3_of, "config.json")) as f:
         tc = json.load(f)
+    tc = tc.get("text_config") or tc
     V, L = tc["vocab_size"], tc["num_hidden_layers"]
     H = args.hidden or tc["hidden_size"]
     dv = min(args.draft_vocab or V, V)
@@ -422,7 +423,7 @@ def make_dflash(args):
     h = args.hidden or Ht
     heads, kv_heads = tc["num_attention_heads"], tc["num_key_value_heads"]
     head_dim = tc.get("head_dim") or Ht // heads
-    s = dict(hidden=h, heads=heads, kv_heads=kv_heads, head_dim=head_dim, inter=tc["intermediate_size"])
+    s = dict(hidden=h, heads=heads, kv_heads=kv_heads, head_dim=head_dim, inter=E3.intermediate(tc))
     ids = dflash_target_layer_ids(Nt, nd)
     st_dtype = W.DTYPE_NAMES[args.dtype]
     t = [("fc.weight", (h, len(ids) * Ht), A.linear_init(len(ids) * Ht)),

@@ -151,6 +151,20 @@ TEST(GreedyEquality, Eagle3) {
   for (int n = 1; n <= 4; ++n) check_equal({"eagle3", qwen3_model(), "eagle3", eagle3_model()}, n);
 }
 
+TEST(GreedyEquality, Eagle3AndDFlashOnEveryFamily) {
+  // Drafters reading the target's layer inputs on the hybrid (recurrent rollback), Gemma 4
+  // (sliding rings, KV sharing) and Mixture-of-Experts targets.
+  const std::pair<const char*, std::string> targets[] = {
+      {"qwen3_5", qwen3_5_model()}, {"gemma4", gemma4_model()}, {"qwen3_5_moe", qwen3_5_moe_model()}};
+  for (const auto& [name, target] : targets) {
+    const std::string n(name);
+    check_equal({"eagle3-" + n, target, "eagle3", checkpoint(n + "_eagle3", "--eagle3-of " + target + " --seed 8")}, 3);
+    check_equal({"dflash-" + n, target, "dflash",
+                 checkpoint(n + "_dflash", "--dflash-of " + target + " --dflash-layers 2 --block-size 8 --seed 8")},
+                5);
+  }
+}
+
 TEST(GreedyEquality, Eagle3ConcurrentSequences) {
   // Several sequences of different lengths drafting together, at a fixed depth and with
   // depths chosen per sequence and step (0 included).

@@ -27,12 +27,17 @@ def layer_ids(target_layers, explicit):
     return None if target_layers >= 8 else [0, 1, target_layers]
 
 
+def intermediate(tc):
+    """The drafter's MLP width: the target's dense width, else (routed targets) 3 × hidden."""
+    return tc.get("intermediate_size") or 3 * tc["hidden_size"]
+
+
 def tensors(tc, hidden, draft_vocab, form, norm_before_fc, own_embedding):
     """(name, shape, Init) of the float tensors."""
     H, Ht = hidden, tc["hidden_size"]
     heads, kv = tc["num_attention_heads"], tc["num_key_value_heads"]
     hd = tc.get("head_dim") or Ht // heads
-    inter = tc["intermediate_size"]
+    inter = intermediate(tc)
     p = "midlayer" if form == "official" else "layers.0"
     t = [
         ("fc.weight", (H, 3 * Ht), linear_init(3 * Ht)),
@@ -61,7 +66,7 @@ def config(tc, hidden, draft_vocab, form, ids, norm_before_fc, norm_before_resid
     layer = {
         "model_type": "llama",
         "hidden_size": hidden,
-        "intermediate_size": tc["intermediate_size"],
+        "intermediate_size": intermediate(tc),
         "num_hidden_layers": 1,
         "num_attention_heads": heads,
         "num_key_value_heads": tc["num_key_value_heads"],
