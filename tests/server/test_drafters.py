@@ -2,7 +2,8 @@
 """tests/server/test_drafters.py — drafters that read more than the target's last hidden
 state, served over HTTP: an EAGLE-3 drafter (tools/make_checkpoint.py --eagle3-of, reading
 three target layer inputs; passed as --draft-model) on a dense Qwen3 target and on a
-Qwen3.5 hybrid target, and suffix decoding chained after it. Chat completions, streamed
+Qwen3.5 hybrid target, and suffix decoding chained after it; a DFlash drafter (--dflash-of,
+one block forward per step, its depth left to the planner). Chat completions, streamed
 and whole, give the plain server's greedy text, and /metrics counts the drafts (a chain:
 per part, in /metrics and in the response's timings)."""
 import os
@@ -51,6 +52,12 @@ class DrafterServerTest(unittest.TestCase):
     def test_eagle3_on_dense_target(self):
         target = checkpoint("server-qwen3")
         self.check(target, "--draft-model", eagle3_of(target, "server-qwen3-eagle3"), "--num-draft-tokens", "3")
+
+    def test_dflash_on_dense_target(self):
+        target = checkpoint("server-qwen3")
+        dflash = checkpoint("server-qwen3-dflash", "--dflash-of", target, "--dflash-layers", "2", "--block-size", "8",
+                            "--seed", "9")
+        self.check(target, "--draft-model", dflash)
 
     def test_eagle3_on_hybrid_target_chained_with_suffix(self):
         target = checkpoint("server-qwen3_5", "--arch", "qwen3_5", "--seed", "6")
