@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/npy.h"
 #include "model/dflash_model.h"
 #include "model/gemma4_assistant.h"
 #include "model/model.h"
@@ -53,31 +54,6 @@ std::vector<int32_t> parse_tokens(const std::string& text) {
   }
   if (tokens.empty()) fail(ErrorKind::kBadInput, "--prompt-tokens: no tokens given");
   return tokens;
-}
-
-// NumPy .npy v1.0, little-endian, C order.
-void write_npy(const std::string& path, const char* descr, const std::vector<size_t>& shape, const void* data,
-               size_t elem_size) {
-  std::string dims;
-  size_t count = 1;
-  for (size_t d : shape) {
-    dims += std::to_string(d) + ",";
-    count *= d;
-  }
-  if (shape.size() > 1) dims.pop_back();
-  std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': (" + dims + "), }";
-  const size_t unpadded = 10 + header.size() + 1;
-  header.append((64 - unpadded % 64) % 64, ' ');
-  header.push_back('\n');
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!f) fail(ErrorKind::kBadInput, "{}: cannot write", path);
-  const unsigned char magic[8] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0};
-  const uint16_t len = static_cast<uint16_t>(header.size());
-  const unsigned char len_bytes[2] = {static_cast<unsigned char>(len & 0xff), static_cast<unsigned char>(len >> 8)};
-  bool ok = std::fwrite(magic, 1, 8, f.get()) == 8 && std::fwrite(len_bytes, 1, 2, f.get()) == 2 &&
-            std::fwrite(header.data(), 1, header.size(), f.get()) == header.size() &&
-            (count == 0 || std::fwrite(data, elem_size, count, f.get()) == count);
-  if (!ok) fail(ErrorKind::kBadInput, "{}: write failed", path);
 }
 
 int32_t argmax(const float* row, int n) { return static_cast<int32_t>(std::max_element(row, row + n) - row); }
@@ -148,8 +124,8 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     streams.insert(streams.end(), result.streams.begin(), result.streams.end());
     if (dflash) dflash->add_context(dflash_context, result.streams.data(), n);
   }
-  write_npy(f.out + ".prefill.npy", "<f4", {size_t(n_prompt), size_t(V)}, prefill.data(), 4);
-  write_npy(f.out + ".hidden.npy", "<f4", {size_t(n_prompt), size_t(H)}, hidden.data(), 4);
+  write_npy_file(f.out + ".prefill.npy", "<f4", {size_t(n_prompt), size_t(V)}, prefill.data(), 4);
+  write_npy_file(f.out + ".hidden.npy", "<f4", {size_t(n_prompt), size_t(H)}, hidden.data(), 4);
 
   // Gemma 4 assistant: greedy draft steps from the end of the prompt (and after the
   // decode), over the target's KV at its last position.
@@ -161,7 +137,7 @@ int run_debug_logits(const DebugLogitsFlags& f) {
       token = argmax(row, V);
       cur.swap(next);
     }
-    write_npy(path, "<f4", {size_t(f.assistant_steps), size_t(V)}, logits.data(), 4);
+    write_npy_file(path, "<f4", {size_t(f.assistant_steps), size_t(V)}, logits.data(), 4);
   };
   if (gemma_assistant)
     assistant_drafts(argmax(prefill.data() + size_t(n_prompt - 1) * V, V), hidden.data() + size_t(n_prompt - 1) * H,
@@ -191,9 +167,9 @@ int run_debug_logits(const DebugLogitsFlags& f) {
       logits.insert(logits.end(), step_logits.begin(), step_logits.end());
       h.assign(out.begin(), out.end());
     }
-    write_npy(f.out + ".eagle3.npy", "<f4", {logits.size() / size_t(Vd), size_t(Vd)}, logits.data(), 4);
+    write_npy_file(f.out + ".eagle3.npy", "<f4", {logits.size() / size_t(Vd), size_t(Vd)}, logits.data(), 4);
     if (stream_floats > 0)
-      write_npy(f.out + ".streams.npy", "<f4", {size_t(n_prompt), stream_floats}, streams.data(), 4);
+      write_npy_file(f.out + ".streams.npy", "<f4", {size_t(n_prompt), stream_floats}, streams.data(), 4);
   }
 
   // DFlash: the block [argmax of the last prompt row, M, …] at the prompt's end; the rows
@@ -205,7 +181,7 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     const DFlashBlock b{&dflash_context, tokens};
     std::vector<float> logits;
     dflash->draft_blocks(std::span<const DFlashBlock>(&b, 1), logits);
-    write_npy(f.out + ".dflash.npy", "<f4", {size_t(block - 1), size_t(V)}, logits.data(), 4);
+    write_npy_file(f.out + ".dflash.npy", "<f4", {size_t(block - 1), size_t(V)}, logits.data(), 4);
   }
 
   std::vector<float> decode(size_t(f.decode) * V);
@@ -225,8 +201,8 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     next = argmax(result.logits.data(), V);
   }
   if (gemma_assistant && f.decode > 0) assistant_drafts(next, last_hidden.data(), f.out + ".assistant_end.npy");
-  write_npy(f.out + ".decode.npy", "<f4", {size_t(f.decode), size_t(V)}, decode.data(), 4);
-  write_npy(f.out + ".tokens.npy", "<i4", {size_t(f.decode)}, tokens.data(), 4);
+  write_npy_file(f.out + ".decode.npy", "<f4", {size_t(f.decode), size_t(V)}, decode.data(), 4);
+  write_npy_file(f.out + ".tokens.npy", "<i4", {size_t(f.decode)}, tokens.data(), 4);
 
   if (mtp) {
     // Row p consumes (h_p, x_{p+1}) at position p, p = 0 .. n_prompt - 2.
@@ -239,7 +215,7 @@ int run_debug_logits(const DebugLogitsFlags& f) {
       mtp->forward(0, *mtp_kv, hidden.data(), std::span<const int32_t>(prompt.data() + 1, rows), logit_rows, logits,
                    hidden_out);
     }
-    write_npy(f.out + ".mtp.npy", "<f4", {size_t(std::max(rows, 0)), size_t(V)}, logits.data(), 4);
+    write_npy_file(f.out + ".mtp.npy", "<f4", {size_t(std::max(rows, 0)), size_t(V)}, logits.data(), 4);
   }
   return 0;
 }

@@ -17,7 +17,7 @@
 #include "kv/attention_simd.h"
 #include "model/config_reader.h"
 #include "model/decoder_model.h"
-#include "model/gemma4_assistant.h"  // drafter_config
+#include "model/drafter_config.h"
 #include "model/rope_table.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -42,13 +42,6 @@ size_t DFlashContext::bytes() const {
 namespace {
 
 constexpr int kKeyChunk = 64;  // keys per online-softmax step (bounds the scores scratch)
-
-std::string first_architecture(const nlohmann::json& config) {
-  if (config.is_object() && config.contains("architectures") && config["architectures"].is_array() &&
-      !config["architectures"].empty() && config["architectures"][0].is_string())
-    return config["architectures"][0].get<std::string>();
-  return "";
-}
 
 class DFlashModelImpl : public DFlashModel {
  public:

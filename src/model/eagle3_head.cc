@@ -23,7 +23,7 @@
 #include "model/config_reader.h"
 #include "model/decoder_block.h"
 #include "model/decoder_model.h"
-#include "model/gemma4_assistant.h"
+#include "model/drafter_config.h"
 #include "model/mtp_head.h"
 #include "model/rope_table.h"
 #include "util/error.h"

@@ -9,21 +9,14 @@
 #include <numeric>
 
 #include "io/checkpoint.h"
-#include "io/json_file.h"
 #include "model/config_reader.h"
 #include "model/decoder_model.h"
+#include "model/drafter_config.h"
 #include "model/gemma4_layers.h"
 #include "util/error.h"
 
 namespace nextn {
 namespace {
-
-std::string first_architecture(const nlohmann::json& config) {
-  if (config.is_object() && config.contains("architectures") && config["architectures"].is_array() &&
-      !config["architectures"].empty() && config["architectures"][0].is_string())
-    return config["architectures"][0].get<std::string>();
-  return "";
-}
 
 class Gemma4AssistantImpl : public Gemma4Assistant {
  public:
@@ -238,22 +231,6 @@ class Gemma4AssistantImpl : public Gemma4Assistant {
 };
 
 }  // namespace
-
-nlohmann::json drafter_config(const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::exists(dir, ec)) return nlohmann::json::object();
-  const std::filesystem::path json = std::filesystem::path(dir) / "config.json";
-  if (std::filesystem::exists(json, ec)) return read_json_file(json.string());
-  // A GGUF file (or a directory holding one): its config derived from the metadata.
-  if (std::filesystem::is_directory(dir, ec)) {
-    bool gguf = false;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) gguf |= entry.path().extension() == ".gguf";
-    if (!gguf) return nlohmann::json::object();
-  } else if (std::filesystem::path(dir).extension() != ".gguf") {
-    return nlohmann::json::object();
-  }
-  return Checkpoint::open(dir)->config();
-}
 
 bool Gemma4Assistant::is_gemma4_assistant(const std::string& dir) {
   const nlohmann::json config = drafter_config(dir);

@@ -30,10 +30,6 @@ struct AssistantRow {
   const float* h = nullptr;         // [target hidden]: the target's post-norm hidden at p, then the step's h_next
 };
 
-// A drafter's config: DIR/config.json, or the config a GGUF file (or a directory holding
-// one) derives from its metadata; an empty object when neither exists.
-nlohmann::json drafter_config(const std::string& dir);
-
 class Gemma4Assistant {
  public:
   // Whether `dir`'s config (drafter_config) names a Gemma 4 assistant (safetensors, or

@@ -4,6 +4,7 @@
 // (gemma4_assistant_drafter.cc).
 #include <filesystem>
 
+#include "model/drafter_config.h"
 #include "model/gemma4_assistant.h"
 #include "model/model.h"
 #include "speculative/mtp_drafter.h"

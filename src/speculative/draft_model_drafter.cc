@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "model/dflash_model.h"
-#include "model/gemma4_assistant.h"  // drafter_config
+#include "model/drafter_config.h"
 #include "model/model.h"
 #include "model/mtp_head.h"
 #include "speculative/drafter.h"

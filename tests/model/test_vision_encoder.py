@@ -12,20 +12,20 @@ subject), so this compares the tower alone: relative error max|nextn − ref| / 
 RoPE, half-pixel table sampling, raster positions, a causal mask, the tanh GELU in the
 merger) must miss by more than the tolerance and 100× nextn's own error. A text-only checkpoint exits 2 naming the problem."""
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 import unittest
-import zlib
 
 import numpy as np
 
 SRC = os.environ.get("NEXTN_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+sys.path.insert(0, os.path.join(SRC, "tests", "model"))
 sys.path.insert(0, os.path.join(SRC, "tools", "checkpoint"))
 import numpy_vision as V  # noqa: E402
+from png_image import png_bytes  # noqa: E402
 import safetensors_reader  # noqa: E402
 
 BIN = os.environ.get("NEXTN_BIN")
@@ -39,16 +39,6 @@ CASES = {"grid6x10": (1, 100, 150), "grid8x4": (2, 130, 70), "grid4x4_table": (1
          "grid18x20": (3, 288, 320),  # 360 patches: attention takes two blocks of queries
          "grid6x10_bf16": (-4, 100, 150)}  # a negative seed: a BF16 checkpoint (seed 4)
 BF16_TOL = 2e-2  # where the matmul rounds activations to bf16 (AVX3_ZEN4), as llama.cpp does
-
-
-def png_bytes(rgb):
-    h, w, _ = rgb.shape
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    raw = b"".join(b"\x00" + rgb[y].tobytes() for y in range(h))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
-            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
 def rel_err(a, b):

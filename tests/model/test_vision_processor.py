@@ -14,33 +14,22 @@ tests/reference/numpy_vision.py, written from Hugging Face's Qwen2VLImageProcess
 - images the processor refuses (a side under 10, over 200:1) exit 2 with a message.
 When PIL is importable its Image.resize(BICUBIC) is checked against the reference too."""
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 import unittest
-import zlib
 
 import numpy as np
 
 SRC = os.environ.get("NEXTN_SOURCE_DIR") or os.path.abspath(
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
+sys.path.insert(0, os.path.join(SRC, "tests", "model"))
 import numpy_vision as V  # noqa: E402
+from png_image import png_bytes  # noqa: E402
 
 BIN = os.environ.get("NEXTN_BIN")
 TMP_ROOT = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
-
-
-def png_bytes(rgb):
-    """An 8-bit RGB PNG of rgb (uint8 [h, w, 3]), filter 0 on every row."""
-    h, w, _ = rgb.shape
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    raw = b"".join(b"\x00" + rgb[y].tobytes() for y in range(h))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
-            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
 
 
 def test_image(h, w, seed):

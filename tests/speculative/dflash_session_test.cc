@@ -5,26 +5,14 @@
 // draft distributions at T > 0, greedy likewise.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-
 #include "model/model.h"
 #include "speculative/drafter.h"
+#include "spec_test_util.h"
 
 namespace nextn {
 namespace {
 
-std::string checkpoint(const std::string& name, const std::string& args) {
-  namespace fs = std::filesystem;
-  std::string dir = std::string(NEXTN_BUILD_DIR) + "/test-tmp/spec/" + name;
-  if (!fs::exists(dir + "/config.json")) {
-    fs::create_directories(dir);
-    std::string cmd = "/usr/bin/python3 " + std::string(NEXTN_SOURCE_DIR) + "/tools/make_checkpoint.py " + args +
-                      " --quiet --out " + dir;
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  }
-  return dir;
-}
+using spec_test::checkpoint;
 
 // Runs `tokens` through the target at its end; every row's streams come back.
 void run(Model& m, SequenceState& state, const std::vector<int32_t>& tokens, ForwardResult& out) {
