@@ -85,7 +85,10 @@ TEST(DFlashSession, FollowsCommitsAndRollbacks) {
     DraftPasses passes;
     drafter->propose(std::span<const DraftJob>(&j1, 1), passes);
     drafter->propose(std::span<const DraftJob>(&j2, 1), passes);
-    EXPECT_EQ(passes.sequences, (std::vector<int>{1, 1}));
+    // One block forward each: five depths, the four deeper ones at no cost.
+    EXPECT_EQ(passes.sequences, std::vector<int>(10, 1));
+    EXPECT_GT(passes.seconds[0], 0.0);
+    EXPECT_EQ(passes.seconds[1] + passes.seconds[4], 0.0);
     ASSERT_EQ(p1.tokens.size(), 5u) << "T " << temperature;
     EXPECT_EQ(p1.tokens, p2.tokens) << "T " << temperature;
     ASSERT_EQ(p1.q.size(), p2.q.size());
