@@ -249,7 +249,8 @@ def make_model(args):
         specs.append(W.TensorSpec(name, shape, st_dtype, make_chunks(args.seed, src, shape, init)))
     if args.fp8:  # Qwen's releases keep the scales BF16, DeepSeek's F32
         specs = fp8_specs(specs, args.fp8, "BF16" if args.arch.startswith("qwen3_5") else "F32")
-    specials = T.write_tokenizer(args.out, s["vocab"], s.get("max_pos", 4096))
+    specials = T.write_tokenizer(args.out, s["vocab"], s.get("max_pos", 4096),
+                                 vision=args.vision_language and args.arch in ("qwen3_5", "qwen3_5_moe"))
     dtype_name = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[args.dtype]
     if args.arch == "gemma4":
         config = G.config(s, dtype_name, specials, args.vision_language)

@@ -1,9 +1,13 @@
 // cli/debug_logits.cc — `nextn debug-logits`: runs the forward pass on given token ids
 // and writes logits / hidden states as .npy files for comparison with the numpy
 // reference (tests/reference/numpy_model.py, tests/model/test_reference.py). Prefill in chunks, greedy decode, and optionally MTP layer 0 logits
-// or a DFlash drafter's block logits after the prompt.
+// or a DFlash drafter's block logits after the prompt. With --image (Qwen3.5
+// vision-language checkpoints) each image_token_id in the prompt is one image: it is
+// expanded to the image's token count, those rows take the vision tower's output and the
+// prompt gets M-RoPE positions (model/mrope.h); decode continues at rope_delta.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -11,12 +15,19 @@
 
 #include "cli/command.h"
 #include "cli/npy.h"
+#include "io/checkpoint.h"
+#include "io/json_file.h"
 #include "model/dflash_model.h"
 #include "model/gemma4_assistant.h"
 #include "model/model.h"
+#include "model/mrope.h"
 #include "model/mtp_head.h"
 #include "util/error.h"
+#include "util/file.h"
 #include "util/thread_pool.h"
+#include "vision/image.h"
+#include "vision/qwen_processor.h"
+#include "vision/qwen_vision.h"
 
 namespace nextn {
 namespace {
@@ -35,8 +46,64 @@ struct DebugLogitsFlags {
   int threads = 0;
   std::string kv_type = "f32";
   bool mmap_weights = false;
+  std::vector<std::string> images;
+  int64_t min_pixels = 0;
+  int64_t max_pixels = 0;
   std::string out;
 };
+
+// The prompt with each image placeholder expanded, the images' rows and placements.
+struct PromptImages {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<float>> features;  // per image [rows, hidden]
+  std::vector<ImageRows> placements;
+  std::vector<int32_t> positions;  // [tokens × 3]
+  int rope_delta = 0;
+};
+
+PromptImages expand_images(const DebugLogitsFlags& f, const Model& model, const std::vector<int32_t>& prompt) {
+  const int pad = model.config().image_token_id;
+  if (pad < 0) fail(ErrorKind::kBadInput, "--image: {} has no image_token_id", f.model_dir);
+  auto checkpoint = Checkpoint::open(f.model_dir);
+  auto tower = vision::QwenVisionTower::load(*checkpoint);
+  vision::QwenProcessorConfig config;
+  const std::string pre = f.model_dir + "/preprocessor_config.json";
+  if (std::filesystem::exists(pre)) config = vision::QwenProcessorConfig::from_json(read_json_file(pre));
+  config.patch_size = tower->config().patch_size;
+  config.temporal_patch_size = tower->config().temporal_patch_size;
+  config.merge_size = tower->config().merge_size;
+  if (f.min_pixels > 0) config.min_pixels = f.min_pixels;
+  if (f.max_pixels > 0) config.max_pixels = f.max_pixels;
+  PromptImages out;
+  size_t next = 0;
+  for (int32_t t : prompt) {
+    if (t != pad) {
+      out.tokens.push_back(t);
+      continue;
+    }
+    if (next == f.images.size())
+      fail(ErrorKind::kBadInput, "--prompt-tokens holds more image tokens ({}) than --image files ({})", pad,
+           f.images.size());
+    const std::string bytes = read_file(f.images[next++]);
+    vision::ImageLimits limits;
+    limits.max_bytes = bytes.size();
+    const vision::ImageFormat format = vision::sniff_image_format(bytes);
+    const char* media = format == vision::ImageFormat::kJpeg ? "image/jpeg"
+                        : format == vision::ImageFormat::kWebp ? "image/webp"
+                        : format == vision::ImageFormat::kGif  ? "image/gif"
+                                                                : "image/png";
+    vision::QwenPixels px = vision::qwen_process(vision::decode_image(bytes, media, limits), config);
+    const int m = config.merge_size;
+    ImageRows place{int(out.tokens.size()), px.grid_h / m, px.grid_w / m};
+    out.features.push_back(tower->forward(px));
+    out.tokens.insert(out.tokens.end(), size_t(place.grid_h) * size_t(place.grid_w), pad);
+    out.placements.push_back(place);
+  }
+  if (next != f.images.size())
+    fail(ErrorKind::kBadInput, "{} --image files but {} image tokens ({}) in --prompt-tokens", f.images.size(), next, pad);
+  out.rope_delta = mrope_positions(int(out.tokens.size()), out.placements, out.positions);
+  return out;
+}
 
 std::vector<int32_t> parse_tokens(const std::string& text) {
   std::vector<int32_t> tokens;
@@ -62,12 +129,20 @@ int run_debug_logits(const DebugLogitsFlags& f) {
   if (f.threads > 0) ThreadPool::set_global_threads(f.threads);
   if (f.decode < 0) fail(ErrorKind::kBadInput, "--decode must be >= 0");
   if (f.chunk < 0) fail(ErrorKind::kBadInput, "--chunk must be >= 0");
-  const std::vector<int32_t> prompt = parse_tokens(f.prompt_tokens);
+  std::vector<int32_t> prompt = parse_tokens(f.prompt_tokens);
   KvOptions kv_options;
   kv_options.type = parse_kv_type(f.kv_type);
   LoadOptions load;
   load.copy_weights = !f.mmap_weights;
   std::unique_ptr<Model> model = Model::load(f.model_dir, load);
+  PromptImages images;
+  if (!f.images.empty()) {
+    if (f.mtp || !f.assistant_dir.empty() || !f.eagle3_dir.empty() || !f.dflash_dir.empty())
+      fail(ErrorKind::kBadInput, "--image: drafters' outputs are not written with images");
+    images = expand_images(f, *model, prompt);
+    prompt = images.tokens;
+    write_npy_file(f.out + ".positions.npy", "<i4", {prompt.size(), 3}, images.positions.data(), 4);
+  }
   const int V = model->config().vocab_size, H = model->config().hidden_size;
   const int n_prompt = static_cast<int>(prompt.size());
 
@@ -118,6 +193,15 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     rows.state = kv.get();
     rows.tokens = std::span<const int32_t>(prompt.data() + start, n);
     for (int i = 0; i < n; ++i) rows.logit_rows.push_back(i), rows.hidden_rows.push_back(i);
+    if (!images.placements.empty()) {
+      rows.positions = std::span<const int32_t>(images.positions.data() + size_t(start) * 3, size_t(n) * 3);
+      for (size_t i = 0; i < images.placements.size(); ++i) {  // the part of each image inside the chunk
+        const ImageRows& p = images.placements[i];
+        const int lo = std::max(p.row, start), hi = std::min(p.row + p.grid_h * p.grid_w, start + n);
+        if (lo < hi)
+          rows.embeddings.push_back({lo - start, hi - lo, images.features[i].data() + size_t(lo - p.row) * H});
+      }
+    }
     model->forward(std::span<SequenceRows>(&rows, 1), result);
     std::copy(result.logits.begin(), result.logits.end(), prefill.begin() + size_t(start) * V);
     std::copy(result.hidden_post.begin(), result.hidden_post.end(), hidden.begin() + size_t(start) * H);
@@ -195,6 +279,7 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     rows.tokens = std::span<const int32_t>(&tokens[step], 1);
     rows.logit_rows = {0};
     rows.hidden_rows = {0};
+    rows.position_offset = images.rope_delta;
     model->forward(std::span<SequenceRows>(&rows, 1), result);
     std::copy(result.logits.begin(), result.logits.end(), decode.begin() + size_t(step) * V);
     last_hidden.assign(result.hidden_post.begin(), result.hidden_post.end());
@@ -245,6 +330,11 @@ Command add_debug_logits_command(CLI::App& root) {
   app->add_option("-t,--threads", flags->threads, "Compute threads (default: physical cores)");
   app->add_option("--kv-type", flags->kv_type, "KV storage: f32, f16, bf16, q8, q4, turbo3, turbo4")->capture_default_str();
   app->add_flag("--mmap-weights", flags->mmap_weights, "Serve weights from the memory-mapped file");
+  app->add_option("--image", flags->images,
+                  "Image file for each image_token_id in --prompt-tokens, in order (Qwen3.5 vision-language); "
+                  "also writes the M-RoPE positions (PREFIX.positions.npy)");
+  app->add_option("--min-pixels", flags->min_pixels, "--image: override the processor's minimum pixel count");
+  app->add_option("--max-pixels", flags->max_pixels, "--image: override the processor's maximum pixel count");
   app->add_option("--out", flags->out, "Output prefix: PREFIX.{prefill,hidden,decode,tokens,mtp,dflash}.npy")->required();
   return Command{app, [flags] { return run_debug_logits(*flags); }};
 }

@@ -8,6 +8,10 @@
 // Cancellation (callback returning false, cancel(id)) takes effect within a step.
 #include "engine/engine.h"
 
+#include "io/checkpoint.h"
+#include "model/mrope.h"
+#include "vision/qwen_vision.h"
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -71,9 +75,29 @@ bool same_kv_options(const KvOptions& a, const KvOptions& b) {
          a.keep_recent == b.keep_recent;
 }
 
+// The prefix-cache key of each prompt row: the token id for text; for a row of an image
+// a negative number from the image's pixel hash and the row's index in the image, so
+// equal placeholder ids of different pictures never match.
+std::vector<int64_t> prompt_keys(const GenerationRequest& req) {
+  std::vector<int64_t> keys(req.prompt.begin(), req.prompt.end());
+  for (const PromptImage& im : req.images)
+    for (int i = 0; i < im.grid_h * im.grid_w; ++i) {
+      uint64_t z = im.hash + 0x9e3779b97f4a7c15ull * uint64_t(i + 1);  // splitmix64
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      z ^= z >> 31;
+      keys[size_t(im.row + i)] = int64_t(z | (uint64_t(1) << 63));
+    }
+  return keys;
+}
+
 struct Active {
   uint64_t id = 0;
   GenerationRequest req;
+  std::vector<int64_t> keys;                      // prompt_keys(req)
+  std::vector<std::vector<float>> image_rows;     // the tower's rows per image [rows, hidden]
+  std::vector<int32_t> positions;                 // image prompts: [prompt × 3] (t, h, w)
+  int rope_delta = 0;
   std::unique_ptr<Sampler> sampler;
   int prefilled = 0;     // prompt tokens in the sequence state
   bool decoding = false;
@@ -94,7 +118,7 @@ struct Slot {
   int index = 0;
   std::unique_ptr<SequenceState> state;
   KvOptions kv_options;
-  std::vector<int32_t> cached;  // tokens in state
+  std::vector<int64_t> cached;  // what is in state: prompt_keys, then generated tokens
   uint64_t last_used = 0;       // when a request last started here (admission order)
   SequenceSpeculation spec;     // the draft session and this request's speculation record
   std::unique_ptr<Active> active;
@@ -103,6 +127,7 @@ struct Slot {
 struct Queued {
   uint64_t id;
   GenerationRequest req;
+  std::vector<int64_t> keys;  // prompt_keys(req)
 };
 
 }  // namespace
@@ -111,6 +136,8 @@ struct Engine::Impl {
   EngineOptions opt;
   std::unique_ptr<Model> model;
   std::unique_ptr<Speculator> speculator;
+  std::unique_ptr<Checkpoint> vision_checkpoint;  // backs the tower's weights
+  std::unique_ptr<vision::QwenVisionTower> tower;  // null: text only
   std::vector<Slot> slots;
 
   mutable std::mutex mu;
@@ -164,6 +191,15 @@ void Engine::start_thread(const EngineOptions& options, std::unique_ptr<Model> m
   s.opt = options;
   s.model = std::move(model);
   s.speculator = std::move(speculator);
+  // A vision-language checkpoint (Qwen3.5): its tower runs on the engine thread at admission.
+  if (s.model->config().image_token_id >= 0) {
+    auto ckpt = Checkpoint::open(s.model->dir());
+    if (ckpt->has("model.visual.patch_embed.proj.weight")) {
+      s.tower = vision::QwenVisionTower::load(*ckpt);
+      s.vision_checkpoint = std::move(ckpt);
+      log_info("vision tower loaded: images in prompts are answered");
+    }
+  }
   s.slots.resize(size_t(s.opt.parallel));
   for (int i = 0; i < s.opt.parallel; ++i) s.slots[size_t(i)].index = i;
   if (const Drafter* drafter = s.speculator->drafter())
@@ -179,6 +215,7 @@ void Engine::start_thread(const EngineOptions& options, std::unique_ptr<Model> m
 Engine::~Engine() { shutdown(); }
 
 const Model& Engine::model() const { return *impl_->model; }
+bool Engine::has_vision() const { return impl_->tower != nullptr; }
 const EngineOptions& Engine::options() const { return impl_->opt; }
 
 uint64_t Engine::submit(GenerationRequest request) {
@@ -194,6 +231,17 @@ uint64_t Engine::submit(GenerationRequest request) {
            s.opt.ctx_size);
   }
   if (request.max_tokens < 0) fail(ErrorKind::kBadInput, "max_tokens: must be >= 0, got {}", request.max_tokens);
+  if (!request.images.empty() && !s.tower) fail(ErrorKind::kBadInput, "prompt: images given, but the model has no vision tower");
+  int next_row = 0;
+  for (const PromptImage& im : request.images) {
+    const int m = s.tower->config().merge_size;
+    if (im.row < next_row || im.grid_h <= 0 || im.grid_w <= 0 || im.pixels.grid_h != im.grid_h * m ||
+        im.pixels.grid_w != im.grid_w * m || im.row + im.grid_h * im.grid_w > int(request.prompt.size()))
+      fail(ErrorKind::kBadInput, "prompt: image rows [{}, {}) out of order, outside the prompt or not its grid", im.row,
+           im.row + im.grid_h * im.grid_w);
+    next_row = im.row + im.grid_h * im.grid_w;
+  }
+  std::vector<int64_t> keys = prompt_keys(request);
   std::lock_guard lock(s.mu);
   if (s.stopping) fail(ErrorKind::kResource, "engine is shutting down");
   size_t busy = 0;
@@ -201,7 +249,7 @@ uint64_t Engine::submit(GenerationRequest request) {
   if (s.queue.size() >= size_t(s.opt.queue_size) + (s.slots.size() - std::min(busy, s.slots.size())))
     fail(ErrorKind::kResource, "request queue is full ({} waiting)", s.queue.size());
   uint64_t id = s.next_id++;
-  s.queue.push_back({id, std::move(request)});
+  s.queue.push_back({id, std::move(request), std::move(keys)});
   s.stats.requests_total += 1;
   s.stats.requests_queued = s.queue.size();
   s.cv.notify_all();
@@ -285,7 +333,7 @@ void Engine::Impl::admit() {
       // (longest_returnable); so a new conversation leaves the others' slots alone and the
       // next turn of a conversation finds its own (what a balancer's prefix affinity
       // relies on).
-      const auto& prompt = queue.front().req.prompt;
+      const auto& prompt = queue.front().keys;
       long best_gain = 0;
       for (auto& slot : slots) {
         if (slot.active) continue;
@@ -322,7 +370,22 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   auto a = std::make_unique<Active>();
   a->id = q.id;
   a->req = std::move(q.req);
+  a->keys = std::move(q.keys);
   a->t_admit = now_seconds();
+  if (!a->req.images.empty()) {  // the tower's rows and the prompt's M-RoPE positions
+    try {
+      std::vector<ImageRows> places;
+      for (const PromptImage& im : a->req.images) {
+        a->image_rows.push_back(tower->forward(im.pixels));
+        places.push_back({im.row, im.grid_h, im.grid_w});
+      }
+      a->rope_delta = mrope_positions(int(a->req.prompt.size()), places, a->positions);
+    } catch (const std::exception& e) {
+      log_error("vision tower failed: {}", e.what());
+      if (a->req.on_done) a->req.on_done(FinishReason::kError, Timings{}, e.what());
+      return;
+    }
+  }
   const ModelConfig& config = model->config();
   a->sampler = std::make_unique<Sampler>(a->req.sampling, config.vocab_size, a->req.prompt);
   a->sampler->set_constraint(a->req.constraint);
@@ -341,7 +404,7 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   // Prefix cache: keep the common prefix, but recompute at least the last prompt row,
   // and only at a length the state can return to (recurrent layers: the whole cached
   // sequence, e.g. the next turn of a chat, or nothing).
-  const auto& prompt = a->req.prompt;
+  const auto& prompt = a->keys;
   size_t c = 0;
   while (c < slot.cached.size() && c < prompt.size() && slot.cached[c] == prompt[c]) ++c;
   int keep = speculator->reusable_prefix(slot.spec, std::min<int>(int(c), int(prompt.size()) - 1));
@@ -375,7 +438,17 @@ StepSequence Engine::Impl::collect(Slot& slot) {
     const int n = std::min(opt.prefill_size, n_prompt - a.prefilled);
     q.prefill = std::span<const int32_t>(a.req.prompt.data() + a.prefilled, size_t(n));
     q.last_chunk = a.prefilled + n == n_prompt;
+    if (!a.positions.empty()) {
+      const size_t H = size_t(model->config().hidden_size);
+      q.positions = std::span<const int32_t>(a.positions.data() + size_t(a.prefilled) * 3, size_t(n) * 3);
+      for (size_t i = 0; i < a.req.images.size(); ++i) {  // the part of each image inside the chunk
+        const PromptImage& im = a.req.images[i];
+        const int lo = std::max(im.row, a.prefilled), hi = std::min(im.row + im.grid_h * im.grid_w, a.prefilled + n);
+        if (lo < hi) q.embeddings.push_back({lo - a.prefilled, hi - lo, a.image_rows[i].data() + size_t(lo - im.row) * H});
+      }
+    }
   } else {
+    q.position_offset = a.rope_delta;
     q.last = a.last;
     q.room = std::max(0, std::min(a.req.max_tokens - a.generated - 1, opt.ctx_size - slot.state->length() - 2));
   }
@@ -470,7 +543,7 @@ void Engine::Impl::emit_step(Slot& slot, const StepSequence& q) {
 // first token comes from the last prompt row.
 void Engine::Impl::finish_prefill_chunk(Slot& slot, const StepSequence& q) {
   Active& a = *slot.active;
-  slot.cached.insert(slot.cached.end(), q.prefill.begin(), q.prefill.end());
+  slot.cached.insert(slot.cached.end(), a.keys.begin() + a.prefilled, a.keys.begin() + a.prefilled + q.prefill.size());
   a.prefilled += int(q.prefill.size());
   if (!q.last_chunk) return;
   const float* logits = q.logits;

@@ -19,6 +19,7 @@
 #include "sampling/sampler.h"     // SamplingParams
 #include "speculative/counters.h"   // SpeculativeCounters
 #include "speculative/options.h"    // SpeculativeOptions
+#include "vision/qwen_processor.h"  // QwenPixels
 
 namespace nextn {
 
@@ -96,8 +97,22 @@ struct Timings {
   std::string drafter;                // "mtp", "ngram", ... ("" when no drafting)
 };
 
+// One image of a prompt (Qwen3.5 vision-language; docs/vision.md): its processed pixels,
+// the prompt rows of its placeholders — `row` onward, grid_h × grid_w rows of the merged
+// grid, row-major — and a hash of its pixels. The engine runs the vision tower on it at
+// admission, puts the tower's rows in place of the placeholders' embeddings and gives the
+// prompt M-RoPE positions (model/mrope.h); the hash keys the prefix cache, so only the
+// same picture reuses a cached prefix through its rows.
+struct PromptImage {
+  vision::QwenPixels pixels;
+  int row = 0;
+  int grid_h = 0, grid_w = 0;
+  uint64_t hash = 0;
+};
+
 struct GenerationRequest {
   std::vector<int32_t> prompt;
+  std::vector<PromptImage> images;  // in prompt order; needs Engine::has_vision()
   int max_tokens = 256;
   SamplingParams sampling;
   std::vector<int32_t> stop_tokens;  // end of generation (EOS etc.)
@@ -162,6 +177,8 @@ class Engine {
   // Thread-safe. Returns a request id; throws nextn::Error(kResource) when the
   // queue is full and nextn::Error(kBadInput) for prompts longer than ctx_size.
   uint64_t submit(GenerationRequest request);
+  // The checkpoint's vision tower is loaded: requests may carry images.
+  bool has_vision() const;
   void cancel(uint64_t id);
   EngineStats stats() const;
   // Stop accepting; finish or cancel in-flight requests; returns when idle.

@@ -35,13 +35,16 @@ struct StateSegment {
 struct BlockRows {
   float* x = nullptr;
   int n_rows = 0;
-  const int32_t* positions = nullptr;  // [n_rows]
+  const int32_t* positions = nullptr;  // [n_rows] rotary positions (the t axis under M-RoPE)
   std::span<const StateSegment> segments;
   const int32_t* tokens = nullptr;  // [n_rows] token ids
   // What the architecture's InputStage made for the layers (Gemma 4's per-layer
   // embeddings): row r's inputs at layer_inputs + r * layer_input_stride; null: none.
   const float* layer_inputs = nullptr;
   int64_t layer_input_stride = 0;
+  // [n_rows, 3] (t, h, w) M-RoPE positions when a sequence of the call brought them
+  // (SequenceRows::positions); null otherwise. Only M-RoPE layers read it.
+  const int32_t* axes = nullptr;
 };
 
 // Per-row inputs of every layer computed once per forward from the token ids and the

@@ -3,6 +3,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,15 @@ struct ModelConfig {
   std::string weight_prefix = "model.";  // tensors of the trunk: model.layers.{i}.*, model.norm, ...
   float norm_offset = 0.0f;              // RMSNorm scale is (offset + w): 1 for Qwen3.5's (1+w) norms
   float embedding_scale = 1.0f;          // the embedded rows are multiplied by this (Gemma: sqrt(hidden))
+  // M-RoPE (Qwen3.5 mrope_section): the axis (0 t, 1 h, 2 w) each of the rotary_dim / 2
+  // frequency slots of the attention layers takes its position from when a forward call
+  // brings 3-axis positions (SequenceRows::positions); empty: 1-D RoPE only.
+  std::vector<int8_t> mrope_axes;
+  // Token ids of the image prompt (config.json image_token_id, vision_start_token_id,
+  // vision_end_token_id); -1 when absent.
+  int image_token_id = -1;
+  int vision_start_token_id = -1;
+  int vision_end_token_id = -1;
   float final_logit_softcap = 0.0f;      // > 0: logits = cap * tanh(logits / cap) (Gemma)
   int per_layer_input_size = 0;          // Gemma 4 E-models: per-layer embedding width P (0: none)
   int per_layer_input_vocab = 0;         // rows of embed_tokens_per_layer

@@ -112,6 +112,12 @@ void DecoderModel::forward(std::span<SequenceRows> sequences, ForwardResult& res
       piece.state = seq.state;
       piece.tokens = seq.tokens.subspan(size_t(begin), size_t(count));
       piece.snapshots = seq.snapshots;
+      piece.position_offset = seq.position_offset;
+      if (!seq.positions.empty()) piece.positions = seq.positions.subspan(size_t(begin) * 3, size_t(count) * 3);
+      for (const EmbeddingSpan& e : seq.embeddings) {  // the part of each span inside the piece
+        const int lo = std::max(e.row, begin), hi = std::min(e.row + e.count, begin + count);
+        if (lo < hi) piece.embeddings.push_back({lo - begin, hi - lo, e.data + size_t(lo - e.row) * H});
+      }
       std::vector<size_t> logit_to, hidden_to;
       for (size_t i = 0; i < seq.logit_rows.size(); ++i)
         if (seq.logit_rows[i] >= begin && seq.logit_rows[i] < begin + count)
@@ -137,6 +143,7 @@ void DecoderModel::forward_rows(std::span<SequenceRows> sequences, ForwardResult
   const int64_t H = config_.hidden_size, V = config_.vocab_size;
   // Lay out the rows of every sequence one after another.
   int n_rows = 0, n_logits = 0, n_hidden = 0;
+  bool any_axes = false;
   segments_.clear();
   for (const SequenceRows& seq : sequences) {
     if (!seq.state) fail(ErrorKind::kInternal, "forward: a sequence has no state");
@@ -152,6 +159,16 @@ void DecoderModel::forward_rows(std::span<SequenceRows> sequences, ForwardResult
       if (r < 0 || r >= n) fail(ErrorKind::kInternal, "forward: logit row {} out of range (0..{})", r, n - 1);
     for (int r : seq.hidden_rows)
       if (r < 0 || r >= n) fail(ErrorKind::kInternal, "forward: hidden row {} out of range (0..{})", r, n - 1);
+    if (!seq.positions.empty() && seq.positions.size() != size_t(n) * 3)
+      fail(ErrorKind::kInternal, "forward: {} positions for {} rows (3 per row)", seq.positions.size(), n);
+    int next_row = 0;
+    for (const EmbeddingSpan& e : seq.embeddings) {
+      if (e.row < next_row || e.count < 0 || e.row + e.count > n || (e.count > 0 && !e.data))
+        fail(ErrorKind::kInternal, "forward: embedding rows [{}, {}) out of order or outside 0..{}", e.row,
+             e.row + e.count, n);
+      next_row = e.row + e.count;
+    }
+    if (!seq.positions.empty()) any_axes = true;
     if (n > 0) segments_.push_back({seq.state, n_rows, n, pos, seq.snapshots});
     n_rows += n;
     n_logits += static_cast<int>(seq.logit_rows.size());
@@ -165,22 +182,38 @@ void DecoderModel::forward_rows(std::span<SequenceRows> sequences, ForwardResult
 
   if (tokens_.size() < size_t(n_rows)) tokens_.resize(n_rows), positions_.resize(n_rows);
   if (x_.size() < size_t(n_rows) * H) x_.resize(size_t(n_rows) * H);
+  if (any_axes && axes_.size() < size_t(n_rows) * 3) axes_.resize(size_t(n_rows) * 3);
   {
     int row = 0;
     for (const SequenceRows& seq : sequences) {
-      const int pos = seq.state->length();
+      const int pos = seq.state->length() + seq.position_offset;
       for (size_t i = 0; i < seq.tokens.size(); ++i, ++row) {
         tokens_[row] = seq.tokens[i];
-        positions_[row] = pos + static_cast<int>(i);
+        if (seq.positions.empty()) {
+          positions_[row] = pos + static_cast<int>(i);
+          if (any_axes) std::fill_n(axes_.data() + size_t(row) * 3, 3, positions_[row]);
+        } else {
+          positions_[row] = seq.positions[i * 3];
+          std::copy_n(seq.positions.data() + i * 3, 3, axes_.data() + size_t(row) * 3);
+        }
       }
     }
   }
   embed_rows(embedding_, tokens_.data(), n_rows, x_.data());
   if (config_.embedding_scale != 1.0f)
     for (size_t i = 0; i < size_t(n_rows) * H; ++i) x_[i] *= config_.embedding_scale;
+  {  // rows from outside the embedding (image rows) replace the embedded ones
+    size_t row0 = 0;
+    for (const SequenceRows& seq : sequences) {
+      for (const EmbeddingSpan& e : seq.embeddings)
+        std::copy_n(e.data, size_t(e.count) * H, x_.data() + (row0 + size_t(e.row)) * H);
+      row0 += seq.tokens.size();
+    }
+  }
   for (const StateSegment& seg : segments_) seg.state->begin_rows(seg.n, seg.snapshots);
   BlockRows rows{x_.data(), n_rows, positions_.data(), segments_};
   rows.tokens = tokens_.data();
+  if (any_axes) rows.axes = axes_.data();
   if (input_stage_) {
     const int64_t stride = input_stage_->stride();
     if (layer_inputs_.size() < size_t(n_rows) * stride) layer_inputs_.resize(size_t(n_rows) * stride);

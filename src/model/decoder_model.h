@@ -63,7 +63,7 @@ class DecoderModel : public Model {
   // Scratch reused across calls.
   BlockScratch scratch_;
   std::vector<float> x_, gathered_, normed_, layer_inputs_;
-  std::vector<int32_t> positions_, tokens_;
+  std::vector<int32_t> positions_, tokens_, axes_;  // axes_: [rows, 3] M-RoPE positions
   std::vector<StateSegment> segments_;
 };
 

@@ -3,7 +3,7 @@
 // sequences (prefill chunks, decode rows, speculative verify rows), each sequence
 // bringing its own SequenceState (state/sequence_state.h: per layer an attention cache
 // or a recurrent state). New rows are appended at state->length(), so positions are
-// implicit; rolling back is state->return_to(n) — for recurrent layers only to the
+// implicit unless SequenceRows::positions says otherwise; rolling back is state->return_to(n) — for recurrent layers only to the
 // lengths a snapshotted forward kept.
 #pragma once
 #include <memory>
@@ -26,10 +26,27 @@ struct LoadOptions {
   bool copy_weights = true;
 };
 
+// Input rows that come from outside the token embedding: an image's vision-tower rows
+// (docs/vision.md). They replace the embedded rows [row, row + count) of a SequenceRows
+// (after embedding_scale, which they do not get); the tokens there (the image
+// placeholders) are still the rows' token ids for everything else.
+struct EmbeddingSpan {
+  int row = 0;                  // first replaced row, an index into SequenceRows::tokens
+  int count = 0;                // rows replaced
+  const float* data = nullptr;  // [count, hidden_size], row-major; outlives the forward call
+};
+
 // The rows one sequence contributes to a forward call.
 struct SequenceRows {
-  SequenceState* state = nullptr;        // appended to; positions start at state->length()
+  SequenceState* state = nullptr;        // appended to; sequence index i is state->length() + i
   std::span<const int32_t> tokens;       // new tokens of this sequence
+  std::vector<EmbeddingSpan> embeddings;  // replaced input rows, in row order, not overlapping
+  // Rotary positions. Empty `positions`: row i is at p = state->length() + i + position_offset
+  // on every axis. Otherwise 3 per row, (t, h, w) for M-RoPE (Qwen3.5 over an image:
+  // model/mrope.h): [tokens.size() × 3]; a model without M-RoPE rotates by t. Positions
+  // only rotate; attention's causal order is the sequence index.
+  std::span<const int32_t> positions;
+  int position_offset = 0;  // M-RoPE's rope_delta after an image (model/mrope.h); 0 for text
   std::vector<int> logit_rows;           // indices into tokens whose logits are wanted
   std::vector<int> hidden_rows;          // indices into tokens whose final hidden states are wanted
   // Keep what returning to any of these rows takes (a speculative verify): afterwards

@@ -30,6 +30,36 @@ void check_rope_type(const ConfigReader& reader, const char* key) {
                  type);
 }
 
+// mrope_section [t, h, w] (in rope_parameters, or rope_scaling in older configs) over the
+// `slots` = rotary_dim / 2 frequencies. Interleaved (mrope_interleaved, Qwen3.5's form:
+// Hugging Face Qwen3_5TextRotaryEmbedding): slot j is h when j % 3 == 1 and j < 3·h_count,
+// w when j % 3 == 2 and j < 3·w_count, t otherwise. Chunked: t slots, then h, then w.
+void read_mrope(const ConfigReader& reader, int slots, ModelConfig& c) {
+  for (const char* key : {"rope_parameters", "rope_scaling"}) {
+    if (!reader.has(key) || !reader.json().at(key).is_object()) continue;
+    const nlohmann::json& rp = reader.json().at(key);
+    if (!rp.contains("mrope_section") || rp["mrope_section"].is_null()) continue;
+    const nlohmann::json& sec = rp["mrope_section"];
+    if (!sec.is_array() || sec.size() != 3 || !sec[0].is_number_integer() || !sec[1].is_number_integer() ||
+        !sec[2].is_number_integer() || sec[0].get<int>() < 0 || sec[1].get<int>() < 0 || sec[2].get<int>() < 0)
+      reader.error(ErrorKind::kBadInput, "{} mrope_section must be three non-negative integers, got {}", key,
+                   sec.dump());
+    const int t = sec[0].get<int>(), h = sec[1].get<int>(), w = sec[2].get<int>();
+    const bool interleaved = rp.value("mrope_interleaved", true);
+    c.mrope_axes.assign(size_t(slots), 0);
+    if (interleaved) {
+      for (int j = 0; j < slots; ++j)
+        c.mrope_axes[size_t(j)] = (j % 3 == 1 && j < 3 * h) ? 1 : (j % 3 == 2 && j < 3 * w) ? 2 : 0;
+    } else {
+      if (t + h + w != slots)
+        reader.error(ErrorKind::kBadInput, "{} mrope_section {} must sum to rotary_dim / 2 = {} (not interleaved)", key,
+                     sec.dump(), slots);
+      for (int j = 0; j < slots; ++j) c.mrope_axes[size_t(j)] = j < t ? 0 : j < t + h ? 1 : 2;
+    }
+    return;
+  }
+}
+
 void configure_qwen3_5(const ConfigReader& reader, const Checkpoint& ckpt, ModelConfig& c) {
   check_rope_type(reader, "rope_scaling");
   check_rope_type(reader, "rope_parameters");
@@ -42,6 +72,10 @@ void configure_qwen3_5(const ConfigReader& reader, const Checkpoint& ckpt, Model
   if (!(partial > 0 && partial <= 1) || rotary < 2 || rotary % 2 != 0)
     reader.error(ErrorKind::kBadInput, "partial_rotary_factor {} gives {} rotary dims of head_dim {} (need an even number >= 2)",
                  partial, rotary, c.head_dim);
+  read_mrope(reader, rotary / 2, c);
+  c.image_token_id = reader.get_int("image_token_id", -1);
+  c.vision_start_token_id = reader.get_int("vision_start_token_id", -1);
+  c.vision_end_token_id = reader.get_int("vision_end_token_id", -1);
   const bool output_gate = reader.get_bool("attn_output_gate", true);
   if (!output_gate) reader.error(ErrorKind::kUnsupported, "attn_output_gate = false is not supported");
 

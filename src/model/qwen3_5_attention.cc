@@ -1,7 +1,8 @@
 // model/qwen3_5_attention.cc — Qwen3.5 gated full attention:
 //   [q_h | gate_h] = q_proj(x) per head h (interleaved rows, not two halves),
 //   q, k = RMSNorm1p per head (q_norm, k_norm), RoPE on the first rotary_dim dims of
-//   each head (NeoX pairs (j, j + rotary_dim/2)), o = softmax(q kᵀ / √D) v,
+//   each head (NeoX pairs (j, j + rotary_dim/2); M-RoPE's (t, h, w) per frequency slot
+//   when the rows bring 3-axis positions), o = softmax(q kᵀ / √D) v,
 //   y = o_proj(o ⊙ σ(gate)); then the layer's MLP (dense SwiGLU or routed experts:
 //   routed_mlp.h). Attention runs on the layer's KV
 //   slot in each sequence state, in any kv/ storage type.
@@ -32,6 +33,9 @@ class GatedAttentionBlock : public Block {
     k_norm_ = s.floats(p + "self_attn.k_norm.weight", {D}, c.norm_offset);
     mlp_ = std::make_unique<FeedForward>(c, layer, s, p);
     inv_freq_ = rope_inv_freq(spec_.rotary_dim, spec_.rope_theta, RopeScaling{});
+    if (!c.mrope_axes.empty() && int(c.mrope_axes.size()) != spec_.rotary_dim / 2)
+      fail(ErrorKind::kInternal, "M-RoPE: {} slot axes for {} rotary dims", c.mrope_axes.size(), spec_.rotary_dim);
+    mrope_axes_ = c.mrope_axes;
   }
 
   void add_routed_stats(RoutedStats& into) const override {
@@ -63,8 +67,13 @@ class GatedAttentionBlock : public Block {
       }
     rms_norm(q, q_norm_, int64_t(n) * Hq, D, eps_, q);
     rms_norm(k, k_norm_, int64_t(n) * spec_.kv_heads, D, eps_, k);
-    partial_rope(q, n, int(Hq), int(D), spec_.rotary_dim, rows.positions, inv_freq_.data());
-    partial_rope(k, n, spec_.kv_heads, int(D), spec_.rotary_dim, rows.positions, inv_freq_.data());
+    if (rows.axes && !mrope_axes_.empty()) {
+      partial_mrope(q, n, int(Hq), int(D), spec_.rotary_dim, rows.axes, inv_freq_.data(), mrope_axes_.data());
+      partial_mrope(k, n, spec_.kv_heads, int(D), spec_.rotary_dim, rows.axes, inv_freq_.data(), mrope_axes_.data());
+    } else {  // text only: the three axes agree, M-RoPE is 1-D RoPE
+      partial_rope(q, n, int(Hq), int(D), spec_.rotary_dim, rows.positions, inv_freq_.data());
+      partial_rope(k, n, spec_.kv_heads, int(D), spec_.rotary_dim, rows.positions, inv_freq_.data());
+    }
     const float scale = 1.0f / std::sqrt(float(D));
     for (const StateSegment& seg : rows.segments) {
       AttentionSlot slot = seg.state->attention(layer);
@@ -91,6 +100,7 @@ class GatedAttentionBlock : public Block {
   const float* k_norm_ = nullptr;      // [D], 1 + w
   std::unique_ptr<FeedForward> mlp_;  // dense or routed (LayerSpec::mlp)
   std::vector<float> inv_freq_;        // [rotary_dim / 2]
+  std::vector<int8_t> mrope_axes_;     // [rotary_dim / 2] axis of each slot, or empty
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "model/rope_table.h"
 
 #include <cmath>
+#include <vector>
 
 #include "kernels/kernels.h"
 
@@ -43,6 +44,28 @@ void partial_rope(float* x, int n_rows, int heads, int head_dim, int rotary_dim,
       float* v = x + (size_t(r) * heads + h) * head_dim;
       for (int i = 0; i < half; ++i) {
         const float c = row_cs[2 * i], s = row_cs[2 * i + 1];
+        const float a = v[i], b = v[i + half];
+        v[i] = a * c - b * s;
+        v[i + half] = b * c + a * s;
+      }
+    }
+  }
+}
+
+void partial_mrope(float* x, int n_rows, int heads, int head_dim, int rotary_dim, const int32_t* axes,
+                   const float* inv_freq, const int8_t* slot_axis) {
+  const int half = rotary_dim / 2;
+  std::vector<float> cs(size_t(half) * 2);
+  for (int r = 0; r < n_rows; ++r) {
+    for (int i = 0; i < half; ++i) {
+      const double angle = double(axes[size_t(r) * 3 + size_t(slot_axis[i])]) * double(inv_freq[i]);
+      cs[size_t(2 * i)] = float(std::cos(angle));
+      cs[size_t(2 * i + 1)] = float(std::sin(angle));
+    }
+    for (int h = 0; h < heads; ++h) {
+      float* v = x + (size_t(r) * heads + h) * head_dim;
+      for (int i = 0; i < half; ++i) {
+        const float c = cs[size_t(2 * i)], s = cs[size_t(2 * i + 1)];
         const float a = v[i], b = v[i + half];
         v[i] = a * c - b * s;
         v[i + half] = b * c + a * s;

@@ -17,4 +17,9 @@ std::vector<float> rope_inv_freq(int head_dim, double theta, const RopeScaling& 
 void partial_rope(float* x, int n_rows, int heads, int head_dim, int rotary_dim, const int32_t* positions,
                   const float* inv_freq);
 
+// M-RoPE: as partial_rope, but frequency slot i (< rotary_dim / 2) takes its position from
+// axis slot_axis[i] of the row's (t, h, w) triple: axes [n_rows, 3].
+void partial_mrope(float* x, int n_rows, int heads, int head_dim, int rotary_dim, const int32_t* axes,
+                   const float* inv_freq, const int8_t* slot_axis);
+
 }  // namespace nextn

@@ -63,6 +63,64 @@ std::string render_chat_prompt(const Backend& backend, const ParsedRequest& requ
   }
 }
 
+namespace {
+
+// FNV-1a 64 over an image's size and RGB: the prefix cache's key for its rows (equal
+// pixels from different files hit; another picture never does).
+uint64_t pixel_hash(const vision::DecodedImage& image) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&](const uint8_t* p, size_t n) {
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  };
+  const int32_t dims[2] = {image.width, image.height};
+  mix(reinterpret_cast<const uint8_t*>(dims), sizeof dims);
+  mix(image.rgb.data(), image.rgb.size());
+  return h;
+}
+
+// Each image's single <|image_pad|> in the rendered prompt becomes the image's token
+// count (grid_h · grid_w / merge²) of pads, in order; the images are processed here
+// (resize, patches) and their tower runs in the engine.
+std::vector<PromptImage> expand_images(std::vector<int32_t>& prompt, const ParsedRequest& pr, const ModelInfo& info) {
+  std::vector<PromptImage> out;
+  if (pr.images.empty()) return out;
+  const int pad = info.image_token_id;
+  size_t pads = 0;
+  for (int32_t t : prompt) pads += t == pad ? 1 : 0;
+  if (pads != pr.images.size())
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("the chat template wrote {} image placeholders for the request's {} images", pads,
+                               pr.images.size()),
+                   "messages", "image_placeholders");
+  std::vector<int32_t> expanded;
+  const vision::QwenProcessorConfig& config = info.vision_processor;
+  size_t next = 0;
+  for (int32_t t : prompt) {
+    if (t != pad) {
+      expanded.push_back(t);
+      continue;
+    }
+    const ImageInput& in = pr.images[next++];
+    PromptImage im;
+    try {
+      im.pixels = vision::qwen_process(in.image, config);
+    } catch (const Error& e) {
+      const std::string param = fmt::format("messages[{}].content[{}]", in.message, in.part);
+      throw ApiError(400, "invalid_request_error", param + ": " + e.what(), param, "invalid_image");
+    }
+    im.row = int(expanded.size());
+    im.grid_h = im.pixels.grid_h / config.merge_size;
+    im.grid_w = im.pixels.grid_w / config.merge_size;
+    im.hash = pixel_hash(in.image);
+    expanded.insert(expanded.end(), size_t(im.grid_h) * size_t(im.grid_w), pad);
+    out.push_back(std::move(im));
+  }
+  prompt = std::move(expanded);
+  return out;
+}
+
+}  // namespace
+
 PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, int default_max_tokens,
                                       const jinja::RenderLimits& template_limits) {
   const ModelInfo& info = backend.info();
@@ -93,6 +151,7 @@ PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, 
   } else {
     prompt = backend.tokenize(pr.prompt_text, true, true);
   }
+  std::vector<PromptImage> images = expand_images(prompt, pr, info);
   check_prompt(prompt, info, pr.chat);
   check_logit_bias(pr.sampling, info);
   if (!pr.chat && pr.echo) plan.echo = pr.prompt_is_tokens ? backend.detokenize(prompt) : pr.prompt_text;
@@ -109,6 +168,7 @@ PreparedGeneration prepare_generation(const Backend& backend, ParsedRequest pr, 
 
   GenerationJob& job = out.job;
   job.request.prompt = std::move(prompt);
+  job.request.images = std::move(images);
   job.request.max_tokens = max_tokens;
   job.request.sampling = pr.sampling;
   job.request.logprobs = pr.logprobs;

@@ -74,18 +74,25 @@ ImageInput parse_image_part(const json& part, const std::string& p, size_t messa
   return in;
 }
 
-std::string content_to_string(const json& content, const std::string& where, size_t message,
-                              const ImageRequestLimits& limits, std::vector<ImageInput>& images) {
+// A message's content for the chat template: a string (text parts joined by newlines);
+// with image parts, the list the template renders in order — {"type": "text", "text"}
+// and {"type": "image"} items (the Qwen3.5 template writes
+// <|vision_start|><|image_pad|><|vision_end|> for each image item).
+json content_for_template(const json& content, const std::string& where, size_t message,
+                          const ImageRequestLimits& limits, std::vector<ImageInput>& images) {
   if (content.is_null()) return "";
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) bad_field(where, "expected a string or an array of content parts");
   std::string text;
+  json items = json::array();
+  const size_t images_before = images.size();
   for (size_t i = 0; i < content.size(); ++i) {
     const json& part = content[i];
     std::string p = path(where, i);
     if (part.is_string()) {  // lenient: bare strings as text parts
       if (!text.empty()) text += "\n";
       text += part.get<std::string>();
+      items.push_back({{"type", "text"}, {"text", part.get<std::string>()}});
       continue;
     }
     if (!part.is_object()) bad_field(p, "expected a content part object");
@@ -97,14 +104,17 @@ std::string content_to_string(const json& content, const std::string& where, siz
       if (tx == part.end() || !tx->is_string()) bad_field(p + ".text", "expected a string");
       if (!text.empty()) text += "\n";
       text += tx->get<std::string>();
+      items.push_back({{"type", "text"}, {"text", tx->get<std::string>()}});
     } else if (t == "image_url" || t == "input_image") {
       images.push_back(parse_image_part(part, p, message, i, limits, images));
+      items.push_back({{"type", "image"}});
     } else {
       throw ApiError(400, "invalid_request_error",
                      fmt::format("{}.type: content part '{}' is not supported (text and image_url)", p, t),
                      p + ".type", "unsupported_content");
     }
   }
+  if (images.size() > images_before) return items;
   return text;
 }
 
@@ -154,7 +164,7 @@ json parse_messages(const json& body, const ImageRequestLimits& limits, std::vec
       if (r != "assistant") bad_field(p + ".content", "is required");
       msg["content"] = "";
     } else {
-      msg["content"] = content_to_string(*content, p + ".content", i, limits, images);
+      msg["content"] = content_for_template(*content, p + ".content", i, limits, images);
     }
     if (r == "assistant") {
       if (m.contains("tool_calls") && !m["tool_calls"].is_null())

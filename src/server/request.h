@@ -48,8 +48,9 @@ struct RequestDefaults {
 struct ParsedRequest {
   bool chat = true;
   std::string model;
-  // chat: messages with content normalized to strings (text parts joined; image parts
-  // leave no text: they are in `images`).
+  // chat: messages with content normalized to strings (text parts joined), except a
+  // message with image parts: its content is the list of {"type": "text", "text"} and
+  // {"type": "image"} items in order, for the template (the images are in `images`).
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   std::vector<ImageInput> images;  // every image_url part of every message, in order
   nlohmann::ordered_json tools;          // null when absent or tool_choice == "none"

@@ -61,7 +61,7 @@ void log_request_done(uint64_t id, const ResponsePlan& plan, const GenerationUpd
   log_debug("{}", line);
 }
 
-// Images reach no model yet: a request with any is a 400 naming the checkpoint, after
+// Without a vision encoder a request with images is a 400 naming the checkpoint, after
 // its images were decoded (so a broken image still gets its own, more useful error).
 void require_vision_encoder(const Backend& backend, const ParsedRequest& request) {
   if (request.images.empty() || backend.info().vision_encoder) return;

@@ -225,8 +225,11 @@ ForwardCost Speculator::Impl::verify_forward(std::span<StepSequence> batch, bool
     StepSequence& q = batch[i];
     SequenceRows r;
     r.state = q.state;
+    r.position_offset = q.position_offset;
     if (!q.decoding()) {
       r.tokens = q.prefill;
+      r.embeddings = q.embeddings;
+      r.positions = q.positions;
       if (q.last_chunk) r.logit_rows.push_back(int(q.prefill.size()) - 1);
     } else {
       r.tokens = drafted[i].rows;

@@ -47,6 +47,11 @@ struct StepSequence {
   // scores of its last row.
   std::span<const int32_t> prefill;
   bool last_chunk = false;
+  // Image prompts (SequenceRows): the chunk's rows from outside the embedding and its
+  // (t, h, w) positions; every row's rope_delta once the prompt is in (decode, verify).
+  std::vector<EmbeddingSpan> embeddings;
+  std::span<const int32_t> positions;
+  int position_offset = 0;
   // Decode: the token emitted last (not yet in the state), and the most drafts this
   // step may carry for it (tokens left to generate, room in the context).
   int32_t last = 0;

@@ -9,8 +9,9 @@
 //   ×depth: h += proj(attn(rope2d(qkv(LN1(h)))));  h += fc2(gelu_tanh(fc1(LN2(h))))
 //   out = fc2(gelu_erf(fc1(concat4(LN(h)))))              the patch merger
 //
-// Attention is bidirectional over the patches of one image. Not yet used by the server:
-// the language-model side (placeholder expansion, M-RoPE) is docs/vision.md's open list.
+// Attention is bidirectional over the patches of one image. The engine runs it at a
+// request's admission (engine/engine.h PromptImage); its rows replace the placeholder
+// rows' embeddings (model/model.h EmbeddingSpan).
 #pragma once
 #include <nlohmann/json.hpp>
 

@@ -13,6 +13,12 @@
 #   - qwen3_5_moe: routed MLP (softmax router, top-k renormalised, SwiGLU experts stored
 #     fused or per expert, sigmoid-gated shared expert), in the MTP layer too
 #
+#   - images (Qwen3_5ForConditionalGeneration): the rows at the image placeholders take the
+#     vision tower's rows instead of the token embedding, and attention rotates by M-RoPE
+#     (t, h, w) positions (mrope_positions below; mrope_section interleaved: frequency slot
+#     j is h when j % 3 == 1 and j < 3·section[1], w when j % 3 == 2 and j < 3·section[2],
+#     t otherwise); the causal mask stays in sequence order
+#
 #   m = Model(dir, broken=None)       # broken: one deliberate bug (see BROKEN) to show the
 #   logits, hidden = m.forward(tokens)  # tests detect it
 #   state = m.new_state(); m.step(tokens, state)  # incremental
@@ -27,6 +33,8 @@ from stateful_decoding import StatefulDecoding  # noqa: E402
 
 BROKEN = ("no_plus_one", "plus_one_twice", "gate_query_halves", "conv_not_shifted",
           "value_heads_tiled")
+# deliberate M-RoPE bugs (prompts with images)
+BROKEN_MROPE = ("mrope_after_image_off_by_one", "mrope_axes_swapped")
 # deliberate MoE bugs (qwen3_5_moe checkpoints only)
 BROKEN_MOE = ("topk_not_renormalized", "shared_gate_missing", "router_softmax_over_topk_only_x2")
 
@@ -63,7 +71,7 @@ class State:
 
 class Model(StatefulDecoding):
     def __init__(self, model_dir, broken=None):
-        if broken is not None and broken not in BROKEN + BROKEN_MOE:
+        if broken is not None and broken not in BROKEN + BROKEN_MOE + BROKEN_MROPE:
             raise ValueError(broken)
         self.broken = broken
         with open(os.path.join(model_dir, "config.json")) as f:
@@ -82,6 +90,17 @@ class Model(StatefulDecoding):
         partial = rp.get("partial_rotary_factor", c.get("partial_rotary_factor", 0.25))
         self.rot = int(self.D * partial)
         self.inv_freq = 1.0 / theta ** (np.arange(0, self.rot, 2, dtype=np.float64) / self.rot)
+        section = rp.get("mrope_section") or (c.get("rope_scaling") or {}).get("mrope_section")
+        self.axis = np.zeros(self.rot // 2, dtype=np.int64)  # t everywhere: 1-D RoPE
+        if section:
+            for j in range(self.rot // 2):
+                if j % 3 == 1 and j < 3 * section[1]:
+                    self.axis[j] = 1
+                elif j % 3 == 2 and j < 3 * section[2]:
+                    self.axis[j] = 2
+            if broken == "mrope_axes_swapped":
+                self.axis = np.where(self.axis == 0, 0, 3 - self.axis)
+        self.image_token_id = top.get("image_token_id")
         self.Hk, self.Hv = c["linear_num_key_heads"], c["linear_num_value_heads"]
         self.dk, self.dv = c["linear_key_head_dim"], c["linear_value_head_dim"]
         self.K = c["linear_conv_kernel_dim"]
@@ -114,7 +133,11 @@ class Model(StatefulDecoding):
     def rope(self, x, positions):
         """x [T, heads, D]: NeoX rotation of dims [0, rot), pairs (j, j + rot/2)."""
         half = self.rot // 2
-        ang = np.outer(np.asarray(positions, dtype=np.float64), self.inv_freq)  # [T, half]
+        positions = np.asarray(positions, dtype=np.float64)
+        if positions.ndim == 2:  # M-RoPE: [T, 3] (t, h, w), each slot from its axis
+            ang = positions[:, self.axis] * self.inv_freq[None, :]
+        else:
+            ang = np.outer(positions, self.inv_freq)  # [T, half]
         cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
         a, b = x[..., :half], x[..., half:self.rot]
         out = x.copy()
@@ -239,11 +262,35 @@ class Model(StatefulDecoding):
     def new_state(self):
         return State()
 
-    def step(self, tokens, state):
-        """Logits [T, V] and post-final-norm hidden [T, H] of tokens appended to state."""
+    def mrope_positions(self, n, images):
+        """(t, h, w) of rows 0..n-1: images = [(first row, merged grid_h, grid_w)], text rows
+        at a running position, image row r·gw + c at (p0, p0 + r, p0 + c), then the running
+        position advances by max(gh, gw). Returns ([n, 3], rope_delta)."""
+        out = np.zeros((n, 3), dtype=np.int64)
+        row = cur = 0
+        for first, gh, gw in images:
+            while row < first:
+                out[row] = cur
+                row, cur = row + 1, cur + 1
+            for i in range(gh * gw):
+                out[row + i] = (cur, cur + i // gw, cur + i % gw)
+            row += gh * gw
+            cur += max(gh, gw) + (1 if self.broken == "mrope_after_image_off_by_one" else 0)
+        while row < n:
+            out[row] = cur
+            row, cur = row + 1, cur + 1
+        return out, int(out.max()) + 1 - n
+
+    def step(self, tokens, state, embeds=None, positions=None):
+        """Logits [T, V] and post-final-norm hidden [T, H] of tokens appended to state.
+        embeds: {row: [H]} rows that replace the token embedding (an image's rows);
+        positions: [T, 3] M-RoPE positions, or [T] (default: state.length + i)."""
         tokens = np.asarray(tokens, dtype=np.int64)
-        positions = np.arange(state.length, state.length + len(tokens))
-        x = self.embed[tokens]
+        if positions is None:
+            positions = np.arange(state.length, state.length + len(tokens))
+        x = self.embed[np.where(tokens < self.embed.shape[0], tokens, 0)]
+        for row, e in (embeds or {}).items():
+            x[row] = e
         for i in range(self.L):
             x = self.layer(f"{self.prefix}layers.{i}.", x, positions, state, i, self.types[i])
         state.length += len(tokens)

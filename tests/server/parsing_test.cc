@@ -89,7 +89,10 @@ TEST(Request, ImagePartsAreDecodedWithTheirPlace) {
                  {{"role", "assistant"}, {"content", "ok"}},
                  {{"role", "user"}, {"content", {image, {{"type", "input_image"}, {"image_url", kPng2x1}}}}}}}};
   ParsedRequest r = parse_chat_request(body, {});
-  EXPECT_EQ(r.messages[0]["content"], "a");
+  // A message with images reaches the template as its items in order (text, image).
+  EXPECT_EQ(r.messages[0]["content"], json::parse(R"([{"type": "text", "text": "a"}, {"type": "image"}])"));
+  EXPECT_EQ(r.messages[1]["content"], "ok");
+  EXPECT_EQ(r.messages[2]["content"], json::parse(R"([{"type": "image"}, {"type": "image"}])"));
   ASSERT_EQ(r.images.size(), 3u);
   EXPECT_EQ(r.images[0].message, 0u);
   EXPECT_EQ(r.images[0].part, 1u);

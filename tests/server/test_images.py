@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """tests/server/test_images.py — image_url content parts on /v1/chat/completions.
 
-The checkpoint is text-only (as every model nextn serves today), so a request whose
+The checkpoint is text-only (test_image_answers.py serves one with a tower), so a request whose
 images all decode is a 400 "has no vision encoder" naming the model and the checkpoint;
 each bad image is a 400 naming the part and the problem instead: corrupt and truncated
 files of every format, 0×0, 100000×1, a decompression bomb (an 8000×8000 PNG of zeros,

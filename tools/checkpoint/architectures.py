@@ -313,7 +313,10 @@ def qwen35_config(s, mtp_layers, dtype_name, specials, vision_language=False):
         "model_type": "qwen3_5_moe" if moe else "qwen3_5",
         "text_config": text,
         "vision_config": qwen35_vision_config(s),
-        "image_token_id": 248056,
+        # the tokenizer's own ids (the released checkpoints': 248056, 248053, 248054)
+        "image_token_id": specials["<|image_pad|>"],
+        "vision_start_token_id": specials["<|vision_start|>"],
+        "vision_end_token_id": specials["<|vision_end|>"],
         "tie_word_embeddings": s["tied"],
         "transformers_version": "4.57.0",
     }

@@ -8,6 +8,26 @@ from collections import Counter
 
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
+# Qwen3.5 vision-language checkpoints add these (their ids in config.json).
+VISION_SPECIAL_TOKENS = ["<|vision_start|>", "<|vision_end|>", "<|image_pad|>"]
+
+# The ChatML template, with Qwen3.5's rule for content lists: an image item (type "image",
+# or an "image" / "image_url" key) renders <|vision_start|><|image_pad|><|vision_end|>,
+# a text item its text.
+VISION_CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% else %}{% for item in message['content'] %}"
+    "{% if item['type'] == 'image' or 'image' in item or 'image_url' in item %}"
+    "{{ '<|vision_start|><|image_pad|><|vision_end|>' }}"
+    "{% elif item['type'] == 'text' %}{{ item['text'] }}{% endif %}"
+    "{% endfor %}{% endif %}"
+    "{{ '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
     "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
@@ -117,9 +137,9 @@ def tokenizer_size(vocab_size):
         + len(SPECIAL_TOKENS)
 
 
-def build_tokenizer(vocab_size):
+def build_tokenizer(vocab_size, extra_specials=()):
     """Returns (tokenizer_json_dict, special_token_ids: dict content -> id)."""
-    budget = min(vocab_size, 1024) - 256 - len(SPECIAL_TOKENS)
+    budget = min(vocab_size, 1024) - 256 - len(SPECIAL_TOKENS) - len(extra_specials)
     if budget < 0:
         raise ValueError(f"vocab_size {vocab_size} is smaller than the 259 ids the tokenizer needs")
     merges = learn_merges(budget)
@@ -131,7 +151,7 @@ def build_tokenizer(vocab_size):
     next_id = 256 + len(merges)
     specials = {}
     added = []
-    for content in SPECIAL_TOKENS:
+    for content in SPECIAL_TOKENS + list(extra_specials):
         specials[content] = next_id
         added.append({"id": next_id, "content": content, "single_word": False, "lstrip": False,
                       "rstrip": False, "normalized": False, "special": True})
@@ -158,7 +178,7 @@ def build_tokenizer(vocab_size):
     return tok, specials
 
 
-def tokenizer_config(specials, max_len):
+def tokenizer_config(specials, max_len, chat_template=CHAT_TEMPLATE):
     return {
         "add_bos_token": False,
         "add_prefix_space": False,
@@ -167,7 +187,7 @@ def tokenizer_config(specials, max_len):
                      "single_word": False, "special": True} for c, i in specials.items()},
         "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
         "bos_token": None,
-        "chat_template": CHAT_TEMPLATE,
+        "chat_template": chat_template,
         "clean_up_tokenization_spaces": False,
         "eos_token": "<|im_end|>",
         "errors": "replace",
@@ -179,12 +199,13 @@ def tokenizer_config(specials, max_len):
     }
 
 
-def write_tokenizer(out_dir, vocab_size, max_len):
-    """Writes tokenizer.json + tokenizer_config.json; returns the special-token ids."""
+def write_tokenizer(out_dir, vocab_size, max_len, vision=False):
+    """Writes tokenizer.json + tokenizer_config.json; returns the special-token ids.
+    vision: Qwen3.5's vision specials and the template that renders image items."""
     import os
-    tok, specials = build_tokenizer(vocab_size)
+    tok, specials = build_tokenizer(vocab_size, VISION_SPECIAL_TOKENS if vision else ())
     with open(os.path.join(out_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tok, f, ensure_ascii=False, indent=1)
     with open(os.path.join(out_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-        json.dump(tokenizer_config(specials, max_len), f, ensure_ascii=False, indent=2)
+        json.dump(tokenizer_config(specials, max_len, VISION_CHAT_TEMPLATE if vision else CHAT_TEMPLATE), f, ensure_ascii=False, indent=2)
     return specials
