@@ -30,7 +30,8 @@ sys.path.insert(0, os.path.join(SRC, "tools", "checkpoint"))
 import numpy_qwen3_5 as M  # noqa: E402
 import numpy_vision as V  # noqa: E402
 import safetensors_reader  # noqa: E402
-from test_vision_encoder import png_bytes, rel_err  # noqa: E402
+from png_image import png_bytes  # noqa: E402
+from test_vision_encoder import rel_err  # noqa: E402
 
 BIN = os.environ.get("NEXTN_BIN")
 TMP_ROOT = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()

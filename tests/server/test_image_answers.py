@@ -10,32 +10,22 @@ a real-layout tower, the three vision specials, a template that renders image it
 - The same second turn with a different picture never reuses a prefix past the text before
   the image, and scores as a fresh server does.
 - Greedy with --mtp equals plain greedy with the image in context."""
+import base64
 import os
-import struct
 import sys
 import unittest
-import zlib
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serverlib import Server, checkpoint  # noqa: E402
-import base64  # noqa: E402
-
-
-def png(rgb):
-    h, w, _ = rgb.shape
-
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    raw = b"".join(b"\x00" + rgb[y].tobytes() for y in range(h))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)) +
-            chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
+from png_image import png_bytes  # noqa: E402
 
 
 def image_part(seed):
     rgb = np.random.default_rng(seed).integers(0, 256, (30, 40, 3), dtype=np.uint8)
-    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png(rgb)).decode()}}
+    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png_bytes(rgb)).decode()}}
 
 
 def first_turn(seed=1):
