@@ -18,6 +18,7 @@
 #include "io/checkpoint.h"
 #include "io/json_file.h"
 #include "model/dflash_model.h"
+#include "model/drafter_config.h"
 #include "model/gemma4_assistant.h"
 #include "model/model.h"
 #include "model/mrope.h"
@@ -149,7 +150,7 @@ int run_debug_logits(const DebugLogitsFlags& f) {
   std::unique_ptr<MtpHead> assistant;
   std::unique_ptr<Gemma4Assistant> gemma_assistant;
   MtpHead* mtp = nullptr;
-  if (!f.assistant_dir.empty() && Gemma4Assistant::is_gemma4_assistant(f.assistant_dir)) {
+  if (!f.assistant_dir.empty() && Gemma4Assistant::is_gemma4_assistant(drafter_config(f.assistant_dir))) {
     gemma_assistant = Gemma4Assistant::load(f.assistant_dir, *model);
   } else if (!f.assistant_dir.empty()) {
     assistant = MtpHead::load_assistant(f.assistant_dir, *model);

@@ -310,8 +310,8 @@ class DFlashModelImpl : public DFlashModel {
 
 }  // namespace
 
-bool DFlashModel::is_dflash(const std::string& dir) {
-  return first_architecture(drafter_config(dir)) == "DFlashDraftModel";
+bool DFlashModel::is_dflash(const nlohmann::json& config) {
+  return first_architecture(config) == "DFlashDraftModel";
 }
 
 std::unique_ptr<DFlashModel> DFlashModel::load(const std::string& dir, const Model& target) {

@@ -41,9 +41,8 @@ struct DFlashBlock {
 
 class DFlashModel {
  public:
-  // Whether `dir`'s config (a config.json, or a GGUF file's derived config) names a DFlash
-  // drafter.
-  static bool is_dflash(const std::string& dir);
+  // Whether a drafter's config (model/drafter_config.h) names a DFlash drafter.
+  static bool is_dflash(const nlohmann::json& config);
   // Loads it and checks it against `target` (which must outlive it): hidden size,
   // vocabulary, number of target layers and streams, tap ids and the mask id must fit,
   // else an nextn::Error naming the file and both values.

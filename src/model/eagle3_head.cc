@@ -329,8 +329,7 @@ class Eagle3Head : public MtpHead {
 
 }  // namespace
 
-bool MtpHead::is_eagle3(const std::string& dir) {
-  const nlohmann::json config = drafter_config(dir);
+bool MtpHead::is_eagle3(const nlohmann::json& config) {
   if (!config.is_object()) return false;
   if (config.value("speculators_model_type", "") == "eagle3") return true;
   if (config.contains("architectures") && config["architectures"].is_array())

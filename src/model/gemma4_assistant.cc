@@ -232,8 +232,7 @@ class Gemma4AssistantImpl : public Gemma4Assistant {
 
 }  // namespace
 
-bool Gemma4Assistant::is_gemma4_assistant(const std::string& dir) {
-  const nlohmann::json config = drafter_config(dir);
+bool Gemma4Assistant::is_gemma4_assistant(const nlohmann::json& config) {
   return first_architecture(config) == "Gemma4AssistantForCausalLM" ||
          (config.is_object() && config.value("model_type", "") == "gemma4_assistant");
 }

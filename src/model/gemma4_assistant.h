@@ -32,9 +32,9 @@ struct AssistantRow {
 
 class Gemma4Assistant {
  public:
-  // Whether `dir`'s config (drafter_config) names a Gemma 4 assistant (safetensors, or
-  // llama.cpp's gemma4-assistant GGUF).
-  static bool is_gemma4_assistant(const std::string& dir);
+  // Whether a drafter's config (model/drafter_config.h) names a Gemma 4 assistant
+  // (safetensors, or llama.cpp's gemma4-assistant GGUF).
+  static bool is_gemma4_assistant(const nlohmann::json& config);
   // Loads and checks it against `target` (a Gemma 4 model that must outlive it):
   // mismatched hidden size, vocabulary or layer geometry is an error naming both values.
   static std::unique_ptr<Gemma4Assistant> load(const std::string& dir, const Model& target);

@@ -7,6 +7,8 @@
 // stored in the head's own state (attention KV) at positions state.length() + r (== p), so the
 // embedding is zeroed for the row at position 0, as vLLM does.
 #pragma once
+#include <nlohmann/json.hpp>
+
 #include <memory>
 #include <span>
 #include <string>
@@ -38,9 +40,10 @@ class MtpHead {
   // size or vocabulary other than the target's, or no MTP layers, is an nextn::Error
   // naming the file and both values; a missing tensor names the tensor.
   static std::unique_ptr<MtpHead> load_assistant(const std::string& dir, Model& target);
-  // EAGLE-3 drafters (model/eagle3_head.cc): whether `dir` (a directory or GGUF file)
-  // holds one, and loading it against `target` (mismatches name the file and both values).
-  static bool is_eagle3(const std::string& dir);
+  // EAGLE-3 drafters (model/eagle3_head.cc): whether a drafter's config
+  // (model/drafter_config.h) names one, and loading it from `dir` against `target`
+  // (mismatches name the file and both values).
+  static bool is_eagle3(const nlohmann::json& config);
   static std::unique_ptr<MtpHead> load_eagle3(const std::string& dir, Model& target);
   virtual ~MtpHead() = default;
 

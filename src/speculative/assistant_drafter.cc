@@ -14,7 +14,7 @@ namespace nextn {
 
 std::unique_ptr<Drafter> make_assistant_drafter(Model& target, const SpeculativeOptions& options) {
   if (options.assistant_dir.empty()) fail(ErrorKind::kBadInput, "--mtp-assistant-model: no directory given");
-  if (Gemma4Assistant::is_gemma4_assistant(options.assistant_dir)) return make_gemma4_assistant_drafter(target, options);
+  if (Gemma4Assistant::is_gemma4_assistant(drafter_config(options.assistant_dir))) return make_gemma4_assistant_drafter(target, options);
   std::unique_ptr<MtpHead> head = MtpHead::load_assistant(options.assistant_dir, target);
   MtpHead* raw = head.get();
   return make_mtp_head_drafter("assistant", raw, std::move(head), target.config(), options.draft_vocab);
@@ -28,7 +28,7 @@ int assistant_default_draft_tokens(const std::string& dir, int fallback) {
   const nlohmann::json config = drafter_config(dir);
   if (config.is_object() && config.contains("num_assistant_tokens") && config["num_assistant_tokens"].is_number_integer())
     return config["num_assistant_tokens"].get<int>();
-  return Gemma4Assistant::is_gemma4_assistant(dir) ? 4 : fallback;
+  return Gemma4Assistant::is_gemma4_assistant(config) ? 4 : fallback;
 }
 
 }  // namespace nextn

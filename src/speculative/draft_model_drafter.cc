@@ -141,8 +141,10 @@ class DraftModelDrafter : public Drafter {
 
 std::unique_ptr<Drafter> make_draft_model_drafter(Model& target, const SpeculativeOptions& options) {
   if (options.draft_model_dir.empty()) fail(ErrorKind::kBadInput, "--draft-model: no directory given");
-  if (MtpHead::is_eagle3(options.draft_model_dir)) return make_eagle3_drafter(target, options);
-  if (DFlashModel::is_dflash(options.draft_model_dir)) return make_dflash_drafter(target, options);
+  // The drafter's kind, from its config read once.
+  const nlohmann::json config = drafter_config(options.draft_model_dir);
+  if (MtpHead::is_eagle3(config)) return make_eagle3_drafter(target, options);
+  if (DFlashModel::is_dflash(config)) return make_dflash_drafter(target, options);
   std::unique_ptr<Model> draft = Model::load(options.draft_model_dir);
   int dv = draft->config().vocab_size, tv = target.config().vocab_size;
   if (dv != tv)
@@ -154,8 +156,8 @@ std::unique_ptr<Drafter> make_draft_model_drafter(Model& target, const Speculati
 }
 
 int draft_model_max_drafts(const std::string& dir, int fallback) {
-  if (!DFlashModel::is_dflash(dir)) return fallback;
   const nlohmann::json config = drafter_config(dir);
+  if (!DFlashModel::is_dflash(config)) return fallback;
   const int block = config.contains("block_size") && config["block_size"].is_number_integer()
                         ? config["block_size"].get<int>()
                         : 16;
