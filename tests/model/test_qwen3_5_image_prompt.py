@@ -31,11 +31,8 @@ import numpy_qwen3_5 as M  # noqa: E402
 import numpy_vision as V  # noqa: E402
 import safetensors_reader  # noqa: E402
 from png_image import png_bytes  # noqa: E402
-from test_vision_encoder import rel_err  # noqa: E402
+from architecture_check import BIN, GEN, PY, TMP_ROOT, rel_err  # noqa: E402
 
-BIN = os.environ.get("NEXTN_BIN")
-TMP_ROOT = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
-GEN = os.path.join(SRC, "tools", "make_checkpoint.py")
 TOL = 1e-4
 DECODE = 6
 
@@ -60,7 +57,7 @@ class Qwen35ImagePromptTest(unittest.TestCase):
         cls._tmp = tempfile.TemporaryDirectory(prefix="qwen35-image-", dir=TMP_ROOT)
         tmp = cls.tmp = cls._tmp.name
         cls.ckpt = os.path.join(tmp, "ckpt")
-        subprocess.run(["/usr/bin/python3", GEN, "--arch", "qwen3_5", "--vision-language", "--seed", "5",
+        subprocess.run([PY, GEN, "--arch", "qwen3_5", "--vision-language", "--seed", "5",
                         "--quiet", "--out", cls.ckpt], check=True)
         with open(os.path.join(cls.ckpt, "config.json")) as f:
             cls.config = json.load(f)

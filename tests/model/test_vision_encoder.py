@@ -25,12 +25,10 @@ sys.path.insert(0, os.path.join(SRC, "tests", "reference"))
 sys.path.insert(0, os.path.join(SRC, "tests", "model"))
 sys.path.insert(0, os.path.join(SRC, "tools", "checkpoint"))
 import numpy_vision as V  # noqa: E402
+from architecture_check import BIN, GEN, PY, TMP_ROOT, rel_err  # noqa: E402
 from png_image import png_bytes  # noqa: E402
 import safetensors_reader  # noqa: E402
 
-BIN = os.environ.get("NEXTN_BIN")
-TMP_ROOT = os.environ.get("NEXTN_TEST_TMP") or tempfile.gettempdir()
-GEN = os.path.join(SRC, "tools", "make_checkpoint.py")
 TOL = 1e-4
 
 # name: (checkpoint seed, image height, width): grids (h/16, w/16) after smart_resize with
@@ -39,10 +37,6 @@ CASES = {"grid6x10": (1, 100, 150), "grid8x4": (2, 130, 70), "grid4x4_table": (1
          "grid18x20": (3, 288, 320),  # 360 patches: attention takes two blocks of queries
          "grid6x10_bf16": (-4, 100, 150)}  # a negative seed: a BF16 checkpoint (seed 4)
 BF16_TOL = 2e-2  # where the matmul rounds activations to bf16 (AVX3_ZEN4), as llama.cpp does
-
-
-def rel_err(a, b):
-    return float(np.abs(a - b).max() / np.abs(b).max())
 
 
 class VisionEncoderTest(unittest.TestCase):
@@ -74,7 +68,7 @@ class VisionEncoderTest(unittest.TestCase):
         if seed not in cls.models:
             out = os.path.join(cls.tmp, f"ckpt{seed}")
             dtype = ["--dtype", "bf16"] if seed < 0 else []
-            subprocess.run(["/usr/bin/python3", GEN, "--arch", "qwen3_5", "--vision-language", "--seed",
+            subprocess.run([PY, GEN, "--arch", "qwen3_5", "--vision-language", "--seed",
                             str(abs(seed)), *dtype, "--quiet", "--out", out], check=True)
             import json
             with open(os.path.join(out, "config.json")) as f:
@@ -121,7 +115,7 @@ class VisionEncoderTest(unittest.TestCase):
 
     def test_text_only_checkpoint_is_refused(self):
         out = os.path.join(self.tmp, "text_only")
-        subprocess.run(["/usr/bin/python3", GEN, "--arch", "qwen3_5", "--quiet", "--out", out], check=True)
+        subprocess.run([PY, GEN, "--arch", "qwen3_5", "--quiet", "--out", out], check=True)
         r = subprocess.run([BIN, "debug-image", "-m", out, os.path.join(self.tmp, "grid4x4_table.png"),
                             "--out", os.path.join(self.tmp, "x")], capture_output=True, text=True)
         self.assertEqual(r.returncode, 2, r.stderr)
