@@ -38,17 +38,6 @@ struct DebugImageFlags {
   std::string out;
 };
 
-const char* media_type_of(vision::ImageFormat format) {
-  switch (format) {
-    case vision::ImageFormat::kPng: return "image/png";
-    case vision::ImageFormat::kJpeg: return "image/jpeg";
-    case vision::ImageFormat::kWebp: return "image/webp";
-    case vision::ImageFormat::kGif: return "image/gif";
-    case vision::ImageFormat::kUnknown: break;
-  }
-  return "application/octet-stream";
-}
-
 int run_debug_image(const DebugImageFlags& f) {
   if (f.processor != "qwen3_5") fail(ErrorKind::kBadInput, "--processor: '{}' is not known (qwen3_5)", f.processor);
   if (f.threads > 0) ThreadPool::set_global_threads(f.threads);
@@ -83,8 +72,8 @@ int run_debug_image(const DebugImageFlags& f) {
   vision::ImageLimits limits;
   limits.max_bytes = bytes.size();  // a local file: only the pixel limits apply
   vision::DecodedImage image =
-      vision::decode_image(bytes, media_type_of(vision::sniff_image_format(bytes)), limits);
-  vision::QwenPixels px = vision::qwen_process(image, config);
+      vision::decode_image(bytes, vision::media_type_of(vision::sniff_image_format(bytes)), limits);
+  vision::ProcessedImage px = vision::qwen_process(image, config);
   write_npy_file(f.out + ".decoded.npy", "|u1", {size_t(image.height), size_t(image.width), 3}, image.rgb.data(), 1);
   write_npy_file(f.out + ".resized.npy", "|u1", {size_t(px.resized.height), size_t(px.resized.width), 3},
                  px.resized.rgb.data(), 1);
@@ -98,7 +87,7 @@ int run_debug_image(const DebugImageFlags& f) {
   }
   std::printf("%s: %dx%d -> %dx%d, grid (%d, %d, %d), %lld tokens\n", f.image.c_str(), image.width, image.height,
               px.resized.width, px.resized.height, px.grid_t, px.grid_h, px.grid_w,
-              static_cast<long long>(px.n_tokens(config)));
+              static_cast<long long>(px.n_tokens()));
   return 0;
 }
 

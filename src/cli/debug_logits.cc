@@ -48,8 +48,8 @@ struct DebugLogitsFlags {
   std::string kv_type = "f32";
   bool mmap_weights = false;
   std::vector<std::string> images;
-  int64_t min_pixels = 0;
-  int64_t max_pixels = 0;
+  int image_min_tokens = 0;
+  int image_max_tokens = 0;
   std::string out;
 };
 
@@ -63,46 +63,41 @@ struct PromptImages {
 };
 
 PromptImages expand_images(const DebugLogitsFlags& f, const Model& model, const std::vector<int32_t>& prompt) {
-  const int pad = model.config().image_token_id;
-  if (pad < 0) fail(ErrorKind::kBadInput, "--image: {} has no image_token_id", f.model_dir);
-  auto checkpoint = Checkpoint::open(f.model_dir);
-  auto tower = vision::QwenVisionTower::load(*checkpoint);
-  vision::QwenProcessorConfig config;
-  const std::string pre = f.model_dir + "/preprocessor_config.json";
-  if (std::filesystem::exists(pre)) config = vision::QwenProcessorConfig::from_json(read_json_file(pre));
-  config.patch_size = tower->config().patch_size;
-  config.temporal_patch_size = tower->config().temporal_patch_size;
-  config.merge_size = tower->config().merge_size;
-  if (f.min_pixels > 0) config.min_pixels = f.min_pixels;
-  if (f.max_pixels > 0) config.max_pixels = f.max_pixels;
+  const ModelConfig& c = model.config();
+  if (c.image_token_id < 0) fail(ErrorKind::kBadInput, "--image: {} has no image_token_id", f.model_dir);
+  vision::EncoderOptions options;
+  options.min_tokens = f.image_min_tokens;
+  options.max_tokens = f.image_max_tokens;
+  auto encoder = vision::load_vision_encoder(Checkpoint::open(f.model_dir),
+                                             {c.image_token_id, c.vision_start_token_id, c.vision_end_token_id}, options);
+  if (!encoder) fail(ErrorKind::kBadInput, "--image: {} has no vision tower", f.model_dir);
+  const vision::ImagePlaceholder mark = encoder->placeholder();
   PromptImages out;
   size_t next = 0;
   for (int32_t t : prompt) {
-    if (t != pad) {
+    if (t != mark.token) {
       out.tokens.push_back(t);
       continue;
     }
     if (next == f.images.size())
-      fail(ErrorKind::kBadInput, "--prompt-tokens holds more image tokens ({}) than --image files ({})", pad,
+      fail(ErrorKind::kBadInput, "--prompt-tokens holds more image tokens ({}) than --image files ({})", mark.token,
            f.images.size());
     const std::string bytes = read_file(f.images[next++]);
     vision::ImageLimits limits;
     limits.max_bytes = bytes.size();
-    const vision::ImageFormat format = vision::sniff_image_format(bytes);
-    const char* media = format == vision::ImageFormat::kJpeg ? "image/jpeg"
-                        : format == vision::ImageFormat::kWebp ? "image/webp"
-                        : format == vision::ImageFormat::kGif  ? "image/gif"
-                                                                : "image/png";
-    vision::QwenPixels px = vision::qwen_process(vision::decode_image(bytes, media, limits), config);
-    const int m = config.merge_size;
-    ImageRows place{int(out.tokens.size()), px.grid_h / m, px.grid_w / m};
-    out.features.push_back(tower->forward(px));
-    out.tokens.insert(out.tokens.end(), size_t(place.grid_h) * size_t(place.grid_w), pad);
+    const vision::ProcessedImage image =
+        encoder->process(vision::decode_image(bytes, vision::media_type_of(vision::sniff_image_format(bytes)), limits));
+    if (mark.begin >= 0) out.tokens.push_back(mark.begin);
+    ImageRows place{int(out.tokens.size()), image.tokens_h, image.tokens_w};
+    out.features.push_back(encoder->encode(image));
+    out.tokens.insert(out.tokens.end(), size_t(image.n_tokens()), mark.token);
+    if (mark.end >= 0) out.tokens.push_back(mark.end);
     out.placements.push_back(place);
   }
   if (next != f.images.size())
-    fail(ErrorKind::kBadInput, "{} --image files but {} image tokens ({}) in --prompt-tokens", f.images.size(), next, pad);
-  out.rope_delta = mrope_positions(int(out.tokens.size()), out.placements, out.positions);
+    fail(ErrorKind::kBadInput, "{} --image files but {} image tokens ({}) in --prompt-tokens", f.images.size(), next,
+         mark.token);
+  if (!c.mrope_axes.empty()) out.rope_delta = mrope_positions(int(out.tokens.size()), out.placements, out.positions);
   return out;
 }
 
@@ -142,7 +137,8 @@ int run_debug_logits(const DebugLogitsFlags& f) {
       fail(ErrorKind::kBadInput, "--image: drafters' outputs are not written with images");
     images = expand_images(f, *model, prompt);
     prompt = images.tokens;
-    write_npy_file(f.out + ".positions.npy", "<i4", {prompt.size(), 3}, images.positions.data(), 4);
+    if (!images.positions.empty())
+      write_npy_file(f.out + ".positions.npy", "<i4", {prompt.size(), 3}, images.positions.data(), 4);
   }
   const int V = model->config().vocab_size, H = model->config().hidden_size;
   const int n_prompt = static_cast<int>(prompt.size());
@@ -194,14 +190,13 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     rows.state = kv.get();
     rows.tokens = std::span<const int32_t>(prompt.data() + start, n);
     for (int i = 0; i < n; ++i) rows.logit_rows.push_back(i), rows.hidden_rows.push_back(i);
-    if (!images.placements.empty()) {
+    if (!images.positions.empty())
       rows.positions = std::span<const int32_t>(images.positions.data() + size_t(start) * 3, size_t(n) * 3);
-      for (size_t i = 0; i < images.placements.size(); ++i) {  // the part of each image inside the chunk
-        const ImageRows& p = images.placements[i];
-        const int lo = std::max(p.row, start), hi = std::min(p.row + p.grid_h * p.grid_w, start + n);
-        if (lo < hi)
-          rows.embeddings.push_back({lo - start, hi - lo, images.features[i].data() + size_t(lo - p.row) * H});
-      }
+    for (size_t i = 0; i < images.placements.size(); ++i) {  // the part of each image inside the chunk
+      const ImageRows& p = images.placements[i];
+      const int lo = std::max(p.row, start), hi = std::min(p.row + p.grid_h * p.grid_w, start + n);
+      if (lo < hi)
+        rows.embeddings.push_back({lo - start, hi - lo, images.features[i].data() + size_t(lo - p.row) * H});
     }
     model->forward(std::span<SequenceRows>(&rows, 1), result);
     std::copy(result.logits.begin(), result.logits.end(), prefill.begin() + size_t(start) * V);
@@ -334,8 +329,8 @@ Command add_debug_logits_command(CLI::App& root) {
   app->add_option("--image", flags->images,
                   "Image file for each image_token_id in --prompt-tokens, in order (Qwen3.5 vision-language); "
                   "also writes the M-RoPE positions (PREFIX.positions.npy)");
-  app->add_option("--min-pixels", flags->min_pixels, "--image: override the processor's minimum pixel count");
-  app->add_option("--max-pixels", flags->max_pixels, "--image: override the processor's maximum pixel count");
+  app->add_option("--image-min-tokens", flags->image_min_tokens, "--image: the fewest tokens an image becomes");
+  app->add_option("--image-max-tokens", flags->image_max_tokens, "--image: the most tokens an image becomes");
   app->add_option("--out", flags->out, "Output prefix: PREFIX.{prefill,hidden,decode,tokens,mtp,dflash}.npy")->required();
   return Command{app, [flags] { return run_debug_logits(*flags); }};
 }

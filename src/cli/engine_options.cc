@@ -76,6 +76,12 @@ void add_engine_flags(CLI::App& app, EngineFlags& f) {
       ->capture_default_str()
       ->check(integer_in(0));
   app.add_flag("--mmap-weights", f.mmap_weights, "Serve weights from the memory-mapped file instead of copying them");
+  app.add_option("--mmproj", o.mmproj,
+                 "llama.cpp's vision projector GGUF (mmproj-*.gguf) for a text GGUF: images in prompts are answered");
+  app.add_option("--image-min-tokens", o.vision.min_tokens, "The fewest tokens an image becomes (0: the model's own)")
+      ->check(integer_in(0, 1 << 20));
+  app.add_option("--image-max-tokens", o.vision.max_tokens, "The most tokens an image becomes (0: the model's own)")
+      ->check(integer_in(0, 1 << 20));
 }
 
 EngineOptions resolve_engine_options(const EngineFlags& f) {

@@ -10,7 +10,8 @@
 
 #include "io/checkpoint.h"
 #include "model/mrope.h"
-#include "vision/qwen_vision.h"
+
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -81,7 +82,7 @@ bool same_kv_options(const KvOptions& a, const KvOptions& b) {
 std::vector<int64_t> prompt_keys(const GenerationRequest& req) {
   std::vector<int64_t> keys(req.prompt.begin(), req.prompt.end());
   for (const PromptImage& im : req.images)
-    for (int i = 0; i < im.grid_h * im.grid_w; ++i) {
+    for (int64_t i = 0; i < im.image.n_tokens(); ++i) {
       uint64_t z = im.hash + 0x9e3779b97f4a7c15ull * uint64_t(i + 1);  // splitmix64
       z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
       z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -136,8 +137,7 @@ struct Engine::Impl {
   EngineOptions opt;
   std::unique_ptr<Model> model;
   std::unique_ptr<Speculator> speculator;
-  std::unique_ptr<Checkpoint> vision_checkpoint;  // backs the tower's weights
-  std::unique_ptr<vision::QwenVisionTower> tower;  // null: text only
+  std::unique_ptr<vision::VisionEncoder> encoder;  // null: text only
   std::vector<Slot> slots;
 
   mutable std::mutex mu;
@@ -172,6 +172,24 @@ const EngineOptions& checked(const EngineOptions& o) {
   if (o.threads > 0) ThreadPool::set_global_threads(o.threads);
   return o;
 }
+
+// The vision encoder: --mmproj's, or the checkpoint's own tower when the language model
+// has an image token; null for a text-only model.
+std::unique_ptr<vision::VisionEncoder> load_encoder(const EngineOptions& o, const Model& model) {
+  const ModelConfig& c = model.config();
+  const vision::ImagePlaceholder tokens{c.image_token_id, c.vision_start_token_id, c.vision_end_token_id};
+  std::unique_ptr<vision::VisionEncoder> encoder;
+  if (!o.mmproj.empty()) {
+    encoder = vision::load_vision_encoder(Checkpoint::open(o.mmproj), tokens, o.vision);
+    if (!encoder)
+      fail(ErrorKind::kUnsupported, "--mmproj {}: no vision tower of a family nextn reads ({})", o.mmproj,
+           fmt::join(vision::vision_encoder_families(), ", "));
+  } else if (c.image_token_id >= 0) {
+    encoder = vision::load_vision_encoder(Checkpoint::open(model.dir()), tokens, o.vision);
+  }
+  if (encoder) log_info("vision encoder {} loaded: images in prompts are answered", encoder->name());
+  return encoder;
+}
 }  // namespace
 
 Engine::Engine(const EngineOptions& options) : impl_(std::make_unique<Impl>()) {
@@ -191,15 +209,7 @@ void Engine::start_thread(const EngineOptions& options, std::unique_ptr<Model> m
   s.opt = options;
   s.model = std::move(model);
   s.speculator = std::move(speculator);
-  // A vision-language checkpoint (Qwen3.5): its tower runs on the engine thread at admission.
-  if (s.model->config().image_token_id >= 0) {
-    auto ckpt = Checkpoint::open(s.model->dir());
-    if (ckpt->has("model.visual.patch_embed.proj.weight")) {
-      s.tower = vision::QwenVisionTower::load(*ckpt);
-      s.vision_checkpoint = std::move(ckpt);
-      log_info("vision tower loaded: images in prompts are answered");
-    }
-  }
+  s.encoder = load_encoder(s.opt, *s.model);
   s.slots.resize(size_t(s.opt.parallel));
   for (int i = 0; i < s.opt.parallel; ++i) s.slots[size_t(i)].index = i;
   if (const Drafter* drafter = s.speculator->drafter())
@@ -215,7 +225,7 @@ void Engine::start_thread(const EngineOptions& options, std::unique_ptr<Model> m
 Engine::~Engine() { shutdown(); }
 
 const Model& Engine::model() const { return *impl_->model; }
-bool Engine::has_vision() const { return impl_->tower != nullptr; }
+const vision::VisionEncoder* Engine::vision_encoder() const { return impl_->encoder.get(); }
 const EngineOptions& Engine::options() const { return impl_->opt; }
 
 uint64_t Engine::submit(GenerationRequest request) {
@@ -231,15 +241,19 @@ uint64_t Engine::submit(GenerationRequest request) {
            s.opt.ctx_size);
   }
   if (request.max_tokens < 0) fail(ErrorKind::kBadInput, "max_tokens: must be >= 0, got {}", request.max_tokens);
-  if (!request.images.empty() && !s.tower) fail(ErrorKind::kBadInput, "prompt: images given, but the model has no vision tower");
+  if (!request.images.empty() && !s.encoder)
+    fail(ErrorKind::kBadInput, "prompt: images given, but the model has no vision encoder");
   int next_row = 0;
   for (const PromptImage& im : request.images) {
-    const int m = s.tower->config().merge_size;
-    if (im.row < next_row || im.grid_h <= 0 || im.grid_w <= 0 || im.pixels.grid_h != im.grid_h * m ||
-        im.pixels.grid_w != im.grid_w * m || im.row + im.grid_h * im.grid_w > int(request.prompt.size()))
-      fail(ErrorKind::kBadInput, "prompt: image rows [{}, {}) out of order, outside the prompt or not its grid", im.row,
-           im.row + im.grid_h * im.grid_w);
-    next_row = im.row + im.grid_h * im.grid_w;
+    const int64_t n = im.image.n_tokens();
+    if (im.row < next_row || n <= 0 || im.row + n > int64_t(request.prompt.size()))
+      fail(ErrorKind::kBadInput, "prompt: image rows [{}, {}) out of order or outside the prompt", im.row, im.row + n);
+    const int32_t token = s.encoder->placeholder().token;
+    for (int64_t r = im.row; r < im.row + n; ++r)
+      if (request.prompt[size_t(r)] != token)
+        fail(ErrorKind::kBadInput, "prompt: row {} of an image holds token {}, not the image token {}", r,
+             request.prompt[size_t(r)], token);
+    next_row = int(im.row + n);
   }
   std::vector<int64_t> keys = prompt_keys(request);
   std::lock_guard lock(s.mu);
@@ -372,14 +386,15 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   a->req = std::move(q.req);
   a->keys = std::move(q.keys);
   a->t_admit = now_seconds();
-  if (!a->req.images.empty()) {  // the tower's rows and the prompt's M-RoPE positions
+  if (!a->req.images.empty()) {  // the tower's rows, and M-RoPE positions where the model has them
     try {
       std::vector<ImageRows> places;
       for (const PromptImage& im : a->req.images) {
-        a->image_rows.push_back(tower->forward(im.pixels));
-        places.push_back({im.row, im.grid_h, im.grid_w});
+        a->image_rows.push_back(encoder->encode(im.image));
+        places.push_back({im.row, im.image.tokens_h, im.image.tokens_w});
       }
-      a->rope_delta = mrope_positions(int(a->req.prompt.size()), places, a->positions);
+      if (!model->config().mrope_axes.empty())
+        a->rope_delta = mrope_positions(int(a->req.prompt.size()), places, a->positions);
     } catch (const std::exception& e) {
       log_error("vision tower failed: {}", e.what());
       if (a->req.on_done) a->req.on_done(FinishReason::kError, Timings{}, e.what());
@@ -438,14 +453,13 @@ StepSequence Engine::Impl::collect(Slot& slot) {
     const int n = std::min(opt.prefill_size, n_prompt - a.prefilled);
     q.prefill = std::span<const int32_t>(a.req.prompt.data() + a.prefilled, size_t(n));
     q.last_chunk = a.prefilled + n == n_prompt;
-    if (!a.positions.empty()) {
-      const size_t H = size_t(model->config().hidden_size);
+    if (!a.positions.empty())
       q.positions = std::span<const int32_t>(a.positions.data() + size_t(a.prefilled) * 3, size_t(n) * 3);
-      for (size_t i = 0; i < a.req.images.size(); ++i) {  // the part of each image inside the chunk
-        const PromptImage& im = a.req.images[i];
-        const int lo = std::max(im.row, a.prefilled), hi = std::min(im.row + im.grid_h * im.grid_w, a.prefilled + n);
-        if (lo < hi) q.embeddings.push_back({lo - a.prefilled, hi - lo, a.image_rows[i].data() + size_t(lo - im.row) * H});
-      }
+    const size_t H = size_t(model->config().hidden_size);
+    for (size_t i = 0; i < a.req.images.size(); ++i) {  // the part of each image inside the chunk
+      const PromptImage& im = a.req.images[i];
+      const int lo = std::max(im.row, a.prefilled), hi = std::min(im.row + int(im.image.n_tokens()), a.prefilled + n);
+      if (lo < hi) q.embeddings.push_back({lo - a.prefilled, hi - lo, a.image_rows[i].data() + size_t(lo - im.row) * H});
     }
   } else {
     q.position_offset = a.rope_delta;

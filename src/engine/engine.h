@@ -19,7 +19,7 @@
 #include "sampling/sampler.h"     // SamplingParams
 #include "speculative/counters.h"   // SpeculativeCounters
 #include "speculative/options.h"    // SpeculativeOptions
-#include "vision/qwen_processor.h"  // QwenPixels
+#include "vision/encoder.h"       // ProcessedImage, VisionEncoder
 
 namespace nextn {
 
@@ -33,6 +33,8 @@ struct EngineOptions {
   KvOptions kv;             // default storage type for slots (--turbo-kv etc.)
   SpeculativeOptions speculative;
   LoadOptions load;
+  std::string mmproj;              // llama.cpp's vision projector GGUF beside a text GGUF ("": the checkpoint's own tower)
+  vision::EncoderOptions vision;   // image token limits
 };
 
 // kInvalidRequest: the request cannot go on through its own fault (its grammar passed a
@@ -97,22 +99,22 @@ struct Timings {
   std::string drafter;                // "mtp", "ngram", ... ("" when no drafting)
 };
 
-// One image of a prompt (Qwen3.5 vision-language; docs/vision.md): its processed pixels,
-// the prompt rows of its placeholders — `row` onward, grid_h × grid_w rows of the merged
-// grid, row-major — and a hash of its pixels. The engine runs the vision tower on it at
-// admission, puts the tower's rows in place of the placeholders' embeddings and gives the
-// prompt M-RoPE positions (model/mrope.h); the hash keys the prefix cache, so only the
-// same picture reuses a cached prefix through its rows.
+// One image of a prompt (docs/vision.md): as its processor left it, the prompt row of its
+// first image token — the n_tokens() placeholder rows from there are the image's, row-major
+// over its tokens_h × tokens_w grid — and a hash of its pixels. The engine runs the vision
+// encoder's tower on it at admission and puts the rows in place of the placeholders'
+// embeddings; a language model with M-RoPE (Qwen3.5) also gets the prompt's 3-axis
+// positions (model/mrope.h). The hash keys the prefix cache, so only the same picture
+// reuses a cached prefix through its rows.
 struct PromptImage {
-  vision::QwenPixels pixels;
+  vision::ProcessedImage image;
   int row = 0;
-  int grid_h = 0, grid_w = 0;
   uint64_t hash = 0;
 };
 
 struct GenerationRequest {
   std::vector<int32_t> prompt;
-  std::vector<PromptImage> images;  // in prompt order; needs Engine::has_vision()
+  std::vector<PromptImage> images;  // in prompt order; needs Engine::vision_encoder()
   int max_tokens = 256;
   SamplingParams sampling;
   std::vector<int32_t> stop_tokens;  // end of generation (EOS etc.)
@@ -177,8 +179,9 @@ class Engine {
   // Thread-safe. Returns a request id; throws nextn::Error(kResource) when the
   // queue is full and nextn::Error(kBadInput) for prompts longer than ctx_size.
   uint64_t submit(GenerationRequest request);
-  // The checkpoint's vision tower is loaded: requests may carry images.
-  bool has_vision() const;
+  // The vision encoder (the checkpoint's tower, or --mmproj's); null for a text-only
+  // model. Requests may carry images only when there is one.
+  const vision::VisionEncoder* vision_encoder() const;
   void cancel(uint64_t id);
   EngineStats stats() const;
   // Stop accepting; finish or cancel in-flight requests; returns when idle.

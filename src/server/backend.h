@@ -31,13 +31,11 @@ struct ModelInfo {
   std::string speculative;   // none | mtp | assistant | draft | ngram
   int num_draft_tokens = 0;
   KvOptions kv;              // default KV options (per-request kv_bits start from these)
-  // The checkpoint has a vision encoder nextn runs (Qwen3.5 vision-language). Without one
+  // The model's vision encoder (the engine's; null for a text-only model). Without one,
   // image parts are parsed and decoded (server/request.h), then refused with a 400 naming
-  // the model. With one, each image's <|image_pad|> (image_token_id) in the rendered
-  // prompt expands to the image's token count under `vision_processor`.
-  bool vision_encoder = false;
-  int image_token_id = -1;
-  vision::QwenProcessorConfig vision_processor;
+  // the model. With one, the images are processed on the request's thread and each
+  // image's placeholder token in the rendered prompt expands to the image's tokens.
+  const vision::VisionEncoder* vision = nullptr;
 };
 
 // Incremental detokenizer with stop strings: push() returns the newly completed

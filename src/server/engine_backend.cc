@@ -1,12 +1,10 @@
 // server/engine_backend.cc — Backend over the real Engine, Tokenizer,
 // StreamDecoder (stop strings) and the checkpoint's chat template.
 #include <algorithm>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 
 #include "chat/chat_template.h"
-#include "io/json_file.h"
 #include "server/backend.h"
 #include "tokenizer/end_tokens.h"
 #include "tokenizer/stream_decoder.h"
@@ -50,13 +48,7 @@ class EngineBackend : public Backend {
     info_.kv = eo.kv;
     info_.speculative = eo.speculative.mode;
     info_.num_draft_tokens = eo.speculative.mode == "none" ? 0 : eo.speculative.num_draft_tokens;
-    if (engine_->has_vision()) {
-      info_.vision_encoder = true;
-      info_.image_token_id = cfg.image_token_id;
-      const std::string pre = options.model_dir + "/preprocessor_config.json";
-      if (std::filesystem::exists(pre))
-        info_.vision_processor = vision::QwenProcessorConfig::from_json(read_json_file(pre));
-    }
+    info_.vision = engine_->vision_encoder();
     // Completions end at end-of-turn tokens too: a prompt may well be a chat transcript.
     eos_ = end_of_generation_tokens(*tokenizer_, cfg.eos_token_ids, true);
     try {

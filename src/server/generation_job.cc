@@ -78,41 +78,40 @@ uint64_t pixel_hash(const vision::DecodedImage& image) {
   return h;
 }
 
-// Each image's single <|image_pad|> in the rendered prompt becomes the image's token
-// count (grid_h · grid_w / merge²) of pads, in order; the images are processed here
-// (resize, patches) and their tower runs in the engine.
+// Each image's one placeholder token in the rendered prompt becomes its full run —
+// [begin] token × n_tokens [end], as the encoder says — in order; the images are
+// processed here (resize, patches) and their tower runs in the engine.
 std::vector<PromptImage> expand_images(std::vector<int32_t>& prompt, const ParsedRequest& pr, const ModelInfo& info) {
   std::vector<PromptImage> out;
   if (pr.images.empty()) return out;
-  const int pad = info.image_token_id;
-  size_t pads = 0;
-  for (int32_t t : prompt) pads += t == pad ? 1 : 0;
-  if (pads != pr.images.size())
+  const vision::ImagePlaceholder mark = info.vision->placeholder();
+  size_t marks = 0;
+  for (int32_t t : prompt) marks += t == mark.token ? 1 : 0;
+  if (marks != pr.images.size())
     throw ApiError(400, "invalid_request_error",
-                   fmt::format("the chat template wrote {} image placeholders for the request's {} images", pads,
+                   fmt::format("the chat template wrote {} image placeholders for the request's {} images", marks,
                                pr.images.size()),
                    "messages", "image_placeholders");
   std::vector<int32_t> expanded;
-  const vision::QwenProcessorConfig& config = info.vision_processor;
   size_t next = 0;
   for (int32_t t : prompt) {
-    if (t != pad) {
+    if (t != mark.token) {
       expanded.push_back(t);
       continue;
     }
     const ImageInput& in = pr.images[next++];
     PromptImage im;
     try {
-      im.pixels = vision::qwen_process(in.image, config);
+      im.image = info.vision->process(in.image);
     } catch (const Error& e) {
       const std::string param = fmt::format("messages[{}].content[{}]", in.message, in.part);
       throw ApiError(400, "invalid_request_error", param + ": " + e.what(), param, "invalid_image");
     }
-    im.row = int(expanded.size());
-    im.grid_h = im.pixels.grid_h / config.merge_size;
-    im.grid_w = im.pixels.grid_w / config.merge_size;
     im.hash = pixel_hash(in.image);
-    expanded.insert(expanded.end(), size_t(im.grid_h) * size_t(im.grid_w), pad);
+    if (mark.begin >= 0) expanded.push_back(mark.begin);
+    im.row = int(expanded.size());
+    expanded.insert(expanded.end(), size_t(im.image.n_tokens()), mark.token);
+    if (mark.end >= 0) expanded.push_back(mark.end);
     out.push_back(std::move(im));
   }
   prompt = std::move(expanded);

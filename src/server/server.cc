@@ -64,7 +64,7 @@ void log_request_done(uint64_t id, const ResponsePlan& plan, const GenerationUpd
 // Without a vision encoder a request with images is a 400 naming the checkpoint, after
 // its images were decoded (so a broken image still gets its own, more useful error).
 void require_vision_encoder(const Backend& backend, const ParsedRequest& request) {
-  if (request.images.empty() || backend.info().vision_encoder) return;
+  if (request.images.empty() || backend.info().vision) return;
   const ImageInput& first = request.images.front();
   const std::string param = fmt::format("messages[{}].content[{}]", first.message, first.part);
   throw ApiError(400, "invalid_request_error",

@@ -277,6 +277,17 @@ ImageFormat sniff_image_format(std::string_view b) {
   return ImageFormat::kUnknown;
 }
 
+const char* media_type_of(ImageFormat format) {
+  switch (format) {
+    case ImageFormat::kPng: return "image/png";
+    case ImageFormat::kJpeg: return "image/jpeg";
+    case ImageFormat::kWebp: return "image/webp";
+    case ImageFormat::kGif: return "image/gif";
+    case ImageFormat::kUnknown: break;
+  }
+  return "application/octet-stream";
+}
+
 const char* image_format_name(ImageFormat format) {
   switch (format) {
     case ImageFormat::kPng: return "PNG";

@@ -40,6 +40,9 @@ enum class ImageFormat { kUnknown, kPng, kJpeg, kWebp, kGif };
 // The format the leading bytes (magic numbers) say, or kUnknown.
 ImageFormat sniff_image_format(std::string_view bytes);
 const char* image_format_name(ImageFormat format);
+// "image/png", ... for a known format; "application/octet-stream" for kUnknown (a local
+// file read by the CLI has only its bytes to say what it is).
+const char* media_type_of(ImageFormat format);
 
 // The format a media type names ("image/png", "image/jpeg" or "image/jpg", "image/webp",
 // "image/gif"; case-insensitive), or kUnknown.

@@ -170,11 +170,11 @@ DecodedImage resize_bicubic(const DecodedImage& image, int width, int height) {
   return out;
 }
 
-QwenPixels qwen_patchify(const DecodedImage& img, const QwenProcessorConfig& c) {
+ProcessedImage qwen_patchify(const DecodedImage& img, const QwenProcessorConfig& c) {
   const int p = c.patch_size, m = c.merge_size, T = c.temporal_patch_size;
   if (img.width % (p * m) != 0 || img.height % (p * m) != 0)
     fail(ErrorKind::kBadInput, "image {}×{} is not a multiple of patch × merge = {}", img.width, img.height, p * m);
-  QwenPixels out;
+  ProcessedImage out;
   out.grid_t = 1;  // one still image: its frame repeated T times fills one temporal patch
   out.grid_h = img.height / p;
   out.grid_w = img.width / p;
@@ -202,11 +202,13 @@ QwenPixels qwen_patchify(const DecodedImage& img, const QwenProcessorConfig& c) 
                 for (int px = 0; px < p; ++px) d[px] = lut[size_t(ch)][src[px * 3 + ch]];
               }
         }
+  out.tokens_h = out.grid_h / m;
+  out.tokens_w = out.grid_w / m;
   out.resized = img;
   return out;
 }
 
-QwenPixels qwen_process(const DecodedImage& image, const QwenProcessorConfig& c) {
+ProcessedImage qwen_process(const DecodedImage& image, const QwenProcessorConfig& c) {
   const ResizeTarget target = smart_resize(image.height, image.width, c.factor(), c.min_pixels, c.max_pixels);
   return qwen_patchify(resize_bicubic(image, target.width, target.height), c);
 }

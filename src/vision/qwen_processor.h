@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "vision/encoder.h"
 #include "vision/image.h"
 
 namespace nextn::vision {
@@ -55,19 +56,10 @@ ResizeTarget smart_resize(int height, int width, int factor, int64_t min_pixels,
 // it, and the fast one's uint8 antialiased path reproduces it.
 DecodedImage resize_bicubic(const DecodedImage& image, int width, int height);
 
-struct QwenPixels {
-  int grid_t = 0, grid_h = 0, grid_w = 0;  // in patches; grid_t = 1 for a still image
-  int64_t rows = 0;                         // grid_t × grid_h × grid_w
-  int64_t cols = 0;                         // 3 × temporal_patch_size × patch_size²
-  std::vector<float> values;                // rows × cols
-  DecodedImage resized;                     // the image after step 2
-  // Tokens the language model sees for this image (rows / merge_size²).
-  int64_t n_tokens(const QwenProcessorConfig& c) const { return rows / (c.merge_size * c.merge_size); }
-};
-
-QwenPixels qwen_process(const DecodedImage& image, const QwenProcessorConfig& config);
+// Steps 1–4: rows in merge-window order, tokens_h × tokens_w = the merged grid.
+ProcessedImage qwen_process(const DecodedImage& image, const QwenProcessorConfig& config);
 
 // Steps 3 and 4 alone, on an image already at a size the patches tile.
-QwenPixels qwen_patchify(const DecodedImage& resized, const QwenProcessorConfig& config);
+ProcessedImage qwen_patchify(const DecodedImage& resized, const QwenProcessorConfig& config);
 
 }  // namespace nextn::vision

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "io/checkpoint.h"
+#include "io/json_file.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
@@ -141,7 +143,7 @@ std::unique_ptr<QwenVisionTower> QwenVisionTower::load(const Checkpoint& ckpt, c
   return t;
 }
 
-std::vector<float> QwenVisionTower::forward(const QwenPixels& px) const {
+std::vector<float> QwenVisionTower::forward(const ProcessedImage& px) const {
   const QwenVisionConfig& c = config_;
   const int64_t D = c.hidden, P = px.rows, d = c.head_dim(), H = c.heads, m = c.merge_size;
   if (px.cols != patch_embed_.w.cols)
@@ -263,6 +265,53 @@ std::vector<float> QwenVisionTower::forward(const QwenPixels& px) const {
   gelu_erf(g.data(), g.size());
   matmul(merger_fc2_.w, g.data(), N, out.data(), merger_fc2_.bias.data());
   return out;
+}
+
+namespace {
+
+class QwenEncoder final : public VisionEncoder {
+ public:
+  QwenEncoder(std::unique_ptr<Checkpoint> weights, std::unique_ptr<QwenVisionTower> tower,
+              QwenProcessorConfig processor, int32_t image_token)
+      : weights_(std::move(weights)), tower_(std::move(tower)), processor_(processor), image_token_(image_token) {}
+
+  std::string name() const override { return "qwen3_5"; }
+  ImagePlaceholder placeholder() const override { return {image_token_, -1, -1}; }
+  int out_hidden() const override { return tower_->config().out_hidden; }
+  ProcessedImage process(const DecodedImage& image) const override { return qwen_process(image, processor_); }
+  std::vector<float> encode(const ProcessedImage& image) const override { return tower_->forward(image); }
+
+ private:
+  std::unique_ptr<Checkpoint> weights_;  // backs the tower's weights
+  std::unique_ptr<QwenVisionTower> tower_;
+  QwenProcessorConfig processor_;
+  int32_t image_token_;
+};
+
+}  // namespace
+
+std::unique_ptr<VisionEncoder> load_qwen_encoder(std::unique_ptr<Checkpoint> weights,
+                                                 const ImagePlaceholder& lm_tokens, const EncoderOptions& options) {
+  if (lm_tokens.token < 0)
+    fail(ErrorKind::kBadInput, "{}: the language model has no image_token_id (<|image_pad|>)", weights->dir());
+  auto tower = QwenVisionTower::load(*weights);
+  QwenProcessorConfig processor;
+  const std::filesystem::path pre = std::filesystem::path(weights->dir()) / "preprocessor_config.json";
+  if (std::filesystem::is_directory(weights->dir()) && std::filesystem::exists(pre))
+    processor = QwenProcessorConfig::from_json(read_json_file(pre.string()));
+  else if (weights->config().contains("preprocessor_config"))  // from an mmproj GGUF's metadata
+    processor = QwenProcessorConfig::from_json(weights->config()["preprocessor_config"]);
+  processor.patch_size = tower->config().patch_size;
+  processor.temporal_patch_size = tower->config().temporal_patch_size;
+  processor.merge_size = tower->config().merge_size;
+  // A token is one merge window: factor² pixels.
+  const int64_t per_token = int64_t(processor.factor()) * processor.factor();
+  if (options.min_tokens > 0) processor.min_pixels = options.min_tokens * per_token;
+  if (options.max_tokens > 0) processor.max_pixels = options.max_tokens * per_token;
+  if (processor.max_pixels < processor.min_pixels)
+    fail(ErrorKind::kBadInput, "image token limits: at most {} pixels is below the least, {}", processor.max_pixels,
+         processor.min_pixels);
+  return std::make_unique<QwenEncoder>(std::move(weights), std::move(tower), processor, lm_tokens.token);
 }
 
 }  // namespace nextn::vision

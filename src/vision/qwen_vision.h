@@ -9,9 +9,10 @@
 //   ×depth: h += proj(attn(rope2d(qkv(LN1(h)))));  h += fc2(gelu_tanh(fc1(LN2(h))))
 //   out = fc2(gelu_erf(fc1(concat4(LN(h)))))              the patch merger
 //
-// Attention is bidirectional over the patches of one image. The engine runs it at a
-// request's admission (engine/engine.h PromptImage); its rows replace the placeholder
-// rows' embeddings (model/model.h EmbeddingSpan).
+// Attention is bidirectional over the patches of one image. Processor and tower together
+// are the "qwen3_5" VisionEncoder (vision/encoder.h, load_qwen_encoder); the engine runs
+// the tower at a request's admission and its rows replace the placeholder rows'
+// embeddings (model/model.h EmbeddingSpan).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "vision/encoder.h"
 #include "vision/qwen_processor.h"
 
 namespace nextn {
@@ -54,7 +56,7 @@ class QwenVisionTower {
   const QwenVisionConfig& config() const { return config_; }
 
   // One image's pixel_values → [rows / merge², out_hidden] row-major.
-  std::vector<float> forward(const QwenPixels& pixels) const;
+  std::vector<float> forward(const ProcessedImage& pixels) const;
 
  private:
   struct Linear {
@@ -76,5 +78,13 @@ class QwenVisionTower {
   Norm merger_norm_;
   Linear merger_fc1_, merger_fc2_;
 };
+
+// The "qwen3_5" VisionEncoder over `weights`' model.visual.* tower: its processor set by
+// preprocessor_config.json beside the weights when there is one (else the Qwen3.5
+// checkpoints' values), the patch and merge sizes by the tower; the placeholder is the
+// language model's <|image_pad|> alone (the chat template writes <|vision_start|> and
+// <|vision_end|> around it).
+std::unique_ptr<VisionEncoder> load_qwen_encoder(std::unique_ptr<Checkpoint> weights,
+                                                 const ImagePlaceholder& lm_tokens, const EncoderOptions& options);
 
 }  // namespace nextn::vision

@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     nextn::vision::QwenProcessorConfig config;
     config.min_pixels = 1024;
     config.max_pixels = 16384;
-    nextn::vision::QwenPixels px = nextn::vision::qwen_process(image, config);
+    nextn::vision::ProcessedImage px = nextn::vision::qwen_process(image, config);
     // (smart_resize may exceed max_pixels: its 32-pixel floor on each side wins, as in the
     // reference, so only the shapes are checked.)
     if (px.values.size() != size_t(px.rows * px.cols) || px.resized.width != px.grid_w * config.patch_size ||

@@ -83,7 +83,7 @@ class Qwen35ImagePromptTest(unittest.TestCase):
             prompt = cls.prompt(images)
             prefix = os.path.join(tmp, case)
             args = [BIN, "debug-logits", "-m", cls.ckpt, "--prompt-tokens", ",".join(map(str, prompt)),
-                    "--decode", str(DECODE), "--min-pixels", "1024", "--threads", "2", "--out", prefix, *extra]
+                    "--decode", str(DECODE), "--image-min-tokens", "1", "--threads", "2", "--out", prefix, *extra]
             for im in images:
                 args += ["--image", cls.paths[im]]
             r = subprocess.run(args, capture_output=True, text=True)

@@ -46,7 +46,7 @@ TEST(QwenProcessor, PatchesRunInMergeWindowOrder) {
   for (int y = 0; y < 64; ++y)
     for (int x = 0; x < 64; ++x)
       for (int c = 0; c < 3; ++c) img.rgb[(size_t(y) * 64 + x) * 3 + c] = uint8_t(((y / 16) * 4 + x / 16) * 10 + c);
-  QwenPixels px = qwen_patchify(img, QwenProcessorConfig{});
+  ProcessedImage px = qwen_patchify(img, QwenProcessorConfig{});
   ASSERT_EQ(px.rows, 16);
   ASSERT_EQ(px.cols, 1536);
   EXPECT_EQ(px.grid_h, 4);
