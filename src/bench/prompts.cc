@@ -1,12 +1,15 @@
 // bench/prompts.cc — see prompts.h.
 #include "bench/prompts.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 #include "util/error.h"
 #include "util/file.h"
+#include "vision/data_url.h"
+#include "vision/image.h"
 
 namespace nextn::bench {
 namespace {
@@ -85,6 +88,19 @@ nlohmann::json repetitive_messages(const std::string& kind, int body, const Toke
 
 }  // namespace
 
+std::optional<std::pair<int, int>> image_kind_size(const std::string& kind) {
+  if (kind.rfind("image-", 0) != 0) return std::nullopt;
+  int w = 0, h = 0;
+  char tail = 0;
+  const std::string size = kind.substr(6);
+  const int n = std::sscanf(size.c_str(), "%dx%d%c", &w, &h, &tail);
+  if (n == 1 && size.find('x') == std::string::npos) h = w;
+  else if (n != 2) fail(ErrorKind::kBadInput, "prompt kind '{}': expected image-N or image-WxH", kind);
+  if (w < 16 || h < 16 || w > 8192 || h > 8192)
+    fail(ErrorKind::kBadInput, "prompt kind '{}': sides must be 16..8192 pixels", kind);
+  return std::pair{w, h};
+}
+
 std::string prompt_data_dir() {
   const char* env = std::getenv("NEXTN_DATA_DIR");
   if (env && *env) return std::string(env) + "/bench";
@@ -118,6 +134,15 @@ nlohmann::json prompt_request_fields(const std::string& kind) {
 nlohmann::json make_prompt_messages(const std::string& kind, int context_tokens, const TokenCounter& count) {
   using nlohmann::json;
   if (kind == "json" || kind == "json-schema") return json::array({{{"role", "user"}, {"content", kJsonInstruction}}});
+  if (const auto size = image_kind_size(kind)) {
+    // One question about a generated picture (vision/image.h test_picture), sent as
+    // PNG in a data: URL, as chat clients send pictures; its size is the kind's.
+    const std::string png = vision::encode_png(vision::test_picture(size->first, size->second, 7));
+    return json::array({{{"role", "user"},
+                         {"content", json::array({{{"type", "text"}, {"text", "Describe this picture in detail."}},
+                                                  {{"type", "image_url"},
+                                                   {"image_url", {{"url", vision::make_data_url("image/png", png)}}}}})}}});
+  }
   const int overhead = 24;  // chat template and instruction tokens
   int body = std::max(8, context_tokens - overhead);
   if (kind == "edit" || kind == "quote" || kind == "agent") return repetitive_messages(kind, body, count);

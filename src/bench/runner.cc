@@ -36,10 +36,17 @@ void write_file(const std::string& path, const std::string& text) {
 // prefix from the server's cache: every TTFT is a cold prefill.
 void add_nonce(nlohmann::json& messages, const std::string& nonce) {
   for (auto& m : messages) {
-    if (m["role"] == "user") {
-      m["content"] = "[" + nonce + "]\n" + m["content"].get<std::string>();
+    if (m["role"] != "user") continue;
+    nlohmann::json& content = m["content"];
+    if (content.is_string()) {
+      content = "[" + nonce + "]\n" + content.get<std::string>();
       return;
     }
+    for (auto& part : content)  // content parts: the first text part (before any picture)
+      if (part.value("type", "") == "text") {
+        part["text"] = "[" + nonce + "]\n" + part["text"].get<std::string>();
+        return;
+      }
   }
 }
 

@@ -58,8 +58,9 @@ Command add_bench_command(CLI::App& root) {
       ->capture_default_str();
   app->add_option("--num-mtp-tokens", f->o.num_mtp_tokens, "Draft tokens for the mtp configurations")->capture_default_str();
   app->add_option("--prompts", f->prompts, "Prompt kinds: apple, prose, code, chat, json, json-schema (the json request under a JSON Schema), edit, quote, "
-                 "agent (answers that repeat what the model read: a file rewritten, a passage quoted, a tool loop), or a "
-                 "text file")->capture_default_str();
+                 "agent (answers that repeat what the model read: a file rewritten, a passage quoted, a tool loop), "
+                 "image-N / image-WxH (a question about an N×N or W×H picture: time to first token with the vision "
+                 "encoder), or a text file")->capture_default_str();
   app->add_option("--temperature", f->o.temperature, "Sampling temperature")->capture_default_str();
   app->add_option("--repeat", f->o.repeat, "Runs per measurement (median, min, max)")->capture_default_str();
   app->add_option("--concurrency", f->o.concurrency,

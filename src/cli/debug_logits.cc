@@ -48,6 +48,7 @@ struct DebugLogitsFlags {
   std::string kv_type = "f32";
   bool mmap_weights = false;
   std::vector<std::string> images;
+  std::string mmproj;
   int image_min_tokens = 0;
   int image_max_tokens = 0;
   std::string out;
@@ -68,7 +69,7 @@ PromptImages expand_images(const DebugLogitsFlags& f, const Model& model, const 
   vision::EncoderOptions options;
   options.min_tokens = f.image_min_tokens;
   options.max_tokens = f.image_max_tokens;
-  auto encoder = vision::load_vision_encoder(Checkpoint::open(f.model_dir),
+  auto encoder = vision::load_vision_encoder(Checkpoint::open(f.mmproj.empty() ? f.model_dir : f.mmproj),
                                              {c.image_token_id, c.vision_start_token_id, c.vision_end_token_id}, options);
   if (!encoder) fail(ErrorKind::kBadInput, "--image: {} has no vision tower", f.model_dir);
   const vision::ImagePlaceholder mark = encoder->placeholder();
@@ -329,6 +330,7 @@ Command add_debug_logits_command(CLI::App& root) {
   app->add_option("--image", flags->images,
                   "Image file for each image_token_id in --prompt-tokens, in order (Qwen3.5 vision-language); "
                   "also writes the M-RoPE positions (PREFIX.positions.npy)");
+  app->add_option("--mmproj", flags->mmproj, "--image: the vision tower from llama.cpp's projector GGUF");
   app->add_option("--image-min-tokens", flags->image_min_tokens, "--image: the fewest tokens an image becomes");
   app->add_option("--image-max-tokens", flags->image_max_tokens, "--image: the most tokens an image becomes");
   app->add_option("--out", flags->out, "Output prefix: PREFIX.{prefill,hidden,decode,tokens,mtp,dflash}.npy")->required();

@@ -9,7 +9,9 @@
 // the bandwidth, and the stored weight types (GB of matrices per type). For Mixture-of-
 // Experts models the weights counted are those a decode row reads (top-k experts per
 // layer), and the distinct experts per routed layer of each decode and verify forward
-// are reported. --kernels adds the matmul of every weight type on its own (cli/perf_kernels.cc).
+// are reported. A vision-language model (or --mmproj) also gets its vision encoder's time
+// per picture at --image-sizes and that as a share of the machine's BF16 matmul rate.
+// --kernels adds the matmul of every weight type on its own (cli/perf_kernels.cc).
 // Every figure is the best of --repeats runs (the machine may be shared).
 #include <fmt/format.h>
 
@@ -17,6 +19,7 @@
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -28,6 +31,7 @@
 #include "util/error.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
+#include "vision/encoder.h"
 
 namespace nextn {
 
@@ -45,6 +49,23 @@ struct PerfFlags {
   bool json = false;
   bool kernels = false;
   bool list_targets = false;
+  std::string mmproj;
+  std::vector<std::string> image_sizes = {"448x448", "1024x768"};
+};
+
+// The vision encoder's time per picture (vision/encoder.h), beside what the machine's BF16
+// matmul does with as many rows, so its share of the machine's matrix rate shows.
+struct EncoderPerf {
+  std::string family;
+  struct Image {
+    int width = 0, height = 0;
+    int64_t tokens = 0, patches = 0;
+    double process_seconds = 0;  // resize and patches (the server's request thread)
+    double encode_seconds = 0;   // the tower (the engine thread, at admission)
+    double gflops = 0;           // the tower's matrix products per second
+    double bf16_gflops = 0;      // a BF16 1024×4096 matmul over `patches` rows, on its own
+  };
+  std::vector<Image> images;
 };
 
 struct ModelPerf {
@@ -176,6 +197,59 @@ ModelPerf measure_model(const PerfFlags& f) {
   return perf;
 }
 
+// GFLOP/s of a BF16 [1024, 4096] matmul over `rows` rows: the machine's rate for the
+// products an encoder runs, best of `repeats`.
+double bf16_matmul_gflops(int64_t rows, int repeats) {
+  constexpr int64_t kOut = 1024, kIn = 4096;
+  std::vector<uint16_t> w(size_t(kOut * kIn));
+  std::mt19937 rng(1);
+  for (uint16_t& v : w) v = uint16_t(0x3c00 + (rng() & 0x3ff));  // bf16 values around 0.008..0.016
+  std::vector<float> x(size_t(rows * kIn), 0.5f), y(size_t(rows * kOut));
+  const WeightMatrix matrix{DType::kBF16, kOut, kIn, w.data()};
+  matmul(matrix, x.data(), rows, y.data());
+  double best = 1e30;
+  for (int rep = 0; rep < repeats; ++rep) {
+    Stopwatch watch;
+    matmul(matrix, x.data(), rows, y.data());
+    best = std::min(best, watch.seconds());
+  }
+  return 2.0 * double(rows) * kOut * kIn / best / 1e9;
+}
+
+// The encoder of --mmproj, or of the model's own checkpoint; nullopt when there is none.
+std::optional<EncoderPerf> measure_encoder(const PerfFlags& f) {
+  auto encoder = vision::load_vision_encoder(Checkpoint::open(f.mmproj.empty() ? f.model : f.mmproj), {}, {});
+  if (!encoder) {
+    if (!f.mmproj.empty()) fail(ErrorKind::kBadInput, "--mmproj {}: no vision tower nextn reads", f.mmproj);
+    return std::nullopt;
+  }
+  EncoderPerf perf;
+  perf.family = encoder->name();
+  for (const std::string& size : f.image_sizes) {
+    EncoderPerf::Image m;
+    char tail = 0;
+    if (std::sscanf(size.c_str(), "%dx%d%c", &m.width, &m.height, &tail) != 2 || m.width < 16 || m.height < 16)
+      fail(ErrorKind::kBadInput, "--image-sizes: expected WxH (at least 16x16), got '{}'", size);
+    const vision::DecodedImage picture = vision::test_picture(m.width, m.height, 7);
+    Stopwatch process_watch;
+    const vision::ProcessedImage image = encoder->process(picture);
+    m.process_seconds = process_watch.seconds();
+    m.tokens = image.n_tokens();
+    m.patches = image.rows;
+    encoder->encode(image);  // warm-up
+    m.encode_seconds = 1e30;
+    for (int rep = 0; rep < std::max(1, f.repeats / 2); ++rep) {
+      Stopwatch watch;
+      encoder->encode(image);
+      m.encode_seconds = std::min(m.encode_seconds, watch.seconds());
+    }
+    m.gflops = encoder->matmul_flops(image) / m.encode_seconds / 1e9;
+    m.bf16_gflops = bf16_matmul_gflops(m.patches, std::max(1, f.repeats / 2));
+    perf.images.push_back(m);
+  }
+  return perf;
+}
+
 int run_perf(const PerfFlags& f) {
   if (f.list_targets) {
     for (const std::string& name : available_simd_targets()) std::printf("%s\n", name.c_str());
@@ -252,6 +326,24 @@ int run_perf(const PerfFlags& f) {
                    p.restore_seconds * 1e3, f.max_k, 100.0 * p.restore_seconds / p.decode_seconds);
     }
   }
+  if (!f.model.empty() || !f.mmproj.empty()) {
+    if (const std::optional<EncoderPerf> e = measure_encoder(f)) {
+      nlohmann::json images = nlohmann::json::array();
+      if (!f.json) fmt::print("\nvision encoder ({}): time per picture\n  picture      tokens  patches  process ms  encode ms  GFLOP/s  "
+                              "BF16 matmul GFLOP/s  share\n", e->family);
+      for (const EncoderPerf::Image& m : e->images) {
+        images.push_back({{"width", m.width}, {"height", m.height}, {"tokens", m.tokens}, {"patches", m.patches},
+                          {"process_ms", m.process_seconds * 1e3}, {"encode_ms", m.encode_seconds * 1e3},
+                          {"gflops", m.gflops}, {"bf16_matmul_gflops", m.bf16_gflops},
+                          {"share_of_bf16_matmul", m.gflops / m.bf16_gflops}});
+        if (!f.json)
+          fmt::print("  {:>5}x{:<5} {:7} {:8} {:11.1f} {:10.1f} {:8.1f} {:20.1f}  {:4.0f}%\n", m.width, m.height, m.tokens,
+                     m.patches, m.process_seconds * 1e3, m.encode_seconds * 1e3, m.gflops, m.bf16_gflops,
+                     100.0 * m.gflops / m.bf16_gflops);
+      }
+      out["vision_encoder"] = {{"family", e->family}, {"images", images}};
+    }
+  }
   if (f.kernels) out["kernels"] = measure_kernels(f.repeats, !f.json);
   if (f.json) std::printf("%s\n", out.dump(2).c_str());
   return 0;
@@ -271,6 +363,9 @@ Command add_perf_command(CLI::App& root) {
   app->add_option("--decode-steps", flags->decode_steps, "Decode steps per run");
   app->add_option("--max-k", flags->max_k, "Largest verify batch measured");
   app->add_flag("--kernels", flags->kernels, "Also time the matmul of every weight type on its own");
+  app->add_option("--mmproj", flags->mmproj, "Vision projector GGUF whose encoder to time (else the model's own)");
+  app->add_option("--image-sizes", flags->image_sizes, "Picture sizes WxH the vision encoder is timed on")
+      ->capture_default_str();
   app->add_flag("--json", flags->json, "Print one JSON object instead of the table");
   app->add_flag("--simd-targets", flags->list_targets,
                 "List the SIMD targets this build and CPU offer, best first (for NEXTN_SIMD=NAME), and exit");

@@ -210,6 +210,18 @@ Command add_serve_command(CLI::App& root) {
                   "Structured output: JSON Schema levels entered at once, each $ref followed counting as one")
       ->capture_default_str()
       ->check(integer_in(4, 1000));  // each level is a few frames of the compiler's recursion
+  // Images come from clients too: bound each one and the request's count.
+  server::ImageRequestLimits& im = f.server.defaults.images;
+  app->add_option("--image-max-bytes", im.image.max_bytes, "Largest image file accepted (bytes, encoded)")
+      ->capture_default_str()
+      ->check(integer_in(1024, int64_t(1) << 30));
+  app->add_option("--max-images", im.max_images, "Images per request")->capture_default_str()->check(integer_in(0, 256));
+  app->add_flag("--allow-remote-images", im.remote.enabled,
+                "Fetch http(s) image URLs (off: only inline data: URLs). The server then opens connections clients "
+                "ask for, to any host it can reach: enable it only where that is wanted");
+  app->add_option("--remote-image-timeout", im.remote.timeout_s, "Seconds a remote image fetch may take in all")
+      ->capture_default_str()
+      ->check(finite_in(0.1, 600));
   return {app, [flags] { return run_serve(*flags); }};
 }
 

@@ -8,6 +8,7 @@
 // Cancellation (callback returning false, cancel(id)) takes effect within a step.
 #include "engine/engine.h"
 
+#include "engine/image_row_cache.h"
 #include "io/checkpoint.h"
 #include "model/mrope.h"
 
@@ -96,7 +97,7 @@ struct Active {
   uint64_t id = 0;
   GenerationRequest req;
   std::vector<int64_t> keys;                      // prompt_keys(req)
-  std::vector<std::vector<float>> image_rows;     // the tower's rows per image [rows, hidden]
+  std::vector<ImageRowCache::Rows> image_rows;    // the tower's rows per image [rows, hidden]
   std::vector<int32_t> positions;                 // image prompts: [prompt × 3] (t, h, w)
   int rope_delta = 0;
   std::unique_ptr<Sampler> sampler;
@@ -138,6 +139,7 @@ struct Engine::Impl {
   std::unique_ptr<Model> model;
   std::unique_ptr<Speculator> speculator;
   std::unique_ptr<vision::VisionEncoder> encoder;  // null: text only
+  ImageRowCache image_cache{size_t(256) << 20};    // the encoder's rows of recent pictures
   std::vector<Slot> slots;
 
   mutable std::mutex mu;
@@ -187,6 +189,9 @@ std::unique_ptr<vision::VisionEncoder> load_encoder(const EngineOptions& o, cons
   } else if (c.image_token_id >= 0) {
     encoder = vision::load_vision_encoder(Checkpoint::open(model.dir()), tokens, o.vision);
   }
+  if (encoder && encoder->placeholder().token < 0)
+    fail(ErrorKind::kBadInput, "{}: the language model has no image token (config.json image_token_id), so the {} "
+         "vision encoder cannot be used", model.dir(), encoder->name());
   if (encoder) log_info("vision encoder {} loaded: images in prompts are answered", encoder->name());
   return encoder;
 }
@@ -389,10 +394,20 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   if (!a->req.images.empty()) {  // the tower's rows, and M-RoPE positions where the model has them
     try {
       std::vector<ImageRows> places;
+      Stopwatch watch;
+      const size_t H = size_t(model->config().hidden_size);
       for (const PromptImage& im : a->req.images) {
-        a->image_rows.push_back(encoder->encode(im.image));
+        ImageRowCache::Rows rows = image_cache.find(im.hash, size_t(im.image.n_tokens()) * H);
+        a->timings.image_cached_n += rows ? 1 : 0;
+        if (!rows) {
+          rows = std::make_shared<const std::vector<float>>(encoder->encode(im.image));
+          image_cache.insert(im.hash, rows);
+        }
+        a->image_rows.push_back(std::move(rows));
         places.push_back({im.row, im.image.tokens_h, im.image.tokens_w});
       }
+      a->timings.image_n = int(a->req.images.size());
+      a->timings.image_ms = watch.seconds() * 1e3;
       if (!model->config().mrope_axes.empty())
         a->rope_delta = mrope_positions(int(a->req.prompt.size()), places, a->positions);
     } catch (const std::exception& e) {

@@ -97,6 +97,9 @@ struct Timings {
   std::string kv_type;
   double synthetic_accept = -1.0;     // stamped when synthetic acceptance was used
   std::string drafter;                // "mtp", "ngram", ... ("" when no drafting)
+  int image_n = 0;                    // pictures in the prompt
+  int image_cached_n = 0;             // of which the encoder's rows came from the engine's picture cache
+  double image_ms = 0;                // the vision encoder's time at admission (inside time to first token)
 };
 
 // One image of a prompt (docs/vision.md): as its processor left it, the prompt row of its

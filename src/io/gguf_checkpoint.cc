@@ -80,13 +80,17 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
     ckpt->generation_config_ = nlohmann::json::object();
   };
 
-  const GgufDialect* dialect = gguf_dialect(arch);
+  const GgufDialect* dialect = gguf_dialect(arch, kv);
   if (!dialect) {
     std::vector<std::string> names = gguf_dialect_archs();
     std::sort(names.begin(), names.end());
     std::string supported;
     for (const std::string& name : names) supported += (supported.empty() ? "" : ", ") + name;
-    fail(ErrorKind::kUnsupported, "{}: GGUF architecture '{}' is not supported (supported: {})", path, arch, supported);
+    std::string what = arch;
+    if (arch == "clip")
+      what += fmt::format(" (projector type '{}')", kv.value("clip.vision.projector_type",
+                                                               kv.value("clip.projector_type", std::string("none"))));
+    fail(ErrorKind::kUnsupported, "{}: GGUF architecture '{}' is not supported (supported: {})", path, what, supported);
   }
   std::map<std::string, const TensorView*> by_gguf_name;
   for (const auto& file : ckpt->gguf_files_)
@@ -96,6 +100,7 @@ std::unique_ptr<Checkpoint> Checkpoint::open_gguf(const std::string& path) {
       if (hf.empty()) continue;  // tensors the model never reads (config() may consume them)
       add(file->path(), t.name, dialect->read_tensor(t, hf, md, ckpt->owned_));
     }
+  for (TensorView& view : dialect->joined(by_gguf_name, md, ckpt->owned_)) add(path, view.name, std::move(view));
   for (const auto& file : ckpt->gguf_files_)
     for (const RawTensor& t : file->raw_tensors()) {
       const std::string hf = dialect->hf_name(t.name);

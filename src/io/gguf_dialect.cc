@@ -13,6 +13,7 @@ const GgufDialect& gguf_gemma4_dialect();            // io/gguf_gemma4.cc
 const GgufDialect& gguf_gemma4_assistant_dialect();  // io/gguf_gemma4_assistant.cc
 const GgufDialect& gguf_eagle3_dialect();            // io/gguf_eagle3.cc
 const GgufDialect& gguf_dflash_dialect();            // io/gguf_dflash.cc
+const GgufDialect& gguf_clip_qwen3vl_dialect();      // io/gguf_clip_qwen3vl.cc
 
 namespace {
 
@@ -21,7 +22,7 @@ const std::vector<const GgufDialect*>& dialects() {
       &gguf_llama_dialect(),   &gguf_qwen2_dialect(),     &gguf_qwen3_dialect(),
       &gguf_glm4moe_dialect(), &gguf_qwen35_dialect(),    &gguf_qwen35moe_dialect(),
       &gguf_gemma4_dialect(),  &gguf_gemma4_assistant_dialect(), &gguf_eagle3_dialect(),
-      &gguf_dflash_dialect()};
+      &gguf_dflash_dialect(),  &gguf_clip_qwen3vl_dialect()};
   return all;
 }
 
@@ -30,6 +31,13 @@ const std::vector<const GgufDialect*>& dialects() {
 const GgufDialect* gguf_dialect(const std::string& arch) {
   for (const GgufDialect* d : dialects())
     if (d->arch() == arch) return d;
+  return nullptr;
+}
+
+const GgufDialect* gguf_dialect(const std::string& arch, const nlohmann::json& kv) {
+  if (arch != "clip") return gguf_dialect(arch);
+  for (const char* key : {"clip.vision.projector_type", "clip.projector_type"})
+    if (kv.contains(key) && kv[key].is_string()) return gguf_dialect("clip:" + kv[key].get<std::string>());
   return nullptr;
 }
 

@@ -62,6 +62,15 @@ class GgufDialect {
     raw.name = hf;
     return raw;
   }
+  // Reading: tensors the converter split that the model reads whole (hf_name gives each
+  // part ""), built from the file's tensors by GGUF name; new buffers go to `owned`.
+  // Default: none.
+  virtual std::vector<TensorView> joined(const std::map<std::string, const TensorView*>& tensors,
+                                         const GgufMetadata& md,
+                                         std::vector<std::unique_ptr<uint8_t[]>>& owned) const {
+    (void)tensors, (void)md, (void)owned;
+    return {};
+  }
   // Reading: config.json from the metadata and the file's tensors (by GGUF name).
   virtual nlohmann::json config(const GgufMetadata& md, const std::map<std::string, const TensorView*>& tensors) const = 0;
   // Writing: the <arch>.* metadata keys for a Hugging Face config (text_config when nested).
@@ -72,8 +81,12 @@ class GgufDialect {
   virtual std::vector<GgufGeneratedTensor> generated(const nlohmann::json& config) const { return {}; }
 };
 
-// The dialect of general.architecture `arch`; nullptr when none is registered.
-const GgufDialect* gguf_dialect(const std::string& arch);
+// The dialect of a file whose general.architecture is `arch` and whose metadata is `kv`;
+// nullptr when none is registered. llama.cpp's vision projector files (mmproj-*.gguf) all
+// say "clip": their projector type picks the dialect, registered as "clip:<type>".
+const GgufDialect* gguf_dialect(const std::string& arch, const nlohmann::json& kv);
+// The dialect registered under `name` (an architecture, or "clip:<projector type>").
+const GgufDialect* gguf_dialect(const std::string& name);
 // The architectures with a dialect, for messages.
 std::vector<std::string> gguf_dialect_archs();
 // The dialect `nextn quantize` writes a Hugging Face architecture in; nullptr if none.

@@ -63,4 +63,25 @@ std::vector<bool> GgufMetadata::flags(const std::string& key, int64_t layers) co
   return out;
 }
 
+std::vector<double> GgufMetadata::numbers(const std::string& key) const {
+  const nlohmann::json& v = at(key);
+  std::vector<double> out;
+  if (v.is_array())
+    for (const nlohmann::json& e : v) {
+      if (!e.is_number()) break;
+      out.push_back(e.get<double>());
+    }
+  if (!v.is_array() || out.size() != v.size())
+    fail(ErrorKind::kBadInput, "{}: metadata key '{}.{}' must be an array of numbers", path_, arch_, key);
+  return out;
+}
+
+int64_t GgufMetadata::token_id(const std::string& text) const {
+  const auto tokens = kv_.find("tokenizer.ggml.tokens");
+  if (tokens == kv_.end() || !tokens->is_array()) return -1;
+  for (size_t i = 0; i < tokens->size(); ++i)
+    if ((*tokens)[i].is_string() && (*tokens)[i].get_ref<const std::string&>() == text) return int64_t(i);
+  return -1;
+}
+
 }  // namespace nextn

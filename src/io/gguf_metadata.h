@@ -28,6 +28,12 @@ class GgufMetadata {
   std::vector<int64_t> per_layer(const std::string& key, int64_t layers) const;
   // An array of exactly `layers` booleans.
   std::vector<bool> flags(const std::string& key, int64_t layers) const;
+  // An array of numbers (any length); kBadInput naming the key otherwise.
+  std::vector<double> numbers(const std::string& key) const;
+  // The id of the token whose text is `text` in tokenizer.ggml.tokens; -1 when the file
+  // has no vocabulary or no such token (the converter drops config.json's special ids, so
+  // a reader finds them by their text).
+  int64_t token_id(const std::string& text) const;
 
  private:
   const nlohmann::json& at(const std::string& key) const;

@@ -123,6 +123,21 @@ class Qwen35Dialect : public GgufDecoderDialect {
     c["full_attention_interval"] = md.integer("full_attention_interval");
     c["partial_rotary_factor"] = double(md.integer("rope.dimension_count")) / double(head_dim(c));
     c["attn_output_gate"] = true;
+    // M-RoPE: llama.cpp writes [t, h, w, 0] sections and rotates them interleaved, as
+    // Qwen3.5 does; text alone gives every axis one position, so it is plain RoPE then.
+    if (md.has("rope.dimension_sections")) {
+      const std::vector<int64_t> sec = md.per_layer("rope.dimension_sections", 4);
+      c["rope_parameters"] = {{"rope_type", "default"},
+                              {"rope_theta", c["rope_theta"]},
+                              {"mrope_section", {sec[0], sec[1], sec[2]}},
+                              {"mrope_interleaved", true}};
+    }
+    // The image prompt's tokens, which the converter keeps only as vocabulary (an image
+    // needs a vision projector GGUF beside this file: --mmproj).
+    for (const auto& [key, text] : {std::pair{"image_token_id", "<|image_pad|>"},
+                                    std::pair{"vision_start_token_id", "<|vision_start|>"},
+                                    std::pair{"vision_end_token_id", "<|vision_end|>"}})
+      if (const int64_t id = md.token_id(text); id >= 0) c[key] = id;
   }
 
  private:

@@ -30,7 +30,8 @@ bool starts_with_lower(const std::string& text, const char* prefix) {
 }
 
 // An image_url part ({"image_url": {"url": ...}}, or the Responses API's input_image
-// with a string "image_url"): the data: URL decoded and checked against the limits.
+// with a string "image_url"): the data: URL decoded — or the http(s) URL fetched, when
+// the server allows it — and checked against the limits.
 ImageInput parse_image_part(const json& part, const std::string& p, size_t message, size_t index,
                             const ImageRequestLimits& limits, std::vector<ImageInput>& images) {
   auto field = part.find("image_url");
@@ -49,20 +50,32 @@ ImageInput parse_image_part(const json& part, const std::string& p, size_t messa
   if (images.size() >= size_t(limits.max_images))
     bad_field(p, fmt::format("too many images: at most {} per request", limits.max_images));
   const std::string& text = url->get_ref<const std::string&>();
-  if (starts_with_lower(text, "http://") || starts_with_lower(text, "https://"))
-    throw ApiError(400, "invalid_request_error",
-                   fmt::format("{}: remote image URLs are not fetched by this server; send the image inline as a "
-                               "data: URL (data:image/png;base64,...)",
-                               where),
-                   where, "remote_image_url");
-  if (!vision::is_data_url(text))
-    bad_field(where, "expected a data: URL (data:image/png;base64,...)");
   ImageInput in;
   in.message = message;
   in.part = index;
+  const bool remote = starts_with_lower(text, "http://") || starts_with_lower(text, "https://");
+  if (remote && !limits.remote.enabled)
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("{}: remote image URLs are not fetched by this server (start it with "
+                               "--allow-remote-images); send the image inline as a data: URL "
+                               "(data:image/png;base64,...)",
+                               where),
+                   where, "remote_image_url");
+  if (!remote && !vision::is_data_url(text))
+    bad_field(where, "expected a data: URL (data:image/png;base64,...) or an http(s) URL");
   try {
-    vision::DataUrl data = vision::parse_data_url(text, limits.image.max_bytes);
-    in.image = vision::decode_image(data.bytes, data.media_type, limits.image);
+    if (remote) {
+      // The sender's Content-Type names the format when it is an image type; the magic
+      // number picks the decoder either way (vision/image.h decode_image).
+      FetchedImage got = fetch_remote_image(text, limits.image.max_bytes, limits.remote);
+      const std::string media = vision::format_of_media_type(got.media_type) != vision::ImageFormat::kUnknown
+                                    ? got.media_type
+                                    : vision::media_type_of(vision::sniff_image_format(got.bytes));
+      in.image = vision::decode_image(got.bytes, media, limits.image);
+    } else {
+      vision::DataUrl data = vision::parse_data_url(text, limits.image.max_bytes);
+      in.image = vision::decode_image(data.bytes, data.media_type, limits.image);
+    }
   } catch (const Error& e) {
     bad_field(where, fmt::format("image {} of the request: {}", images.size(), e.what()));
   }

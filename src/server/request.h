@@ -1,6 +1,7 @@
 // server/request.h — OpenAI request bodies turned into one checked ParsedRequest.
 // Covers /v1/chat/completions and /v1/completions: messages (string or content
-// parts: text, and image_url parts decoded here from data: URLs with vision/),
+// parts: text, and image_url parts decoded here from data: URLs — or fetched http(s)
+// URLs when the server allows it (image_fetch.h) — with vision/),
 // sampling fields, stop, seed, n, stream options, logprobs, tools,
 // chat_template_kwargs, structured output (response_format, json_schema, grammar:
 // structured_output.h) and nextn's extensions (speculative, num_draft_tokens,
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "server/image_fetch.h"
 #include "server/structured_output.h"
 #include "vision/image.h"
 
@@ -26,6 +28,7 @@ struct ImageRequestLimits {
   int max_images = 16;
   // All images together, decoded: 64 Mi pixels (192 MiB of RGB).
   int64_t max_total_pixels = int64_t(1) << 26;
+  RemoteImageOptions remote;  // http(s) image URLs: fetched only when enabled
 };
 
 // One image_url content part, decoded when the request is parsed (so a bad image is a

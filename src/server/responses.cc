@@ -49,6 +49,11 @@ json timings_json(const Timings& t) {
             {"predicted_per_token_ms", t.predicted_n > 0 ? round3(t.predicted_ms / t.predicted_n) : 0.0},
             {"predicted_per_second", round3(per_second(t.predicted_n, t.predicted_ms))}};
   if (!t.kv_type.empty()) j["kv_type"] = t.kv_type;
+  if (t.image_n > 0) {
+    j["image_n"] = t.image_n;
+    j["image_cached_n"] = t.image_cached_n;
+    j["image_ms"] = round3(t.image_ms);
+  }
   const SpeculativeCounters& c = t.speculative;
   if (c.draft_tokens > 0 || c.drafts > 0) {
     if (!t.drafter.empty()) j["drafter"] = t.drafter;

@@ -97,4 +97,17 @@ DataUrl parse_data_url(std::string_view url, size_t max_bytes) {
   return out;
 }
 
+std::string make_data_url(std::string_view media_type, std::string_view bytes) {
+  static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out = "data:" + std::string(media_type) + ";base64,";
+  out.reserve(out.size() + (bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t v = 0;
+    for (size_t k = 0; k < 3; ++k) v = v << 8 | (k < n ? uint8_t(bytes[i + k]) : 0u);
+    for (size_t k = 0; k < 4; ++k) out += k <= n ? kAlphabet[(v >> (18 - 6 * k)) & 63] : '=';
+  }
+  return out;
+}
+
 }  // namespace nextn::vision

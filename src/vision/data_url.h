@@ -25,4 +25,7 @@ DataUrl parse_data_url(std::string_view url, size_t max_bytes);
 // naming the offset of the first character outside the alphabet.
 std::string decode_base64(std::string_view text);
 
+// "data:<media_type>;base64,<bytes in standard base64, padded>" (what clients send).
+std::string make_data_url(std::string_view media_type, std::string_view bytes);
+
 }  // namespace nextn::vision

@@ -60,14 +60,18 @@ class VisionEncoder {
   virtual ProcessedImage process(const DecodedImage& image) const = 0;
   // The tower: [n_tokens, out_hidden] row-major.
   virtual std::vector<float> encode(const ProcessedImage& image) const = 0;
+  // Multiply-adds × 2 of encode(image)'s matrix products (weights and attention), so
+  // `nextn perf` can say what fraction of the machine's matmul rate the tower reaches.
+  virtual double matmul_flops(const ProcessedImage& image) const = 0;
 };
 
 // The vision encoder in `weights` (a vision-language checkpoint, or llama.cpp's mmproj
 // GGUF opened as a checkpoint), which it keeps open: nullptr when `weights` has no tower
 // a registered family reads. `lm_tokens`: the language model's image token ids (config.json
 // image_token_id and the begin/end-of-image ids; -1 where it has none) — the family
-// decides which of them the server writes. kBadInput / kUnsupported naming the problem
-// for a tower it recognises but cannot load.
+// decides which of them the server writes; without an image token the encoder still
+// loads (placeholder().token is -1) and the caller refuses to use it for prompts.
+// kBadInput / kUnsupported naming the problem for a tower it recognises but cannot load.
 std::unique_ptr<VisionEncoder> load_vision_encoder(std::unique_ptr<Checkpoint> weights, const ImagePlaceholder& lm_tokens,
                                                    const EncoderOptions& options);
 

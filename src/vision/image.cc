@@ -277,6 +277,49 @@ ImageFormat sniff_image_format(std::string_view b) {
   return ImageFormat::kUnknown;
 }
 
+std::string encode_png(const DecodedImage& image) {
+  if (image.width < 1 || image.height < 1 || image.rgb.size() != size_t(image.width) * size_t(image.height) * 3)
+    fail(ErrorKind::kBadInput, "encode_png: {}×{} does not match its {} bytes", image.width, image.height,
+         image.rgb.size());
+  png_image png{};
+  png.version = PNG_IMAGE_VERSION;
+  png.width = uint32_t(image.width);
+  png.height = uint32_t(image.height);
+  png.format = PNG_FORMAT_RGB;
+  png_alloc_size_t size = 0;
+  if (!png_image_write_to_memory(&png, nullptr, &size, 0, image.rgb.data(), 0, nullptr))
+    fail(ErrorKind::kResource, "PNG encoder: {}", png.message);
+  std::string out(size, '\0');
+  if (!png_image_write_to_memory(&png, out.data(), &size, 0, image.rgb.data(), 0, nullptr))
+    fail(ErrorKind::kResource, "PNG encoder: {}", png.message);
+  out.resize(size);
+  return out;
+}
+
+DecodedImage test_picture(int width, int height, uint32_t seed) {
+  if (width < 1 || height < 1) fail(ErrorKind::kBadInput, "test picture: {}×{} has no pixels", width, height);
+  DecodedImage img;
+  img.width = width;
+  img.height = height;
+  img.rgb.resize(size_t(width) * size_t(height) * 3);
+  uint32_t state = seed * 2654435761u + 1;
+  auto noise = [&]() {  // xorshift32: a little texture
+    state ^= state << 13, state ^= state >> 17, state ^= state << 5;
+    return int(state & 15) - 8;
+  };
+  const double cx = width * (0.3 + 0.4 * ((seed >> 3) % 7) / 7.0), cy = height * 0.45, r = std::min(width, height) / 3.0;
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x) {
+      const bool disc = (x - cx) * (x - cx) + (y - cy) * (y - cy) < r * r;
+      const bool stripe = ((x + 2 * y) / 24) % 5 == 0;
+      const int base[3] = {disc ? 220 : 40 + 150 * x / width, disc ? 90 : 60 + 120 * y / height,
+                           stripe ? 230 : 110 + int(seed % 80)};
+      uint8_t* p = img.rgb.data() + (size_t(y) * size_t(width) + size_t(x)) * 3;
+      for (int ch = 0; ch < 3; ++ch) p[ch] = uint8_t(std::clamp(base[ch] + noise(), 0, 255));
+    }
+  return img;
+}
+
 const char* media_type_of(ImageFormat format) {
   switch (format) {
     case ImageFormat::kPng: return "image/png";

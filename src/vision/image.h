@@ -56,6 +56,14 @@ ImageFormat format_of_media_type(std::string_view media_type);
 // were trained with do (PIL alpha_composite over an opaque white canvas).
 DecodedImage decode_image(std::string_view bytes, std::string_view media_type, const ImageLimits& limits);
 
+// `image` as PNG bytes (libpng), for tools that send pictures (`nextn bench`).
+std::string encode_png(const DecodedImage& image);
+
+// A width × height picture with a photo's kind of content — smooth shading, edges and
+// fine texture — made from `seed`: what benchmarks feed the encoders, so no image file
+// has to ship. PNG compresses it to a few bytes per pixel, as it would a screenshot.
+DecodedImage test_picture(int width, int height, uint32_t seed);
+
 // The limit checks on a header's dimensions (also used by the decoders above).
 void check_image_dimensions(int64_t width, int64_t height, const char* format, const ImageLimits& limits);
 

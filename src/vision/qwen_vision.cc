@@ -267,6 +267,15 @@ std::vector<float> QwenVisionTower::forward(const ProcessedImage& px) const {
   return out;
 }
 
+double QwenVisionTower::matmul_flops(int64_t patches) const {
+  const QwenVisionConfig& c = config_;
+  const double P = double(patches), D = c.hidden, I = c.intermediate, m2 = double(c.merge_size) * c.merge_size;
+  const double embed = P * double(patch_embed_.w.cols) * D;
+  const double layer = P * D * 3 * D + P * D * D + 2 * P * D * I + 2 * P * P * D;  // qkv, proj, MLP, q·kᵀ and ·v
+  const double merger = (P / m2) * (m2 * D) * (m2 * D + c.out_hidden);
+  return 2 * (embed + c.depth * layer + merger);
+}
+
 namespace {
 
 class QwenEncoder final : public VisionEncoder {
@@ -280,6 +289,7 @@ class QwenEncoder final : public VisionEncoder {
   int out_hidden() const override { return tower_->config().out_hidden; }
   ProcessedImage process(const DecodedImage& image) const override { return qwen_process(image, processor_); }
   std::vector<float> encode(const ProcessedImage& image) const override { return tower_->forward(image); }
+  double matmul_flops(const ProcessedImage& image) const override { return tower_->matmul_flops(image.rows); }
 
  private:
   std::unique_ptr<Checkpoint> weights_;  // backs the tower's weights
@@ -292,8 +302,6 @@ class QwenEncoder final : public VisionEncoder {
 
 std::unique_ptr<VisionEncoder> load_qwen_encoder(std::unique_ptr<Checkpoint> weights,
                                                  const ImagePlaceholder& lm_tokens, const EncoderOptions& options) {
-  if (lm_tokens.token < 0)
-    fail(ErrorKind::kBadInput, "{}: the language model has no image_token_id (<|image_pad|>)", weights->dir());
   auto tower = QwenVisionTower::load(*weights);
   QwenProcessorConfig processor;
   const std::filesystem::path pre = std::filesystem::path(weights->dir()) / "preprocessor_config.json";

@@ -57,6 +57,8 @@ class QwenVisionTower {
 
   // One image's pixel_values → [rows / merge², out_hidden] row-major.
   std::vector<float> forward(const ProcessedImage& pixels) const;
+  // 2 × the multiply-adds of forward()'s matrix products for `patches` patches.
+  double matmul_flops(int64_t patches) const;
 
  private:
   struct Linear {

@@ -6,21 +6,27 @@ a real-layout tower, the three vision specials, a template that renders image it
 - 200 with an answer; two runs give the same text and logprobs; `usage.prompt_tokens` counts
   the image's 64 placeholder rows (a small image is resized up to 256×256 px: 8×8 merged).
 - A second turn about the same image reuses the first turn's prefix (`timings.cache_n` > 0)
-  and scores its tokens as a fresh server does (logprobs within 1e-4).
+  and scores its tokens as a fresh server does (logprobs within 1e-4); a picture sent again
+  is not encoded again (`timings.image_cached_n`).
 - The same second turn with a different picture never reuses a prefix past the text before
   the image, and scores as a fresh server does.
-- Greedy with --mtp equals plain greedy with the image in context."""
+- Greedy with --mtp equals plain greedy with the image in context.
+- llama.cpp's split files: the checkpoint as a text GGUF (`nextn quantize`) served with
+  `--mmproj` (its tower in the converter's projector layout, F16) answers the same request
+  with the same image token count, and greedy with --mtp equals plain there too."""
 import base64
 import os
+import subprocess
 import sys
 import unittest
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serverlib import Server, checkpoint  # noqa: E402
+from serverlib import BIN, Server, checkpoint  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
 from png_image import png_bytes  # noqa: E402
+from test_mmproj_gguf import mmproj_gguf  # noqa: E402
 
 
 def image_part(seed):
@@ -79,6 +85,10 @@ class ImageAnswerTest(unittest.TestCase):
         # 40×30 px → smart_resize 320×224 → 20×14 patches → 10×7 = 70 rows, plus
         # <|vision_start|> and <|vision_end|>.
         self.assertEqual(r1["usage"]["prompt_tokens"], self.text_only["usage"]["prompt_tokens"] + 72)
+        # The second request's picture comes from the engine's picture cache: not encoded again.
+        self.assertEqual((r1["timings"]["image_n"], r1["timings"]["image_cached_n"]), (1, 0), r1["timings"])
+        self.assertEqual((r2["timings"]["image_n"], r2["timings"]["image_cached_n"]), (1, 1), r2["timings"])
+        self.assertNotIn("image_n", self.text_only["timings"])
 
     def test_second_turn_reuses_prefix_with_same_scores(self):
         st, r = self.second
@@ -98,6 +108,7 @@ class ImageAnswerTest(unittest.TestCase):
         # Only text before the image could be shared (the text-only prompt is 32 tokens with
         # its generation prompt); the image's rows never are, so the scores are a fresh run's.
         self.assertLess(r["timings"]["cache_n"], 28, r["timings"])
+        self.assertEqual(r["timings"]["image_cached_n"], 0, r["timings"])  # a new picture is encoded
         self.assertEqual(r["choices"][0]["message"]["content"], fresh["choices"][0]["message"]["content"])
         np.testing.assert_allclose(logprobs(r), logprobs(fresh), atol=1e-4)
         self.assertNotEqual(logprobs(r), logprobs(self.second[1]))
@@ -109,6 +120,25 @@ class ImageAnswerTest(unittest.TestCase):
         with Server("--ctx-size", "1024", model=model()) as s:
             st, plain = s.post("/v1/chat/completions", body(first_turn(), max_tokens=16))
         self.assertEqual(r["choices"][0]["message"]["content"], plain["choices"][0]["message"]["content"])
+
+    def test_text_gguf_with_mmproj(self):
+        base = model()
+        text, mmproj = base + "-text-q8_0.gguf", base + "-mmproj-f16.gguf"
+        if not os.path.exists(text):
+            subprocess.run([BIN, "quantize", base, "--type", "q8_0", "--out", text + ".part.gguf",
+                            "--no-progress"], check=True, capture_output=True)
+            os.replace(text + ".part.gguf", text)
+        if not os.path.exists(mmproj):
+            os.replace(mmproj_gguf(base, mmproj + ".part.gguf", dtype="F16"), mmproj)
+        answers = {}
+        for flags in ((), ("--mtp", "--num-mtp-tokens", "3")):
+            with Server("--ctx-size", "1024", "--mmproj", mmproj, *flags, model=text) as s:
+                st, r = s.post("/v1/chat/completions", body(first_turn(), max_tokens=16))
+                self.assertEqual(st, 200, r)
+                answers[flags] = r["choices"][0]["message"]["content"]
+                self.assertEqual(r["usage"]["prompt_tokens"], self.runs[0][1]["usage"]["prompt_tokens"])
+        self.assertTrue(answers[()])
+        self.assertEqual(answers[()], answers[("--mtp", "--num-mtp-tokens", "3")])
 
 
 if __name__ == "__main__":
