@@ -53,6 +53,7 @@ class ImageAnswerTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         with Server("--ctx-size", "1024", model=model()) as s:
+            cls.models = s.get("/v1/models")
             cls.runs = [s.post("/v1/chat/completions", body(first_turn())) for _ in range(2)]
             st, text_only = s.post("/v1/chat/completions",
                                    body([{"role": "user", "content": "What is in this picture?"}]))
@@ -79,6 +80,11 @@ class ImageAnswerTest(unittest.TestCase):
         # 40×30 px → smart_resize 320×224 → 20×14 patches → 10×7 = 70 rows, plus
         # <|vision_start|> and <|vision_end|>.
         self.assertEqual(r1["usage"]["prompt_tokens"], self.text_only["usage"]["prompt_tokens"] + 72)
+
+    def test_models_says_vision(self):
+        st, models = self.models
+        self.assertEqual(st, 200, models)
+        self.assertIs(models["data"][0]["meta"]["vision"], True)
 
     def test_second_turn_reuses_prefix_with_same_scores(self):
         st, r = self.second
