@@ -1,8 +1,9 @@
 // web/app.js — the chat page: conversations (kept in localStorage), streaming answers
 // from /v1/chat/completions with nextn's token provenance, rendered as markdown with
 // each character tinted by how its token came, and the speculation panel (this answer
-// from the stream, the server from /metrics). DOM is built with createElement and
-// textContent only: model output never becomes HTML.
+// from the stream, the server from /metrics). Images (attached, pasted or dropped) go
+// out as image_url parts with data: URLs when the model takes them. DOM is built with
+// createElement and textContent only: model output never becomes HTML.
 import { parseMarkdown, textOf } from "./markdown.js";
 import { parsePrometheus, serverSummary, formatBytes, formatDepths } from "./metrics.js";
 import { SseParser, Provenance, splitByRuns } from "./stream.js";
@@ -36,6 +37,8 @@ let currentId = load(STORE.current, null);
 // The DOM view of each shown message (kept out of the stored objects).
 const views = new WeakMap();
 let streaming = null;  // {controller, conv, msg, view, provenance, startedAt, firstTokenAt}
+let model = { id: "", vision: false };  // from /v1/models; no attachments until it says so
+let pending = [];  // images for the next message: [{name, url (data:)}]
 
 function current() {
   return conversations.find((c) => c.id === currentId) || null;
@@ -175,7 +178,10 @@ function messageView(msg) {
   const copy = elem("button", { type: "button", text: "Copy", "aria-label": "Copy message" });
   copy.addEventListener("click", () => copyText(msg.content || "", copy));
   const role = elem("div", { class: "role" }, [elem("span", { text: msg.role === "user" ? "You" : "Assistant" }), note, elem("span", { class: "spacer" }), copy]);
-  const root = elem("div", { class: "msg " + msg.role }, [role, think, body, tools]);
+  // A user message's images never change: built once.
+  const images = elem("div", { class: "images" }, (msg.images || []).map(imageThumb));
+  images.hidden = !(msg.images && msg.images.length);
+  const root = elem("div", { class: "msg " + msg.role }, [role, think, body, images, tools]);
   const view = {
     root,
     update() {
@@ -195,6 +201,7 @@ function messageView(msg) {
       tools.replaceChildren(...(msg.tool_calls || []).map(toolCallView));
       const notes = [];
       if (msg.stopped) notes.push("stopped");
+      if (msg.refused) notes.push("refused by the server: left out of later turns");
       if (msg.stats && msg.stats.tokensPerSecond) notes.push(`${msg.stats.tokens} tokens · ${msg.stats.tokensPerSecond.toFixed(1)} tok/s`);
       note.textContent = notes.join(" · ");
       if (msg.error) body.append(elem("p", { class: "error", text: msg.error }));
@@ -202,6 +209,18 @@ function messageView(msg) {
   };
   view.update();
   return view;
+}
+
+// A conversation image: a thumbnail that opens the picture at full size.
+function imageThumb(img) {
+  const name = img.name || "image";
+  return elem("button", { type: "button", class: "thumb", title: name, "aria-label": "View " + name,
+                          onclick: () => showImage(img.url) }, [elem("img", { src: img.url, alt: name })]);
+}
+
+function showImage(url) {
+  $("image-large").src = url;
+  $("image-dialog").showModal();
 }
 
 function renderConversation() {
@@ -311,8 +330,11 @@ function requestBody(conv) {
   if (settings.system.trim()) messages.push({ role: "system", content: settings.system });
   for (const m of conv.messages) {
     if (m === streaming?.msg) continue;
+    // A message the server refused (a bad image, too large) would be refused again in
+    // every later turn: the model never saw it, so it is not resent.
+    if (m.refused) continue;
     if (m.role === "assistant" && !m.content && !(m.tool_calls && m.tool_calls.length)) continue;
-    const out = { role: m.role, content: m.content || "" };
+    const out = { role: m.role, content: m.images && m.images.length ? contentParts(m) : m.content || "" };
     if (m.tool_calls && m.tool_calls.length) out.tool_calls = m.tool_calls;
     messages.push(out);
   }
@@ -324,6 +346,13 @@ function requestBody(conv) {
   if (!settings.speculative) body.speculative = false;
   else if (number(settings.num_draft_tokens) !== undefined) body.num_draft_tokens = number(settings.num_draft_tokens);
   return body;
+}
+
+// A user message with images as OpenAI content parts: its text, then one image_url part per
+// image. Images stay in the history, so every later turn sends them again.
+function contentParts(m) {
+  const parts = m.content ? [{ type: "text", text: m.content }] : [];
+  return parts.concat(m.images.map((img) => ({ type: "image_url", image_url: { url: img.url } })));
 }
 
 function setStreamingUi(on) {
@@ -389,11 +418,12 @@ function handleChunk(data) {
   scheduleUpdate();
 }
 
-async function send(text) {
-  if (streaming || !text.trim()) return;
+async function send(text, images = []) {
+  if (streaming || (!text.trim() && !images.length)) return;
   const conv = current() || newConversation();
-  if (!conv.messages.length) conv.title = text.trim().replace(/\s+/g, " ").slice(0, 48);
-  conv.messages.push({ role: "user", content: text });
+  if (!conv.messages.length) conv.title = text.trim().replace(/\s+/g, " ").slice(0, 48) || "Image";
+  const user = images.length ? { role: "user", content: text, images } : { role: "user", content: text };
+  conv.messages.push(user);
   const msg = { role: "assistant", content: "" };
   conv.messages.push(msg);
   persist();
@@ -410,6 +440,7 @@ async function send(text) {
     });
     if (!res.ok) {
       msg.error = await errorText(res);
+      user.refused = true;
     } else {
       const parser = new SseParser(handleChunk);
       const reader = res.body.getReader();
@@ -430,12 +461,104 @@ async function send(text) {
   setStreamingUi(false);
   persist();
   views.get(msg)?.update();
+  if (user.refused) views.get(user)?.update();
   renderAnswerStats(msg.stats);
   refreshServerStats();
 }
 
 function stop() {
   if (streaming) streaming.controller.abort();
+}
+
+// ---------- images ----------
+
+// The formats the server decodes (src/vision/image.cc); anything else is refused here.
+const IMAGE_TYPES = ["image/png", "image/jpeg", "image/webp", "image/gif"];
+
+function attachNote(text) {
+  $("attach-note").textContent = text;
+  $("attach-note").hidden = !text;
+}
+
+function readAsDataUrl(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+// Files from the picker, a paste or a drop become pending images (data: URLs, read here
+// so that the conversation can keep and resend them).
+async function attachFiles(files) {
+  files = [...files];
+  if (!files.length) return;
+  if (!model.vision) {
+    attachNote(`${model.id || "This model"} does not take images (it has no vision encoder).`);
+    return;
+  }
+  const refused = [];
+  for (const file of files) {
+    if (!IMAGE_TYPES.includes(file.type)) {
+      refused.push(`${file.name || "pasted item"}: not a PNG, JPEG, WebP or GIF image`);
+      continue;
+    }
+    try {
+      pending.push({ name: file.name, url: await readAsDataUrl(file) });
+    } catch (e) {
+      refused.push(`${file.name}: ${e.message}`);
+    }
+  }
+  attachNote(refused.length ? "Not attached: " + refused.join("; ") : "");
+  renderAttachments();
+}
+
+function renderAttachments() {
+  const box = $("attachments");
+  box.replaceChildren(...pending.map((img) => {
+    const name = img.name || "image";
+    const remove = elem("button", { type: "button", class: "remove", text: "✕", "aria-label": "Remove " + name });
+    remove.addEventListener("click", () => {
+      pending = pending.filter((p) => p !== img);
+      renderAttachments();
+      $("prompt").focus();
+    });
+    return elem("span", { class: "thumb", title: name }, [elem("img", { src: img.url, alt: name }), remove]);
+  }));
+  box.hidden = !pending.length;
+}
+
+function initAttachments() {
+  $("attach").addEventListener("click", () => $("file-input").click());
+  $("file-input").addEventListener("change", () => {
+    attachFiles($("file-input").files);
+    $("file-input").value = "";  // choosing the same file again is a change too
+  });
+  $("prompt").addEventListener("paste", (e) => {
+    const files = e.clipboardData ? e.clipboardData.files : [];
+    if (!files.length) return;  // text: pasted as usual
+    // A copied image often comes with its HTML or URL too: the image is what is meant.
+    e.preventDefault();
+    attachFiles(files);
+  });
+  // Files dropped anywhere on the page are attached (and never open in its place).
+  const hasFiles = (e) => e.dataTransfer && [...e.dataTransfer.types].includes("Files");
+  document.addEventListener("dragover", (e) => {
+    if (!hasFiles(e)) return;
+    e.preventDefault();
+    document.body.classList.add("dropping");
+  });
+  document.addEventListener("dragleave", (e) => {
+    if (!e.relatedTarget) document.body.classList.remove("dropping");
+  });
+  document.addEventListener("drop", (e) => {
+    document.body.classList.remove("dropping");
+    if (!hasFiles(e)) return;
+    e.preventDefault();
+    attachFiles(e.dataTransfer.files);
+  });
+  $("image-dialog").addEventListener("click", () => $("image-dialog").close());
 }
 
 // ---------- settings ----------
@@ -476,7 +599,11 @@ async function showModel() {
     if (!res.ok) return;
     const j = await res.json();
     const m = j.data && j.data[0];
-    if (m) $("model-name").textContent = m.id + (m.max_model_len ? ` · ${m.max_model_len} ctx` : "");
+    if (!m) return;
+    $("model-name").textContent = m.id + (m.max_model_len ? ` · ${m.max_model_len} ctx` : "");
+    model = { id: m.id, vision: Boolean(m.meta && m.meta.vision) };
+    $("attach").disabled = !model.vision;
+    if (!model.vision) $("attach").title = `${m.id} does not take images (no vision encoder)`;
   } catch { /* shown on the first send */ }
 }
 
@@ -493,9 +620,13 @@ function init() {
   $("composer").addEventListener("submit", (e) => {
     e.preventDefault();
     const text = $("prompt").value;
-    if (!text.trim() || streaming) return;
+    if ((!text.trim() && !pending.length) || streaming) return;
+    const images = pending;
+    pending = [];
+    renderAttachments();
+    attachNote("");
     $("prompt").value = "";
-    send(text);
+    send(text, images);
   });
   $("prompt").addEventListener("keydown", (e) => {
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
@@ -533,6 +664,7 @@ function init() {
     save(STORE.settings, settings);
     for (const m of current()?.messages || []) views.get(m)?.update();
   });
+  initAttachments();
   renderConversation();
   checkKeyNeeded().then(showModel);
   refreshServerStats();

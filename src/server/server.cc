@@ -337,7 +337,9 @@ void HttpServer::handle_models(httplib::Response& res) {
                   {"n_ctx_train", m.n_ctx_train},
                   {"size", m.weight_bytes},
                   {"kv_type", m.kv_type},
-                  {"speculative", m.speculative}}}};
+                  {"speculative", m.speculative},
+                  // Whether image_url parts are taken (the chat page offers attachments only then).
+                  {"vision", m.vision_encoder}}}};
   send_json(res, 200, {{"object", "list"}, {"data", json::array({entry})}});
 }
 

@@ -59,6 +59,7 @@ class ImageAnswerTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         with Server("--ctx-size", "1024", model=model()) as s:
+            cls.models = s.get("/v1/models")
             cls.runs = [s.post("/v1/chat/completions", body(first_turn())) for _ in range(2)]
             st, text_only = s.post("/v1/chat/completions",
                                    body([{"role": "user", "content": "What is in this picture?"}]))
@@ -89,6 +90,11 @@ class ImageAnswerTest(unittest.TestCase):
         self.assertEqual((r1["timings"]["image_n"], r1["timings"]["image_cached_n"]), (1, 0), r1["timings"])
         self.assertEqual((r2["timings"]["image_n"], r2["timings"]["image_cached_n"]), (1, 1), r2["timings"])
         self.assertNotIn("image_n", self.text_only["timings"])
+
+    def test_models_says_vision(self):
+        st, models = self.models
+        self.assertEqual(st, 200, models)
+        self.assertIs(models["data"][0]["meta"]["vision"], True)
 
     def test_second_turn_reuses_prefix_with_same_scores(self):
         st, r = self.second

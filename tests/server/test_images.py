@@ -87,6 +87,9 @@ def main():
         st, before = s.post("/v1/chat/completions", TEXT)
         check(st == 200, f"text request before: {st} {before}")
         model_id, model_dir = s.ready.get("model", ""), s.model_dir
+        # /v1/models says the model takes no images (the chat page hides its attach control).
+        st, models = s.get("/v1/models")
+        check(st == 200 and models["data"][0]["meta"]["vision"] is False, (st, models))
 
         # Every format decodes: the refusal is then about the model, naming it and the checkpoint.
         for name, u in good.items():
