@@ -137,7 +137,7 @@ nlohmann::json make_prompt_messages(const std::string& kind, int context_tokens,
   if (const auto size = image_kind_size(kind)) {
     // One question about a generated picture (vision/image.h test_picture), sent as
     // PNG in a data: URL, as chat clients send pictures; its size is the kind's.
-    const std::string png = vision::encode_png(vision::test_picture(size->first, size->second, 7));
+    const std::string png = vision::encode_png_rgb(vision::test_picture(size->first, size->second, 7));
     return json::array({{{"role", "user"},
                          {"content", json::array({{{"type", "text"}, {"text", "Describe this picture in detail."}},
                                                   {{"type", "image_url"},

@@ -474,7 +474,7 @@ StepSequence Engine::Impl::collect(Slot& slot) {
     for (size_t i = 0; i < a.req.images.size(); ++i) {  // the part of each image inside the chunk
       const PromptImage& im = a.req.images[i];
       const int lo = std::max(im.row, a.prefilled), hi = std::min(im.row + int(im.image.n_tokens()), a.prefilled + n);
-      if (lo < hi) q.embeddings.push_back({lo - a.prefilled, hi - lo, a.image_rows[i].data() + size_t(lo - im.row) * H});
+      if (lo < hi) q.embeddings.push_back({lo - a.prefilled, hi - lo, a.image_rows[i]->data() + size_t(lo - im.row) * H});
     }
   } else {
     q.position_offset = a.rope_delta;

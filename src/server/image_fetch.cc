@@ -97,7 +97,11 @@ FetchedImage fetch_remote_image(const std::string& url, size_t max_bytes, const 
       }
       continue;
     }
-    if (status == 0 || (!result && status != 200))
+    // A read or connection that outlasted the time left is the time limit, whatever the
+    // library calls it.
+    if (!result && Clock::now() + std::chrono::milliseconds(50) >= deadline)
+      fail(ErrorKind::kBadInput, "fetching {}: no answer within {} s", url.substr(0, 200), options.timeout_s);
+    if (status == 0)  // no answer at all: the connection's own error
       fail(ErrorKind::kBadInput, "fetching {}: {}", url.substr(0, 200), httplib::to_string(result.error()));
     if (status != 200) fail(ErrorKind::kBadInput, "fetching {}: the host answered HTTP {}", url.substr(0, 200), status);
     if (!result) fail(ErrorKind::kBadInput, "fetching {}: {}", url.substr(0, 200), httplib::to_string(result.error()));

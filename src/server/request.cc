@@ -68,9 +68,14 @@ ImageInput parse_image_part(const json& part, const std::string& p, size_t messa
       // The sender's Content-Type names the format when it is an image type; the magic
       // number picks the decoder either way (vision/image.h decode_image).
       FetchedImage got = fetch_remote_image(text, limits.image.max_bytes, limits.remote);
-      const std::string media = vision::format_of_media_type(got.media_type) != vision::ImageFormat::kUnknown
-                                    ? got.media_type
-                                    : vision::media_type_of(vision::sniff_image_format(got.bytes));
+      std::string media = got.media_type;
+      if (vision::format_of_media_type(media) == vision::ImageFormat::kUnknown) {
+        const vision::ImageFormat sniffed = vision::sniff_image_format(got.bytes);
+        if (sniffed == vision::ImageFormat::kUnknown)
+          fail(ErrorKind::kBadInput, "the host sent '{}', not a PNG, JPEG, WebP or GIF image",
+               got.media_type.empty() ? "no Content-Type" : got.media_type.substr(0, 64));
+        media = vision::media_type_of(sniffed);
+      }
       in.image = vision::decode_image(got.bytes, media, limits.image);
     } else {
       vision::DataUrl data = vision::parse_data_url(text, limits.image.max_bytes);

@@ -339,7 +339,7 @@ void HttpServer::handle_models(httplib::Response& res) {
                   {"kv_type", m.kv_type},
                   {"speculative", m.speculative},
                   // Whether image_url parts are taken (the chat page offers attachments only then).
-                  {"vision", m.vision_encoder}}}};
+                  {"vision", m.vision != nullptr}}}};
   send_json(res, 200, {{"object", "list"}, {"data", json::array({entry})}});
 }
 

@@ -277,9 +277,9 @@ ImageFormat sniff_image_format(std::string_view b) {
   return ImageFormat::kUnknown;
 }
 
-std::string encode_png(const DecodedImage& image) {
+std::string encode_png_rgb(const DecodedImage& image) {
   if (image.width < 1 || image.height < 1 || image.rgb.size() != size_t(image.width) * size_t(image.height) * 3)
-    fail(ErrorKind::kBadInput, "encode_png: {}×{} does not match its {} bytes", image.width, image.height,
+    fail(ErrorKind::kBadInput, "PNG encoder: {}×{} does not match its {} bytes", image.width, image.height,
          image.rgb.size());
   png_image png{};
   png.version = PNG_IMAGE_VERSION;

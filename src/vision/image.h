@@ -57,7 +57,7 @@ ImageFormat format_of_media_type(std::string_view media_type);
 DecodedImage decode_image(std::string_view bytes, std::string_view media_type, const ImageLimits& limits);
 
 // `image` as PNG bytes (libpng), for tools that send pictures (`nextn bench`).
-std::string encode_png(const DecodedImage& image);
+std::string encode_png_rgb(const DecodedImage& image);
 
 // A width × height picture with a photo's kind of content — smooth shading, edges and
 // fine texture — made from `seed`: what benchmarks feed the encoders, so no image file

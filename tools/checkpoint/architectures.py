@@ -58,11 +58,13 @@ PRESETS = {
     "qwen3.5-0.8b": dict(hidden=1024, layers=24, heads=8, kv_heads=2, head_dim=256, inter=3584,
                          vocab=248320, tied=True, rope_theta=10000000.0, eps=1e-6,
                          rope_scaling=None, max_pos=262144, linear_k_heads=16, linear_v_heads=16,
-                         linear_k_dim=128, linear_v_dim=128, conv_kernel=4, full_interval=4),
+                         linear_k_dim=128, linear_v_dim=128, conv_kernel=4, full_interval=4,
+                         vision=dict(depth=12, hidden_size=768, num_heads=12, intermediate_size=3072)),
     "qwen3.5-2b": dict(hidden=2048, layers=24, heads=8, kv_heads=2, head_dim=256, inter=6144,
                        vocab=248320, tied=True, rope_theta=10000000.0, eps=1e-6,
                        rope_scaling=None, max_pos=262144, linear_k_heads=16, linear_v_heads=16,
-                       linear_k_dim=128, linear_v_dim=128, conv_kernel=4, full_interval=4),
+                       linear_k_dim=128, linear_v_dim=128, conv_kernel=4, full_interval=4,
+                       vision=dict(depth=24, hidden_size=1024, num_heads=16, intermediate_size=4096)),
     # Qwen3.6-35B-A3B's widths, experts and top-k, but 2 layers (1 GDN + 1 full attention)
     # and a smaller vocabulary so it fits this machine: every MoE matrix has its real
     # shape (256 experts of 512 x 2048, top 8, shared expert 512); the MTP layer is routed too.
@@ -325,18 +327,26 @@ def qwen35_config(s, mtp_layers, dtype_name, specials, vision_language=False):
 # A tiny Qwen3.5 vision tower (Qwen3-VL's ViT without DeepStack): the real tensor names and
 # layouts, 16-pixel patches (so the processor's pixel_values fit as they are), a 4×4
 # position table (so any real grid interpolates), 2 heads of 16 (4 RoPE frequencies per axis).
+# The tiny tower of the tests; a preset's "vision" entry gives the released sizes (the
+# 0.8B and 2B towers, with their real 48×48 position table) for measurements.
 QWEN35_VISION = {"depth": 2, "hidden_size": 32, "num_heads": 2, "intermediate_size": 64, "patch_size": 16,
                  "temporal_patch_size": 2, "spatial_merge_size": 2, "num_position_embeddings": 16,
                  "in_channels": 3}
 
 
+def qwen35_vision_shape(s):
+    if "vision" not in s:
+        return QWEN35_VISION
+    return dict(QWEN35_VISION, num_position_embeddings=2304, **s["vision"])
+
+
 def qwen35_vision_config(s):
-    return dict(QWEN35_VISION, model_type="qwen3_5_vision", hidden_act="gelu_pytorch_tanh",
+    return dict(qwen35_vision_shape(s), model_type="qwen3_5_vision", hidden_act="gelu_pytorch_tanh",
                 out_hidden_size=s["hidden"], deepstack_visual_indexes=[])
 
 
 def qwen35_vision_tensors(s, prefix="model.visual."):
-    v = QWEN35_VISION
+    v = qwen35_vision_shape(s)
     D, I, p, t = v["hidden_size"], v["intermediate_size"], v["patch_size"], v["temporal_patch_size"]
     fan_in = 3 * t * p * p
     out = [(prefix + "patch_embed.proj.weight", (D, 3, t, p, p), Init(2.0 / math.sqrt(fan_in))),
