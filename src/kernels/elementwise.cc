@@ -76,8 +76,10 @@ void swiglu_range(const float* gate, const float* up, int64_t begin, int64_t end
   }
 }
 
-// out[i] = gelu_tanh(gate[i]) · up[i], gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) (g + 0.044715 g³))).
-// The tanh argument is clamped to ±10, where tanh is 1 in float32, so huge gates give g·up.
+// out[i] = gelu_tanh(gate[i]) · up[i] (kGated; else out[i] = gelu_tanh(gate[i])),
+// gelu_tanh(g) = g/2 · (1 + tanh(√(2/π) (g + 0.044715 g³))). The tanh argument is clamped
+// to ±10, where tanh is 1 in float32, so huge gates give g·up.
+template <bool kGated>
 void geglu_range(const float* gate, const float* up, int64_t begin, int64_t end, float* out) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
@@ -90,12 +92,12 @@ void geglu_range(const float* gate, const float* up, int64_t begin, int64_t end,
     const VF inner = hn::Mul(c, hn::MulAdd(hn::Mul(cubic, g), hn::Mul(g, g), g));
     const VF t = hn::Tanh(df, hn::Min(hn::Max(inner, lo), hi));
     const VF gelu = hn::Mul(hn::Mul(half, g), hn::Add(one, t));
-    hn::StoreU(hn::Mul(gelu, hn::LoadU(df, up + i)), df, out + i);
+    hn::StoreU(kGated ? hn::Mul(gelu, hn::LoadU(df, up + i)) : gelu, df, out + i);
   }
   for (; i < end; ++i) {
     const float g = gate[i];
     const float inner = std::clamp(kC * (g + kCubic * g * g * g), -kLimit, kLimit);
-    out[i] = 0.5f * g * (1.0f + std::tanh(inner)) * up[i];
+    out[i] = 0.5f * g * (1.0f + std::tanh(inner)) * (kGated ? up[i] : 1.0f);
   }
 }
 
@@ -143,7 +145,11 @@ void SwigluImpl(const float* gate, const float* up, int64_t n, float* out) {
 }
 
 void GegluImpl(const float* gate, const float* up, int64_t n, float* out) {
-  in_pieces(n, [&](int64_t begin, int64_t end) { geglu_range(gate, up, begin, end, out); });
+  in_pieces(n, [&](int64_t begin, int64_t end) { geglu_range<true>(gate, up, begin, end, out); });
+}
+
+void GeluTanhImpl(float* x, int64_t n) {
+  in_pieces(n, [&](int64_t begin, int64_t end) { geglu_range<false>(x, nullptr, begin, end, x); });
 }
 
 // x[i] = cap · tanh(x[i] / cap) on [begin, end) (Highway's Tanh holds over all finite x).
@@ -246,6 +252,7 @@ HWY_EXPORT(RmsNormImpl);
 HWY_EXPORT(SwigluImpl);
 HWY_EXPORT(ConvSiluImpl);
 HWY_EXPORT(GegluImpl);
+HWY_EXPORT(GeluTanhImpl);
 HWY_EXPORT(SoftcapImpl);
 HWY_EXPORT(SoftmaxImpl);
 HWY_EXPORT(ConvertRowImpl);
@@ -268,6 +275,11 @@ void conv_silu(const float* x, const float* w, int64_t n, int64_t channels, int 
 
 void geglu(const float* gate, const float* up, int64_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(GegluImpl)(gate, up, n, out);
+}
+
+void gelu_tanh(float* x, int64_t n) {
+  if (n <= 0) return;
+  HWY_DYNAMIC_DISPATCH(GeluTanhImpl)(x, n);
 }
 
 void softcap(float* x, int64_t n, float cap) { HWY_DYNAMIC_DISPATCH(SoftcapImpl)(x, n, cap); }

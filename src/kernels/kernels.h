@@ -71,6 +71,8 @@ void swiglu(const float* gate, const float* up, int64_t n, float* out);
 void conv_silu(const float* x, const float* w, int64_t n, int64_t channels, int taps, float* y);
 // out[i] = gelu_tanh(gate[i]) * up[i] (GeGLU with GELU's tanh form). out may alias gate.
 void geglu(const float* gate, const float* up, int64_t n, float* out);
+// x[i] = gelu_tanh(x[i]) in place (vision towers' MLPs), the same arithmetic as geglu.
+void gelu_tanh(float* x, int64_t n);
 // x[i] = cap * tanh(x[i] / cap) (Gemma's logit soft-capping), in place.
 void softcap(float* x, int64_t n, float cap);
 

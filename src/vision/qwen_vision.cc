@@ -38,11 +38,6 @@ void layer_norm(const float* x, int64_t rows, int64_t n, const std::vector<float
   });
 }
 
-void gelu_tanh(float* x, size_t n) {
-  const float k = std::sqrt(2.0f / float(M_PI));
-  for (size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::tanh(k * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
-}
-
 void gelu_erf(float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * float(M_SQRT1_2)));
 }
@@ -251,7 +246,7 @@ std::vector<float> QwenVisionTower::forward(const ProcessedImage& px) const {
     for (size_t k = 0; k < h.size(); ++k) h[k] += tmp[k];
     layer_norm(h.data(), P, D, blk.norm2.weight, blk.norm2.bias, c.eps, u.data());
     matmul(blk.fc1.w, u.data(), P, mlp.data(), blk.fc1.bias.data());
-    gelu_tanh(mlp.data(), mlp.size());
+    gelu_tanh(mlp.data(), int64_t(mlp.size()));  // kernels.h: vectorized over the pool
     matmul(blk.fc2.w, mlp.data(), P, tmp.data(), blk.fc2.bias.data());
     for (size_t k = 0; k < h.size(); ++k) h[k] += tmp[k];
   }
