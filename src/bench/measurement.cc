@@ -44,6 +44,14 @@ void fill_from_stream(Measurement& m, const StreamResult& r) {
     m.kv_bytes = json_number(t, "kv_bytes", json_number(t, "kv_bytes_used"));
     m.synthetic_accept = json_number(t, "synthetic_accept", -1);
     if (t.contains("kv_type") && t["kv_type"].is_string()) m.kv_type = t["kv_type"];
+    m.image_ms = json_number(t, "image_ms");
+    // No visible text at all (random weights whose tokens decode to nothing): the first
+    // token's time is the server's prompt_ms (admission to first token: the pictures'
+    // encoding and the prefill).
+    if (m.content_chunks == 0 && json_number(t, "prompt_ms") > 0) {
+      m.ttft_s = json_number(t, "prompt_ms") / 1e3;
+      m.ttft_from_server = true;
+    }
     // nextn: draft_drafted_per_pos / draft_accepted_per_pos (counts per draft position).
     if (t.contains("draft_drafted_per_pos") && t.contains("draft_accepted_per_pos") &&
         t["draft_drafted_per_pos"].is_array() && t["draft_accepted_per_pos"].is_array()) {
@@ -112,6 +120,8 @@ nlohmann::json Measurement::to_json() const {
           {"clients", clients},
           {"aggregate_tps", aggregate_tps},
           {"tps_from_server_timings", tps_from_server},
+          {"ttft_from_server_timings", ttft_from_server},
+          {"image_ms", image_ms},
           {"prefill_tps", prefill_tps},
           {"prompt_tokens", prompt_tokens},
           {"completion_tokens", completion_tokens},

@@ -190,9 +190,9 @@ int run_bench(const BenchOptions& o) {
               }
             }
           }
-          std::fprintf(stderr, "     TTFT=%.2fs  TPS=%.1f%s  prefill=%.0f tok/s  prompt=%d  tokens=%d  RSS=%.2fGB  "
+          std::fprintf(stderr, "     TTFT=%.2fs%s  TPS=%.1f%s  prefill=%.0f tok/s  prompt=%d  tokens=%d  RSS=%.2fGB  "
                                "Peak=%.2fGB%s\n",
-                       m.ttft_s, m.tps,
+                       m.ttft_s, m.image_ms > 0 ? fmt::format(" (image {:.2f}s)", m.image_ms / 1e3).c_str() : "", m.tps,
                        clients > 1 ? fmt::format(" per client, {:.1f} for all {}", m.aggregate_tps, clients).c_str() : "",
                        m.prefill_tps, m.prompt_tokens, m.completion_tokens, m.rss_mb / 1024,
                        m.peak_rss_mb / 1024,

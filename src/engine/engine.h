@@ -88,7 +88,7 @@ class TokenReply {
 struct Timings {
   int prompt_n = 0;           // prompt tokens processed (excluding cache hits)
   int cache_n = 0;            // prompt tokens reused from the prefix cache
-  double prompt_ms = 0;
+  double prompt_ms = 0;       // admission to the first token
   int predicted_n = 0;
   double predicted_ms = 0;
   SpeculativeCounters speculative;    // drafts made and accepted by this request
@@ -99,7 +99,7 @@ struct Timings {
   std::string drafter;                // "mtp", "ngram", ... ("" when no drafting)
   int image_n = 0;                    // pictures in the prompt
   int image_cached_n = 0;             // of which the encoder's rows came from the engine's picture cache
-  double image_ms = 0;                // the vision encoder's time at admission (inside time to first token)
+  double image_ms = 0;                // the vision encoder's time at admission (inside prompt_ms)
 };
 
 // One image of a prompt (docs/vision.md): as its processor left it, the prompt row of its
