@@ -14,6 +14,7 @@ const GgufDialect& gguf_gemma4_assistant_dialect();  // io/gguf_gemma4_assistant
 const GgufDialect& gguf_eagle3_dialect();            // io/gguf_eagle3.cc
 const GgufDialect& gguf_dflash_dialect();            // io/gguf_dflash.cc
 const GgufDialect& gguf_clip_qwen3vl_dialect();      // io/gguf_clip_qwen3vl.cc
+const GgufDialect& gguf_clip_gemma4v_dialect();      // io/gguf_clip_gemma4v.cc
 
 namespace {
 
@@ -22,7 +23,7 @@ const std::vector<const GgufDialect*>& dialects() {
       &gguf_llama_dialect(),   &gguf_qwen2_dialect(),     &gguf_qwen3_dialect(),
       &gguf_glm4moe_dialect(), &gguf_qwen35_dialect(),    &gguf_qwen35moe_dialect(),
       &gguf_gemma4_dialect(),  &gguf_gemma4_assistant_dialect(), &gguf_eagle3_dialect(),
-      &gguf_dflash_dialect(),  &gguf_clip_qwen3vl_dialect()};
+      &gguf_dflash_dialect(),  &gguf_clip_qwen3vl_dialect(), &gguf_clip_gemma4v_dialect()};
   return all;
 }
 
