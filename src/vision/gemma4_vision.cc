@@ -116,8 +116,7 @@ std::unique_ptr<Gemma4VisionTower> Gemma4VisionTower::load(const Checkpoint& ckp
   t->input_proj_ = matrix(tower + "patch_embedder.input_proj.weight", D, 3 * p * p);
   const TensorView& table =
       ckpt.require(tower + "patch_embedder.position_embedding_table", {2, c.position_embedding_size, D});
-  t->position_table_.resize(size_t(table.numel()));
-  for (int64_t i = 0; i < table.numel(); ++i) t->position_table_[size_t(i)] = table.float_at(i);
+  t->position_table_ = WeightMatrix{table.dtype, 2 * int64_t(c.position_embedding_size), D, table.data};
   for (int i = 0; i < c.depth; ++i) {
     const std::string b = tower + "encoder.layers." + std::to_string(i) + ".";
     Layer l;
@@ -174,13 +173,12 @@ std::vector<float> Gemma4VisionTower::forward(const ProcessedImage& px) const {
   for (size_t i = 0; i < x.size(); ++i) x[i] = 2.0f * (px.values[i] - 0.5f);
   std::vector<float> h(size_t(P * D));
   matmul(input_proj_, x.data(), P, h.data());
-  const size_t table_rows = size_t(c.position_embedding_size);
+  std::vector<float> tx(static_cast<size_t>(D)), ty(static_cast<size_t>(D));
   for (int64_t i = 0; i < P; ++i) {
-    const size_t col = size_t(i % px.grid_w), row = size_t(i / px.grid_w);
-    const float* tx = position_table_.data() + col * size_t(D);
-    const float* ty = position_table_.data() + (table_rows + row) * size_t(D);
+    matrix_row(position_table_, i % px.grid_w, tx.data());
+    matrix_row(position_table_, c.position_embedding_size + i / px.grid_w, ty.data());
     float* hr = h.data() + size_t(i * D);
-    for (int64_t e = 0; e < D; ++e) hr[e] += tx[e] + ty[e];
+    for (int64_t e = 0; e < D; ++e) hr[e] += tx[size_t(e)] + ty[size_t(e)];
   }
 
   // 2-D RoPE tables: half = d/2 values per axis, quarter = d/4 frequencies; angle

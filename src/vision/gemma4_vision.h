@@ -92,7 +92,10 @@ class Gemma4VisionTower {
 
   Gemma4VisionConfig config_;
   WeightMatrix input_proj_;             // patch_embedder.input_proj [D, 3·p²]
-  std::vector<float> position_table_;   // patch_embedder.position_embedding_table [2, position_embedding_size, D]: x, y
+  // patch_embedder.position_embedding_table [2, position_embedding_size, D] as
+  // [2·position_embedding_size, D] rows: the x table, then the y table (stored dtype; rows
+  // read as float when used: 2 × 10240 × 1152 values in the large towers)
+  WeightMatrix position_table_;
   std::vector<Layer> layers_;
   std::vector<float> std_bias_, std_scale_;  // [D], standardize models only
   WeightMatrix projection_;             // embed_vision.embedding_projection [out_hidden, D]
