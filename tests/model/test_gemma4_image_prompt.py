@@ -13,8 +13,10 @@ Two attention rules: the E2B/E4B form (use_bidirectional_attention null: causal
 everywhere) and the 26B/31B form ("vision": in sliding layers an image's tokens see each
 other, the window still bounding the past; full layers causal). Relative error
 max|nextn − ref| / max|ref| ≤ 1e-4 in F32 over every prompt row and 4 decode steps,
-identical greedy tokens; two images in one prompt; prefill chunks ending inside an image
-change nothing on the causal model and are refused on the "vision" one. Each deliberately
+identical greedy tokens; two images in one prompt; an image across the ring-sized pieces
+a forward call is cut into (kept whole); prefill chunks ending inside an image change
+nothing on the causal model and are refused on the "vision" one, as is an image longer
+than one piece. Each deliberately
 broken reference (√H on image rows, per-layer embeddings of the image token, the image
 block on full layers too, a "vision" model run causally, a causal model run
 bidirectionally) misses by more than the tolerance and 100× nextn's own error."""
@@ -52,7 +54,11 @@ CASES = {
     "causal_wide_chunk5": ("causal", ["wide"], ["--chunk", "5"]),
     "vision_wide": ("vision", ["wide"], []),
     "vision_two": ("vision", ["tall", "wide"], []),
+    # 24 more text rows first: the image spans rows 28..39, across the 32-row pieces a
+    # forward call is cut into for the window's ring; the piece ends before the image.
+    "vision_piece": ("vision", ["wide"], []),
 }
+LONG_PREFIX = list(range(120, 144))
 
 
 class Gemma4ImagePromptTest(unittest.TestCase):
@@ -96,7 +102,7 @@ class Gemma4ImagePromptTest(unittest.TestCase):
 
     @classmethod
     def debug_logits(cls, case, ck, images, extra):
-        args = [BIN, "debug-logits", "-m", cls.ckpts[ck], "--prompt-tokens", ",".join(map(str, cls.prompt(ck, images))),
+        args = [BIN, "debug-logits", "-m", cls.ckpts[ck], "--prompt-tokens", ",".join(map(str, cls.prompt(ck, images, case))),
                 "--decode", str(DECODE), "--threads", "2", "--out", os.path.join(cls.tmp, case), *extra]
         for im in images:
             args += ["--image", cls.paths[im]]
@@ -107,8 +113,8 @@ class Gemma4ImagePromptTest(unittest.TestCase):
         cls._tmp.cleanup()
 
     @classmethod
-    def prompt(cls, ck, images):
-        out = [11, 42, 7]
+    def prompt(cls, ck, images, case=None):
+        out = [11, 42, 7] + (LONG_PREFIX if case == "vision_piece" else [])
         for i, _ in enumerate(images):
             out += [cls.configs[ck]["image_token_id"], 100 + i, 23]
         return out + [5, 77]
@@ -122,7 +128,7 @@ class Gemma4ImagePromptTest(unittest.TestCase):
         m = models[key]
         c = self.configs[ck]
         tokens, places, it = [], [], iter(images)
-        for t in self.prompt(ck, images):
+        for t in self.prompt(ck, images, case):
             if t != c["image_token_id"]:
                 tokens.append(t)
                 continue
@@ -159,6 +165,13 @@ class Gemma4ImagePromptTest(unittest.TestCase):
         r = self.debug_logits("vision_chunk5", "vision", ["wide"], ["--chunk", "5"])
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("splits image", r.stderr)
+
+    def test_image_longer_than_a_forward_piece_is_refused(self):
+        # budget 40: 100×150 → 240×336 → 5×7 = 35 tokens, more than the 32 rows the window-8
+        # ring takes in one forward call
+        r = self.debug_logits("vision_big", "vision", ["wide"], ["--image-max-tokens", "40"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("image of 35 tokens is longer than the 32 rows", r.stderr)
 
     def test_broken_references_miss(self):
         variants = {"causal": ("image_sqrt_h", "image_ple_token", "image_bidir_on_causal"),
