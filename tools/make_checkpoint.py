@@ -51,7 +51,7 @@ def make_chunks(seed, name, shape, init):
     4-7x faster to draw than normal, which matters at real-model sizes)."""
     def chunks():
         rng = tensor_rng(seed, name)
-        rows = shape[0]
+        rows = shape[0] if shape else 1  # a 0-d tensor: one value
         row = 1
         for d in shape[1:]:
             row *= d
@@ -225,8 +225,8 @@ def make_model(args):
     os.makedirs(args.out, exist_ok=True)
     if args.arch == "gemma4":
         tensors = G.tensors(s, "model.language_model." if args.vision_language else "model.")
-        if args.vision_language:  # vision / audio towers the text model ignores
-            tensors.append(("model.vision_tower.patch_embedder.input_proj.weight", (16, 12), A.Init(0.1)))
+        if args.vision_language:  # a tiny real vision tower; an audio stub the text model ignores
+            tensors += G.vision_tensors(G.TINY_VISION, s["hidden"], args.vision_clipped, args.vision_standardize)
             tensors.append(("model.audio_tower.subsample_conv_projection.weight", (16, 12), A.Init(0.1)))
     elif args.arch == "glm4_moe":
         tensors = GLM.tensors(s, args.mtp_layers if mtp != "none" else 0)
@@ -249,11 +249,20 @@ def make_model(args):
         specs.append(W.TensorSpec(name, shape, st_dtype, make_chunks(args.seed, src, shape, init)))
     if args.fp8:  # Qwen's releases keep the scales BF16, DeepSeek's F32
         specs = fp8_specs(specs, args.fp8, "BF16" if args.arch.startswith("qwen3_5") else "F32")
-    specials = T.write_tokenizer(args.out, s["vocab"], s.get("max_pos", 4096),
-                                 vision=args.vision_language and args.arch in ("qwen3_5", "qwen3_5_moe"))
+    vision_kind = False
+    if args.vision_language and args.arch in ("qwen3_5", "qwen3_5_moe"):
+        vision_kind = "qwen3_5"
+    elif args.vision_language and args.arch == "gemma4":
+        vision_kind = "gemma4"
+    specials = T.write_tokenizer(args.out, s["vocab"], s.get("max_pos", 4096), vision=vision_kind)
     dtype_name = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[args.dtype]
     if args.arch == "gemma4":
-        config = G.config(s, dtype_name, specials, args.vision_language)
+        vision = (G.TINY_VISION, args.vision_clipped, args.vision_standardize) if args.vision_language else None
+        config = G.config(s, dtype_name, specials, args.vision_language, vision,
+                          "vision" if args.bidirectional_vision else None)
+        if args.vision_language:
+            budget = dict(G.TINY_VISION, budget=args.image_budget or G.TINY_VISION["budget"])
+            write_json(os.path.join(args.out, "processor_config.json"), G.processor_config(budget))
     elif args.arch == "glm4_moe":
         config = GLM.config(s, args.mtp_layers if mtp != "none" else 0, dtype_name, specials)
     elif args.arch in ("qwen3_5", "qwen3_5_moe"):
@@ -471,7 +480,18 @@ def parse_args(argv):
                         "none otherwise)")
     p.add_argument("--vision-language", action="store_true",
                    help="qwen3_5: Qwen3_5ForConditionalGeneration layout (text_config, "
-                        "model.language_model.*, a tiny vision tower model.visual.*)")
+                        "model.language_model.*, a tiny vision tower model.visual.*); gemma4: "
+                        "Gemma4ForConditionalGeneration with a tiny vision tower model.vision_tower.* + "
+                        "model.embed_vision.*, its image tokens and processor_config.json")
+    p.add_argument("--vision-clipped", action="store_true",
+                   help="gemma4 --vision-language: clipped linears in the tower (finite input/output bounds, the E-model form)")
+    p.add_argument("--vision-standardize", action="store_true",
+                   help="gemma4 --vision-language: std_bias / std_scale after pooling (the 26B/31B form)")
+    p.add_argument("--bidirectional-vision", action="store_true",
+                   help="gemma4: text_config.use_bidirectional_attention = \"vision\" (26B/31B: an image's tokens "
+                        "see each other in sliding layers)")
+    p.add_argument("--image-budget", type=int,
+                   help=f"gemma4 --vision-language: processor_config.json max_soft_tokens (default {G.TINY_VISION['budget']})")
     p.add_argument("--mtp-layers", type=int, default=1)
     p.add_argument("--experts-layout", choices=["fused", "per_expert", "released"],
                    help="MoE: experts.gate_up_proj/down_proj stacked (default), one tensor per expert, or "

@@ -7,6 +7,12 @@
 //   PREFIX.grid_thw.npy      int64 [3]
 //   PREFIX.vision.npy        float32 [rows/4, out_hidden]  the vision tower's output (with --model)
 // `--smart-resize HxW` prints the target size of an image of that size instead (no file).
+// `--processor gemma4` runs Gemma 4's processor (vision/gemma4_processor.h) instead:
+//   PREFIX.pixel_values.npy  float32 [rows, 3·p²]  x/255 patches, raster order, (py, px, ch)
+//   PREFIX.grid_thw.npy      int64 [3]  (1, patch rows, patch columns)
+//   PREFIX.vision.npy        float32 [tokens, text hidden]  tower + pooling + projector (with --model)
+// its budget from the checkpoint's processor config or --max-soft-tokens; --smart-resize
+// then prints Gemma 4's target size.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -19,6 +25,8 @@
 #include "util/error.h"
 #include "util/file.h"
 #include "util/thread_pool.h"
+#include "vision/gemma4_processor.h"
+#include "vision/gemma4_vision.h"
 #include "vision/image.h"
 #include "vision/qwen_processor.h"
 #include "vision/qwen_vision.h"
@@ -33,14 +41,82 @@ struct DebugImageFlags {
   int64_t min_pixels = 0;
   int64_t max_pixels = 0;
   std::string smart_resize;
+  int max_soft_tokens = 0;
   std::string model_dir;
   int threads = 0;
   std::string out;
 };
 
+bool parse_size(const std::string& text, int& h, int& w) {
+  char tail = 0;
+  return std::sscanf(text.c_str(), "%dx%d%c", &h, &w, &tail) == 2 && h > 0 && w > 0;
+}
+
+void write_outputs(const DebugImageFlags& f, const vision::DecodedImage& image, const vision::ProcessedImage& px,
+                   const std::vector<float>* features, size_t width) {
+  write_npy_file(f.out + ".decoded.npy", "|u1", {size_t(image.height), size_t(image.width), 3}, image.rgb.data(), 1);
+  write_npy_file(f.out + ".resized.npy", "|u1", {size_t(px.resized.height), size_t(px.resized.width), 3},
+                 px.resized.rgb.data(), 1);
+  write_npy_file(f.out + ".pixel_values.npy", "<f4", {size_t(px.rows), size_t(px.cols)}, px.values.data(), 4);
+  const int64_t grid[3] = {px.grid_t, px.grid_h, px.grid_w};
+  write_npy_file(f.out + ".grid_thw.npy", "<i8", {3}, grid, 8);
+  if (features) write_npy_file(f.out + ".vision.npy", "<f4", {features->size() / width, width}, features->data(), 4);
+  std::printf("%s: %dx%d -> %dx%d, grid (%d, %d, %d), %lld tokens\n", f.image.c_str(), image.width, image.height,
+              px.resized.width, px.resized.height, px.grid_t, px.grid_h, px.grid_w,
+              static_cast<long long>(px.n_tokens()));
+}
+
+vision::DecodedImage read_image(const std::string& path) {
+  const std::string bytes = read_file(path);
+  vision::ImageLimits limits;
+  limits.max_bytes = bytes.size();  // a local file: only the pixel limits apply
+  return vision::decode_image(bytes, vision::media_type_of(vision::sniff_image_format(bytes)), limits);
+}
+
+int run_gemma4(const DebugImageFlags& f) {
+  vision::Gemma4ProcessorConfig config;
+  std::unique_ptr<Checkpoint> checkpoint;
+  std::unique_ptr<vision::Gemma4VisionTower> tower;
+  if (!f.config.empty()) {
+    const nlohmann::json j = read_json_file(f.config);
+    config = vision::Gemma4ProcessorConfig::from_json(j.contains("image_processor") ? j["image_processor"] : j);
+  }
+  if (!f.model_dir.empty()) {
+    checkpoint = Checkpoint::open(f.model_dir);
+    tower = vision::Gemma4VisionTower::load(*checkpoint);
+    const std::string pc = f.model_dir + "/processor_config.json", pre = f.model_dir + "/preprocessor_config.json";
+    if (f.config.empty() && std::filesystem::exists(pc)) {
+      const nlohmann::json j = read_json_file(pc);
+      if (j.contains("image_processor")) config = vision::Gemma4ProcessorConfig::from_json(j["image_processor"]);
+    } else if (f.config.empty() && std::filesystem::exists(pre)) {
+      config = vision::Gemma4ProcessorConfig::from_json(read_json_file(pre));
+    }
+    config.patch_size = tower->config().patch_size;
+    config.pooling_kernel_size = tower->config().pooling_kernel_size;
+  }
+  if (f.max_soft_tokens > 0) config.max_soft_tokens = f.max_soft_tokens;
+  if (!f.smart_resize.empty()) {
+    int h = 0, w = 0;
+    if (!parse_size(f.smart_resize, h, w))
+      fail(ErrorKind::kBadInput, "--smart-resize: expected HEIGHTxWIDTH, got '{}'", f.smart_resize);
+    const vision::Gemma4Size t = vision::gemma4_target_size(h, w, config);
+    std::printf("%d %d\n", t.height, t.width);
+    return 0;
+  }
+  if (f.image.empty() || f.out.empty()) fail(ErrorKind::kBadInput, "debug-image: IMAGE and --out are required");
+  const vision::DecodedImage image = read_image(f.image);
+  const vision::ProcessedImage px = vision::gemma4_process(image, config);
+  std::vector<float> features;
+  if (tower) features = tower->forward(px);
+  write_outputs(f, image, px, tower ? &features : nullptr, tower ? size_t(tower->config().out_hidden) : 0);
+  return 0;
+}
+
 int run_debug_image(const DebugImageFlags& f) {
-  if (f.processor != "qwen3_5") fail(ErrorKind::kBadInput, "--processor: '{}' is not known (qwen3_5)", f.processor);
   if (f.threads > 0) ThreadPool::set_global_threads(f.threads);
+  if (f.processor == "gemma4") return run_gemma4(f);
+  if (f.processor != "qwen3_5")
+    fail(ErrorKind::kBadInput, "--processor: '{}' is not known (qwen3_5, gemma4)", f.processor);
   vision::QwenProcessorConfig config;
   std::unique_ptr<Checkpoint> checkpoint;
   std::unique_ptr<vision::QwenVisionTower> tower;
@@ -60,34 +136,18 @@ int run_debug_image(const DebugImageFlags& f) {
 
   if (!f.smart_resize.empty()) {
     int h = 0, w = 0;
-    char tail = 0;
-    if (std::sscanf(f.smart_resize.c_str(), "%dx%d%c", &h, &w, &tail) != 2 || h <= 0 || w <= 0)
+    if (!parse_size(f.smart_resize, h, w))
       fail(ErrorKind::kBadInput, "--smart-resize: expected HEIGHTxWIDTH, got '{}'", f.smart_resize);
     vision::ResizeTarget t = vision::smart_resize(h, w, config.factor(), config.min_pixels, config.max_pixels);
     std::printf("%d %d\n", t.height, t.width);
     return 0;
   }
   if (f.image.empty() || f.out.empty()) fail(ErrorKind::kBadInput, "debug-image: IMAGE and --out are required");
-  const std::string bytes = read_file(f.image);
-  vision::ImageLimits limits;
-  limits.max_bytes = bytes.size();  // a local file: only the pixel limits apply
-  vision::DecodedImage image =
-      vision::decode_image(bytes, vision::media_type_of(vision::sniff_image_format(bytes)), limits);
-  vision::ProcessedImage px = vision::qwen_process(image, config);
-  write_npy_file(f.out + ".decoded.npy", "|u1", {size_t(image.height), size_t(image.width), 3}, image.rgb.data(), 1);
-  write_npy_file(f.out + ".resized.npy", "|u1", {size_t(px.resized.height), size_t(px.resized.width), 3},
-                 px.resized.rgb.data(), 1);
-  write_npy_file(f.out + ".pixel_values.npy", "<f4", {size_t(px.rows), size_t(px.cols)}, px.values.data(), 4);
-  const int64_t grid[3] = {px.grid_t, px.grid_h, px.grid_w};
-  write_npy_file(f.out + ".grid_thw.npy", "<i8", {3}, grid, 8);
-  if (tower) {
-    std::vector<float> features = tower->forward(px);
-    const size_t width = size_t(tower->config().out_hidden);
-    write_npy_file(f.out + ".vision.npy", "<f4", {features.size() / width, width}, features.data(), 4);
-  }
-  std::printf("%s: %dx%d -> %dx%d, grid (%d, %d, %d), %lld tokens\n", f.image.c_str(), image.width, image.height,
-              px.resized.width, px.resized.height, px.grid_t, px.grid_h, px.grid_w,
-              static_cast<long long>(px.n_tokens()));
+  const vision::DecodedImage image = read_image(f.image);
+  const vision::ProcessedImage px = vision::qwen_process(image, config);
+  std::vector<float> features;
+  if (tower) features = tower->forward(px);
+  write_outputs(f, image, px, tower ? &features : nullptr, tower ? size_t(tower->config().out_hidden) : 0);
   return 0;
 }
 
@@ -97,7 +157,8 @@ Command add_debug_image_command(CLI::App& root) {
   auto flags = std::make_shared<DebugImageFlags>();
   CLI::App* app = root.add_subcommand("debug-image", "Decode an image, run an image processor, write each stage as .npy");
   app->add_option("image", flags->image, "Image file (PNG, JPEG, WebP, GIF)");
-  app->add_option("--processor", flags->processor, "Image processor (qwen3_5)")->capture_default_str();
+  app->add_option("--processor", flags->processor, "Image processor (qwen3_5, gemma4)")->capture_default_str();
+  app->add_option("--max-soft-tokens", flags->max_soft_tokens, "gemma4: the image token budget (default: the checkpoint's, else 280)");
   app->add_option("--config", flags->config, "preprocessor_config.json to read the processor's settings from");
   app->add_option("--min-pixels", flags->min_pixels, "Override the processor's minimum pixel count");
   app->add_option("--max-pixels", flags->max_pixels, "Override the processor's maximum pixel count");

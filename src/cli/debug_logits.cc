@@ -1,10 +1,11 @@
 // cli/debug_logits.cc — `nextn debug-logits`: runs the forward pass on given token ids
 // and writes logits / hidden states as .npy files for comparison with the numpy
 // reference (tests/reference/numpy_model.py, tests/model/test_reference.py). Prefill in chunks, greedy decode, and optionally MTP layer 0 logits
-// or a DFlash drafter's block logits after the prompt. With --image (Qwen3.5
-// vision-language checkpoints) each image_token_id in the prompt is one image: it is
-// expanded to the image's token count, those rows take the vision tower's output and the
-// prompt gets M-RoPE positions (model/mrope.h); decode continues at rope_delta.
+// or a DFlash drafter's block logits after the prompt. With --image (vision-language
+// checkpoints: Qwen3.5, Gemma 4) each image_token_id in the prompt is one image: it is
+// expanded to the encoder's placeholder (Gemma 4: <|image> <|image|>×N <image|>), those
+// rows take the vision tower's output and, under M-RoPE (Qwen3.5), the prompt gets 3-axis
+// positions (model/mrope.h); decode continues at rope_delta.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -196,6 +197,9 @@ int run_debug_logits(const DebugLogitsFlags& f) {
     for (size_t i = 0; i < images.placements.size(); ++i) {  // the part of each image inside the chunk
       const ImageRows& p = images.placements[i];
       const int lo = std::max(p.row, start), hi = std::min(p.row + p.grid_h * p.grid_w, start + n);
+      if (lo < hi && model->config().image_bidirectional && hi - lo != p.grid_h * p.grid_w)
+        fail(ErrorKind::kBadInput, "--chunk {} splits image {} (rows {}..{}), which this model attends to as a whole",
+             chunk, i, p.row, p.row + p.grid_h * p.grid_w - 1);
       if (lo < hi)
         rows.embeddings.push_back({lo - start, hi - lo, images.features[i].data() + size_t(lo - p.row) * H});
     }

@@ -439,6 +439,15 @@ void Engine::Impl::start(Slot& slot, Queued q) {
   while (c < slot.cached.size() && c < prompt.size() && slot.cached[c] == prompt[c]) ++c;
   int keep = speculator->reusable_prefix(slot.spec, std::min<int>(int(c), int(prompt.size()) - 1));
   keep = slot.state->longest_returnable(std::max(keep, 0));
+  // An image that sees itself is prefilled whole: the kept prefix never ends inside one.
+  for (bool moved = config.image_bidirectional; moved;) {
+    moved = false;
+    for (const PromptImage& im : a->req.images)
+      if (keep > im.row && keep < im.row + int(im.image.n_tokens())) {
+        keep = slot.state->longest_returnable(im.row);
+        moved = true;
+      }
+  }
   slot.state->return_to(keep);
   slot.cached.resize(size_t(keep));
   speculator->return_to(slot.spec, keep);
@@ -465,7 +474,13 @@ StepSequence Engine::Impl::collect(Slot& slot) {
   q.sampler = a.sampler.get();
   if (!a.decoding) {
     const int n_prompt = int(a.req.prompt.size());
-    const int n = std::min(opt.prefill_size, n_prompt - a.prefilled);
+    int n = std::min(opt.prefill_size, n_prompt - a.prefilled);
+    if (model->config().image_bidirectional)  // an image that sees itself stays in one chunk
+      for (const PromptImage& im : a.req.images) {
+        const int end = im.row + int(im.image.n_tokens());
+        if (im.row < a.prefilled + n && end > a.prefilled + n)
+          n = im.row > a.prefilled ? im.row - a.prefilled : end - a.prefilled;
+      }
     q.prefill = std::span<const int32_t>(a.req.prompt.data() + a.prefilled, size_t(n));
     q.last_chunk = a.prefilled + n == n_prompt;
     if (!a.positions.empty())

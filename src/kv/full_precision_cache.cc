@@ -128,6 +128,12 @@ constexpr int kMultiQueryMin = 16;
 }  // namespace
 
 void FullPrecisionCache::attend(int layer, int pos, int n, const float* q, float* out, float scale) const {
+  attend_ahead(layer, pos, n, q, out, scale, nullptr);
+}
+
+// key_end null: causal (row r sees keys up to pos + r).
+void FullPrecisionCache::attend_ahead(int layer, int pos, int n, const float* q, float* out, float scale,
+                                      const int32_t* key_end) const {
   if (n <= 0) return;
   if (layer < 0 || layer >= shape_.n_layers) fail(ErrorKind::kInternal, "KV attend: layer {} out of range", layer);
   if (pos + n > lengths_[layer])
@@ -136,6 +142,11 @@ void FullPrecisionCache::attend(int layer, int pos, int n, const float* q, float
   if (shape_.window > 0 && std::max(0, pos - shape_.window + 1) < first_stored(layer))
     fail(ErrorKind::kInternal, "KV attend at {}: the window ring of layer {} starts at {}", pos, layer,
          first_stored(layer));
+  if (key_end)
+    for (int r = 0; r < n; ++r)
+      if (key_end[r] > pos + n)
+        fail(ErrorKind::kInternal, "KV attend: row {} sees up to {} but only {} positions are stored", r, key_end[r],
+             pos + n);
   const int D = shape_.head_dim, KV = shape_.n_kv_heads, H = shape_.n_heads;
   const int group = H / KV;
   const int row_chunks = (n + kRowChunk - 1) / kRowChunk;
@@ -157,7 +168,11 @@ void FullPrecisionCache::attend(int layer, int pos, int n, const float* q, float
       std::fill_n(s.m.begin(), states, -std::numeric_limits<float>::infinity());
       std::fill_n(s.l.begin(), states, 0.0f);
       std::fill_n(s.acc.begin(), size_t(states) * D, 0.0f);
-      const int visible_end = pos + r1;  // keys [0, visible_end) are seen by the last row
+      // Row r sees keys before end_of(r): pos + r + 1, or further for an image's rows.
+      auto end_of = [&](int r) { return key_end ? std::max(pos + r + 1, int(key_end[r])) : pos + r + 1; };
+      int visible_end = pos + r1;  // keys [0, visible_end) are seen by some row of the chunk
+      if (key_end)
+        for (int r = r0; r < r1; ++r) visible_end = std::max(visible_end, end_of(r));
       // Windowed: row r sees keys [pos + r - window + 1, pos + r]; per-row lower bounds
       // only in the one-query-at-a-time path.
       const int window = shape_.window;
@@ -199,7 +214,7 @@ void FullPrecisionCache::attend(int layer, int pos, int n, const float* q, float
             for (int t = count; t < stride; ++t) dst[t] = 0.0f;
           }
           for (int r = r0; r < r1; ++r) {
-            const int visible = std::clamp(pos + r + 1 - t0, 0, count);  // causal: row r sees keys <= pos + r
+            const int visible = std::clamp(end_of(r) - t0, 0, count);  // causal: row r sees keys <= pos + r
             for (int j = 0; j < group; ++j) s.visible[(r - r0) * group + j] = visible;
           }
           attend_block_multi(s.qs.data(), states, kt, stride, vf, count, D, scale, s.visible.data(), s.scores.data(),
@@ -207,7 +222,7 @@ void FullPrecisionCache::attend(int layer, int pos, int n, const float* q, float
           continue;
         }
         for (int r = r0; r < r1; ++r) {
-          const int visible = std::min(count, pos + r + 1 - t0);  // causal: row r sees keys <= pos + r
+          const int visible = std::min(count, end_of(r) - t0);  // causal: row r sees keys <= pos + r
           const int skip = window > 0 ? std::max(0, pos + r - window + 1 - t0) : 0;  // keys left of the window
           if (visible <= skip) continue;
           for (int j = 0; j < group; ++j) {

@@ -28,6 +28,8 @@ class FullPrecisionCache : public KvCache {
   int min_truncate_length() const override;
   void append(int layer, int pos, int n, const float* k, const float* v) override;
   void attend(int layer, int pos, int n, const float* q, float* out, float scale) const override;
+  void attend_ahead(int layer, int pos, int n, const float* q, float* out, float scale,
+                    const int32_t* key_end) const override;
   size_t bytes_used() const override;
 
   // Tokens stored in one layer.

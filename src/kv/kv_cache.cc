@@ -36,6 +36,11 @@ int group_size_fitting(int group, int head_dim) {
   return group;
 }
 
+void KvCache::attend_ahead(int, int, int, const float*, float*, float, const int32_t*) const {
+  fail(ErrorKind::kUnsupported, "{} KV cache: attention past a row's own position (an image seeing itself) is not "
+       "supported; use an f32/f16/bf16 cache", kv_type_name(type()));
+}
+
 size_t KvCache::f16_equivalent_bytes() const {
   const KvShape& s = shape();
   const size_t tokens = s.window > 0 ? std::min(length(), s.ring_tokens) : length();

@@ -66,6 +66,13 @@ class KvCache {
   // [n, n_heads * head_dim] float32,
   // q RoPE'd; scale = 1/sqrt(head_dim) unless given.
   virtual void attend(int layer, int pos, int n, const float* q, float* out, float scale) const = 0;
+  // attend(), except that row i sees every key before key_end[i] (a position ≤ pos + n;
+  // values ≤ pos + i change nothing) instead of only those up to pos + i, the window
+  // still bounding the past: the rows of one image seeing each other (Gemma 4's
+  // use_bidirectional_attention "vision", sliding layers). The full-precision caches,
+  // which every windowed layer gets, implement it; the others refuse (kUnsupported).
+  virtual void attend_ahead(int layer, int pos, int n, const float* q, float* out, float scale,
+                            const int32_t* key_end) const;
 
   // Bytes of memory the stored tokens occupy now (for /health, /metrics, bench).
   virtual size_t bytes_used() const = 0;

@@ -45,6 +45,10 @@ struct BlockRows {
   // [n_rows, 3] (t, h, w) M-RoPE positions when a sequence of the call brought them
   // (SequenceRows::positions); null otherwise. Only M-RoPE layers read it.
   const int32_t* axes = nullptr;
+  // [n_rows] for a model with ModelConfig::image_bidirectional: for a row of an image (a
+  // SequenceRows::embeddings span) the row index just past that image, else -1; null
+  // when the call has no image rows. Layers that let an image see itself read it.
+  const int32_t* image_end = nullptr;
 };
 
 // Per-row inputs of every layer computed once per forward from the token ids and the

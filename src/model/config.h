@@ -172,10 +172,18 @@ struct ModelConfig {
   // brings 3-axis positions (SequenceRows::positions); empty: 1-D RoPE only.
   std::vector<int8_t> mrope_axes;
   // Token ids of the image prompt (config.json image_token_id, vision_start_token_id,
-  // vision_end_token_id); -1 when absent.
+  // vision_end_token_id; Gemma 4: image_token_id, boi_token_id, eoi_token_id); -1 when absent.
   int image_token_id = -1;
   int vision_start_token_id = -1;
   int vision_end_token_id = -1;
+  // Gemma 4 use_bidirectional_attention "vision" (26B-A4B, 31B): in sliding-window layers
+  // the rows of one image (one SequenceRows::embeddings span) also see each other's later
+  // rows; full layers stay causal. Such an image must reach the model in one forward
+  // call: the engine never splits one across prefill chunks.
+  bool image_bidirectional = false;
+  // The token id whose per-layer embedding image rows take (Gemma 4 E-models: config.json
+  // pad_token_id, 0).
+  int pad_token_id = 0;
   float final_logit_softcap = 0.0f;      // > 0: logits = cap * tanh(logits / cap) (Gemma)
   int per_layer_input_size = 0;          // Gemma 4 E-models: per-layer embedding width P (0: none)
   int per_layer_input_vocab = 0;         // rows of embed_tokens_per_layer

@@ -106,8 +106,17 @@ void DecoderModel::forward(std::span<SequenceRows> sequences, ForwardResult& res
   for (const SequenceRows& seq : sequences) {
     const int n = int(seq.tokens.size());
     const int step = seq.state ? std::max(1, seq.state->max_rows_per_forward()) : std::max(1, n);
-    for (int begin = 0; begin < n; begin += step) {
-      const int count = std::min(step, n - begin);
+    for (int begin = 0, count = 0; begin < n; begin += count) {
+      count = std::min(step, n - begin);
+      if (config_.image_bidirectional)  // an image that sees itself stays in one piece
+        for (const EmbeddingSpan& e : seq.embeddings)
+          if (e.row < begin + count && e.row + e.count > begin + count) {
+            if (e.row <= begin)
+              fail(ErrorKind::kUnsupported,
+                   "an image of {} tokens is longer than the {} rows one forward call takes on this model (its "
+                   "sliding window)", e.count, step);
+            count = e.row - begin;
+          }
       SequenceRows piece;
       piece.state = seq.state;
       piece.tokens = seq.tokens.subspan(size_t(begin), size_t(count));
@@ -214,6 +223,18 @@ void DecoderModel::forward_rows(std::span<SequenceRows> sequences, ForwardResult
   BlockRows rows{x_.data(), n_rows, positions_.data(), segments_};
   rows.tokens = tokens_.data();
   if (any_axes) rows.axes = axes_.data();
+  if (config_.image_bidirectional) {  // where each image row's image ends (BlockRows::image_end)
+    bool any_image = false;
+    int row0 = 0;
+    for (const SequenceRows& seq : sequences) {
+      for (const EmbeddingSpan& e : seq.embeddings) {
+        if (!any_image) image_end_.assign(size_t(n_rows), -1), any_image = true;
+        std::fill_n(image_end_.data() + row0 + e.row, e.count, row0 + e.row + e.count);
+      }
+      row0 += int(seq.tokens.size());
+    }
+    if (any_image) rows.image_end = image_end_.data();
+  }
   if (input_stage_) {
     const int64_t stride = input_stage_->stride();
     if (layer_inputs_.size() < size_t(n_rows) * stride) layer_inputs_.resize(size_t(n_rows) * stride);

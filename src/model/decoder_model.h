@@ -64,6 +64,7 @@ class DecoderModel : public Model {
   BlockScratch scratch_;
   std::vector<float> x_, gathered_, normed_, layer_inputs_;
   std::vector<int32_t> positions_, tokens_, axes_;  // axes_: [rows, 3] M-RoPE positions
+  std::vector<int32_t> image_end_;                  // [rows]: BlockRows::image_end
   std::vector<StateSegment> segments_;
 };
 

@@ -1,6 +1,8 @@
 // model/gemma4.cc — Gemma 4 text models (Gemma4ForCausalLM, and the text part of
 // Gemma4ForConditionalGeneration: text_config, tensors under model.language_model.;
-// vision and audio towers are ignored). What differs from the shared decoder:
+// the vision tower is vision/gemma4_vision.h, whose rows replace the image tokens'
+// embeddings without the √H scale; the audio tower is ignored). What differs from the
+// shared decoder:
 //   - layer_types: sliding-window layers (head_dim, window, local RoPE theta) between
 //     full layers (global_head_dim, "proportional" RoPE: NeoX over the whole head with
 //     only the first partial_rotary_factor * D / 2 frequencies non-zero)
@@ -18,8 +20,10 @@
 // Config forms: newer transformers' per_layer_config (the full layers' head dim and
 // key/value heads per layer) is read back into the flat keys (gemma4_flat_config);
 // legacy layer_types names (global, local_sliding) are mapped; use_bidirectional_attention
-// "all" is refused (text is causal under null and "vision"); √H and √P are cast to the
-// embedding tables' dtype, as Hugging Face does.
+// "vision" makes an image's rows see each other in sliding layers, "all" is refused; √H
+// and √P are cast to the embedding tables' dtype, as Hugging Face does. Per-layer
+// embeddings take pad_token_id's row at image rows.
+#include <algorithm>
 #include <cmath>
 
 #include "io/checkpoint.h"
@@ -92,16 +96,22 @@ void configure_gemma4(const ConfigReader& original, const Checkpoint& ckpt, Mode
   // Newer transformers' per_layer_config form, read as the flat keys (see gemma4_flat_config).
   const nlohmann::json flat = gemma4_flat_config(original.json(), original.path());
   const ConfigReader reader(flat, original.path());
-  // use_bidirectional_attention: "vision" makes image tokens attend both ways; text-only
-  // input (all nextn feeds) stays causal, so null, false and "vision" compute the same.
-  // "all" (every token both ways) would not: refused rather than run causally.
+  // use_bidirectional_attention: "vision" lets the rows of one image see each other in
+  // the sliding-window layers (ModelConfig::image_bidirectional; text stays causal); null
+  // and false are causal everywhere. "all" (every token both ways) is refused.
   if (reader.has("use_bidirectional_attention")) {
     const nlohmann::json& b = reader.json().at("use_bidirectional_attention");
-    if (!(b.is_null() || (b.is_boolean() && !b.get<bool>()) || (b.is_string() && b.get<std::string>() == "vision")))
+    c.image_bidirectional = b.is_string() && b.get<std::string>() == "vision";
+    if (!(b.is_null() || (b.is_boolean() && !b.get<bool>()) || c.image_bidirectional))
       reader.error(ErrorKind::kUnsupported,
-                   "use_bidirectional_attention {} is not supported (nextn's attention is causal; supported: null, "
-                   "\"vision\", which is causal over text)", b.dump());
+                   "use_bidirectional_attention {} is not supported (supported: null, \"vision\")", b.dump());
   }
+  // The image prompt: <|image> <|image|>×N <image|> (top-level ids of
+  // Gemma4ForConditionalGeneration's config; Gemma 3's *_token_index names as well).
+  c.image_token_id = reader.get_int("image_token_id", reader.get_int("image_token_index", -1));
+  c.vision_start_token_id = reader.get_int("boi_token_id", reader.get_int("boi_token_index", -1));
+  c.vision_end_token_id = reader.get_int("eoi_token_id", reader.get_int("eoi_token_index", -1));
+  c.pad_token_id = reader.get_int("pad_token_id", 0);
   // 26B-A4B: routed GeGLU experts beside every layer's dense MLP (softmax, top-k
   // renormalised, per-expert scale; gemma4_layer.cc).
   MlpSpec moe;
@@ -212,6 +222,7 @@ std::unique_ptr<Block> make_gemma4_block(const ModelConfig& config, const LayerS
   o.per_layer_input = config.per_layer_input_size;
   o.query_only = layer.attention.kv_source >= 0;  // KV-sharing layers have no K/V of their own
   o.routed_names = config.routed_names;
+  o.image_bidirectional = config.image_bidirectional && layer.mixer == MixerKind::kSlidingAttention;
   return make_gemma4_layer(layer, o, store, prefix);
 }
 
@@ -222,7 +233,12 @@ std::unique_ptr<Block> make_gemma4_block(const ModelConfig& config, const LayerS
 class PerLayerEmbeddings : public InputStage {
  public:
   PerLayerEmbeddings(const ModelConfig& c, WeightStore& s)
-      : hidden_(c.hidden_size), layers_(c.num_layers), width_(c.per_layer_input_size), eps_(float(c.rms_norm_eps)) {
+      : hidden_(c.hidden_size),
+        layers_(c.num_layers),
+        width_(c.per_layer_input_size),
+        eps_(float(c.rms_norm_eps)),
+        image_token_(c.image_token_id),
+        pad_token_(c.pad_token_id) {
     const std::string& p = c.weight_prefix;
     const int64_t LP = int64_t(layers_) * width_;
     table_ = s.row_table(p + "embed_tokens_per_layer.weight", c.per_layer_input_vocab, LP);
@@ -240,7 +256,15 @@ class PerLayerEmbeddings : public InputStage {
     const float proj_scale = 1.0f / std::sqrt(float(hidden_));
     for (float& v : proj_) v *= proj_scale;
     rms_norm(proj_.data(), norm_, int64_t(n_rows) * layers_, width_, eps_, proj_.data());
-    embed_rows(table_, tokens, n_rows, out);
+    // Image rows take pad_token_id's table row (as Hugging Face does at image positions);
+    // their projection part above comes from the image features they carry.
+    const int32_t* ids = tokens;
+    if (image_token_ >= 0 && std::find(tokens, tokens + n_rows, image_token_) != tokens + n_rows) {
+      ids_.assign(tokens, tokens + n_rows);
+      std::replace(ids_.begin(), ids_.end(), image_token_, pad_token_);
+      ids = ids_.data();
+    }
+    embed_rows(table_, ids, n_rows, out);
     const float e_scale = rounded_to(std::sqrt(float(width_)), table_.dtype), half = 1.0f / std::sqrt(2.0f);
     for (size_t i = 0; i < size_t(n_rows) * LP; ++i) out[i] = (proj_[i] + out[i] * e_scale) * half;
   }
@@ -248,6 +272,8 @@ class PerLayerEmbeddings : public InputStage {
  private:
   int hidden_, layers_, width_;
   float eps_;
+  int32_t image_token_, pad_token_;  // image rows read pad_token_'s table row
+  std::vector<int32_t> ids_;
   WeightMatrix table_;       // [per_layer_input_vocab, L * P], layer-major columns (served from the mapping)
   WeightMatrix projection_;  // [L * P, H]
   const float* norm_ = nullptr;  // [P]

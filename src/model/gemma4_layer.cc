@@ -11,7 +11,10 @@
 //   router over RMSNorm(x) ⊙ router.scale · H^-1/2 (no weight of its own), top-k renormalised,
 //   w_e · router.per_expert_scale[e]; x += RMSNorm_w(m1 + m2; post_feedforward_layernorm)
 // Sliding layers attend over their window (the cache's shape holds it); KV-sharing
-// layers and the assistant's layers are query-only and read another layer's slot.
+// layers and the assistant's layers are query-only and read another layer's slot. On a
+// use_bidirectional_attention "vision" model the sliding layers let the rows of one
+// image see each other (allowed(q, k) = (k ≤ q or same image) and k > q − window); full
+// layers stay causal.
 #include <algorithm>
 #include <cmath>
 
@@ -110,7 +113,8 @@ class Gemma4Layer : public Block {
         if (o_.query_only) fail(ErrorKind::kInternal, "layer {}: a query-only Gemma 4 layer owns KV", layer);
         slot.cache->append(slot.layer, seg.pos, seg.n, k + size_t(seg.row0) * kv_dim, v + size_t(seg.row0) * kv_dim);
       }
-      attend(*slot.cache, slot.layer, seg, q + size_t(seg.row0) * q_dim, attn + size_t(seg.row0) * q_dim, s);
+      attend(*slot.cache, slot.layer, seg, image_key_ends(rows, seg), q + size_t(seg.row0) * q_dim,
+             attn + size_t(seg.row0) * q_dim, s);
     }
     apply(o_proj_, attn, n, proj);
     rms_norm(proj, post_attention_norm_, n, H, o_.eps, proj);
@@ -157,8 +161,30 @@ class Gemma4Layer : public Block {
   // KV head; a layer with another count (the assistant's layers read the target's
   // cache: E2B's assistant has 4 query heads, the target 8) runs in passes of the
   // cache's group size, its heads placed in the first slots of each group, the rest zero.
-  void attend(const KvCache& cache, int kv_layer, const StateSegment& seg, const float* q, float* out,
-              BlockScratch& s) const {
+  // For a layer whose images see themselves, the segment's rows' key ends
+  // (KvCache::attend_ahead: an image row sees up to its image's last row); null when
+  // causal attention is all the segment needs.
+  const int32_t* image_key_ends(const BlockRows& rows, const StateSegment& seg) {
+    if (!o_.image_bidirectional || !rows.image_end) return nullptr;
+    key_end_.assign(size_t(seg.n), -1);
+    bool any = false;
+    for (int r = 0; r < seg.n; ++r) {
+      const int32_t end = rows.image_end[seg.row0 + r];
+      if (end < 0) continue;
+      if (end > seg.row0 + seg.n) fail(ErrorKind::kInternal, "an image runs past its sequence's rows");
+      key_end_[size_t(r)] = seg.pos + (end - seg.row0);
+      any = true;
+    }
+    return any ? key_end_.data() : nullptr;
+  }
+
+  void attend(const KvCache& cache, int kv_layer, const StateSegment& seg, const int32_t* key_end, const float* q,
+              float* out, BlockScratch& s) const {
+    if (key_end) {
+      if (spec_.heads / spec_.kv_heads != cache.shape().n_heads / cache.shape().n_kv_heads)
+        fail(ErrorKind::kInternal, "Gemma 4 layer: an image seeing itself through a cache of another head grouping");
+      return cache.attend_ahead(kv_layer, seg.pos, seg.n, q, out, 1.0f, key_end);
+    }
     const int D = spec_.head_dim, KV = spec_.kv_heads, mine = spec_.heads / KV;
     const int theirs = cache.shape().n_heads / cache.shape().n_kv_heads;
     if (cache.shape().n_kv_heads != KV || cache.shape().head_dim != D)
@@ -207,6 +233,7 @@ class Gemma4Layer : public Block {
   const float* ple_norm_ = nullptr;               // post_per_layer_input_norm [H]
   std::vector<float> ones_;                       // [D]: v_norm has no weight
   std::vector<float> inv_freq_;                   // [D / 2]; "proportional": zeros past rotary_pairs
+  std::vector<int32_t> key_end_;                  // [segment rows]: image_key_ends' scratch
 };
 
 }  // namespace

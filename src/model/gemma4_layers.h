@@ -29,6 +29,9 @@ struct Gemma4BlockOptions {
   int per_layer_input = 0;  // P > 0: the layer adds its per-layer embedding (BlockRows::layer_inputs)
   bool query_only = false;  // no k/v projections: attends over KV another layer (or the target) wrote
   RoutedNames routed_names;  // 26B-A4B (LayerSpec::mlp routed): router.proj, router.per_expert_scale, experts
+  // A sliding layer of a use_bidirectional_attention "vision" model: the rows of one image
+  // (BlockRows::image_end) see each other, within the window's past bound.
+  bool image_bidirectional = false;
 };
 
 // Binds `prefix`{input_layernorm, self_attn.*, post_attention_layernorm,

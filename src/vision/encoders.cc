@@ -4,6 +4,7 @@
 #include "io/checkpoint.h"
 #include "util/error.h"
 #include "vision/encoder.h"
+#include "vision/gemma4_vision.h"
 #include "vision/qwen_vision.h"
 
 namespace nextn::vision {
@@ -19,6 +20,9 @@ struct Family {
 
 constexpr Family kFamilies[] = {
     {"qwen3_5", "model.visual.patch_embed.proj.weight", load_qwen_encoder},
+    // The position table, not input_proj: a text-only conversion may keep a stub
+    // input_proj, and the encoder-free "unified" Gemma 4 has model.vision_embedder.* only.
+    {"gemma4", "model.vision_tower.patch_embedder.position_embedding_table", load_gemma4_encoder},
 };
 
 }  // namespace

@@ -4,7 +4,7 @@
 // preprocessor_config.json names) produces them:
 //   1. smart_resize: both sides to multiples of patch × merge (32), the pixel count
 //      brought into [min_pixels, max_pixels], Python's round-half-to-even;
-//   2. a bicubic resize with PIL's rules (resize_bicubic below);
+//   2. a bicubic resize with PIL's rules (vision/resize.h);
 //   3. x/255, then (x − mean)/std per channel (mean = std = 0.5 in every Qwen3.5 config);
 //   4. patches of patch_size², the still image repeated temporal_patch_size (2) times,
 //      rows in merge-window order and each row in (channel, t, y, x) order.
@@ -18,6 +18,7 @@
 
 #include "vision/encoder.h"
 #include "vision/image.h"
+#include "vision/resize.h"
 
 namespace nextn::vision {
 
@@ -47,14 +48,6 @@ struct ResizeTarget {
 // Qwen2-VL's smart_resize: kBadInput for sides under 10 pixels or an aspect ratio over
 // 200, as the reference refuses them.
 ResizeTarget smart_resize(int height, int width, int factor, int64_t min_pixels, int64_t max_pixels);
-
-// PIL's Image.resize(..., BICUBIC) on 8-bit RGB: the cubic kernel with a = −0.5, its
-// support widened by the scale when shrinking (so shrinking averages, i.e. antialiased),
-// weights normalized per output pixel and applied in 22-bit fixed point; the horizontal
-// pass first, rounded to 8 bits, then the vertical one. A pass whose size does not
-// change is skipped. Matching PIL matters: the slow Hugging Face processor resizes with
-// it, and the fast one's uint8 antialiased path reproduces it.
-DecodedImage resize_bicubic(const DecodedImage& image, int width, int height);
 
 // Steps 1–4: rows in merge-window order, tokens_h × tokens_w = the merged grid.
 ProcessedImage qwen_process(const DecodedImage& image, const QwenProcessorConfig& config);

@@ -9,6 +9,7 @@
 #include "io/json_file.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
+#include "vision/attention.h"
 
 namespace nextn::vision {
 
@@ -205,43 +206,14 @@ std::vector<float> QwenVisionTower::forward(const ProcessedImage& px) const {
   std::vector<float> u(size_t(P * D)), qkv(size_t(P * 3 * D)), attn(size_t(P * D)), tmp(size_t(P * D));
   std::vector<float> mlp(size_t(P * c.intermediate));
   const float scale = 1.0f / std::sqrt(float(d));
-  constexpr int64_t kQueryBlock = 256;
-  std::vector<float> q_h(size_t(P * d)), k_h(size_t(P * d)), v_t(size_t(d * P)), o_h(size_t(kQueryBlock * d));
-  std::vector<float> scores(size_t(std::min(kQueryBlock, P) * P));
   for (const Block& blk : blocks_) {
     layer_norm(h.data(), P, D, blk.norm1.weight, blk.norm1.bias, c.eps, u.data());
     matmul(blk.qkv.w, u.data(), P, qkv.data(), blk.qkv.bias.data());
     // qkv rows: [all q | all k | all v], heads of d inside each.
     rope2d(qkv.data(), 3 * D);
     rope2d(qkv.data() + D, 3 * D);
-    // Full (bidirectional) attention over the image's patches, per head, as two engine
-    // matmuls per block of queries: scores = q · Kᵀ (K as a [P, d] "weight"), a softmax per
-    // row, then out = scores · V (V transposed to [d, P]). Query blocks bound the scores
-    // buffer to kQueryBlock × P floats whatever the image size.
-    for (int64_t head = 0; head < H; ++head) {
-      for (int64_t i = 0; i < P; ++i) {
-        const float* row = qkv.data() + size_t(i * 3 * D + head * d);
-        std::copy(row, row + d, q_h.data() + size_t(i * d));
-        std::copy(row + D, row + D + d, k_h.data() + size_t(i * d));
-        for (int64_t e = 0; e < d; ++e) v_t[size_t(e * P + i)] = row[2 * D + e];
-      }
-      const WeightMatrix keys{DType::kF32, P, d, k_h.data()}, values{DType::kF32, d, P, v_t.data()};
-      for (int64_t q0 = 0; q0 < P; q0 += kQueryBlock) {
-        const int64_t nq = std::min(kQueryBlock, P - q0);
-        matmul(keys, q_h.data() + size_t(q0 * d), nq, scores.data());
-        parallel_for(size_t(nq), [&](size_t begin, size_t end, int) {
-          for (size_t r = begin; r < end; ++r) {
-            float* sr = scores.data() + r * size_t(P);
-            for (int64_t k = 0; k < P; ++k) sr[k] *= scale;
-            softmax(sr, P);
-          }
-        });
-        matmul(values, scores.data(), nq, o_h.data());
-        for (int64_t r = 0; r < nq; ++r)
-          std::copy(o_h.data() + size_t(r * d), o_h.data() + size_t((r + 1) * d),
-                    attn.data() + size_t((q0 + r) * D + head * d));
-      }
-    }
+    // Full (bidirectional) attention over the image's patches.
+    image_attention(qkv.data(), 3 * D, qkv.data() + D, 3 * D, qkv.data() + 2 * D, 3 * D, P, H, d, scale, attn.data());
     matmul(blk.proj.w, attn.data(), P, tmp.data(), blk.proj.bias.data());
     for (size_t k = 0; k < h.size(); ++k) h[k] += tmp[k];
     layer_norm(h.data(), P, D, blk.norm2.weight, blk.norm2.bias, c.eps, u.data());

@@ -1,6 +1,7 @@
 // tests/kv/window_cache_test.cc — sliding-window KV rings (Gemma): attention with the
 // window mask against a double-precision reference after the ring has wrapped many
-// times, memory bounded by the ring, speculative rollback (rejected verify rows never
+// times, attend_ahead (an image's rows seeing each other, Gemma 4 "vision") against the
+// same reference with the rule (k ≤ q or same image) and k > q − window, memory bounded by the ring, speculative rollback (rejected verify rows never
 // evict keys the accepted prefix needs: bit-identical to a cache fed only the accepted
 // rows) and the lengths a ring can return to.
 #include <gtest/gtest.h>
@@ -120,6 +121,75 @@ TEST(WindowCache, ReturnableLengthsAndMisuse) {
   EXPECT_THROW(small.append(0, 0, 200, big.data(), big.data()), Error);
   cache.truncate(0);
   EXPECT_EQ(cache.min_truncate_length(), 0);
+}
+
+// Float64 attention where row r sees keys [max(0, pos + r − window + 1), end[r]).
+std::vector<double> reference_ahead(const KvShape& s, const std::vector<float>& k, const std::vector<float>& v, int pos,
+                                    int n, const float* q, double scale, const std::vector<int32_t>& end) {
+  const int D = s.head_dim, g = s.n_heads / s.n_kv_heads;
+  std::vector<double> out(size_t(n) * s.n_heads * D, 0.0);
+  for (int r = 0; r < n; ++r)
+    for (int hq = 0; hq < s.n_heads; ++hq) {
+      const int h = hq / g, lo = s.window > 0 ? std::max(0, pos + r - s.window + 1) : 0, hi = end[size_t(r)];
+      const float* qr = q + (size_t(r) * s.n_heads + hq) * D;
+      std::vector<double> sc(size_t(hi - lo));
+      double mx = -1e300, z = 0;
+      for (int t = lo; t < hi; ++t) {
+        double d = 0;
+        for (int i = 0; i < D; ++i) d += double(qr[i]) * k[(size_t(t) * s.n_kv_heads + h) * D + i];
+        mx = std::max(mx, sc[size_t(t - lo)] = d * scale);
+      }
+      for (double& x : sc) z += (x = std::exp(x - mx));
+      double* o = out.data() + (size_t(r) * s.n_heads + hq) * D;
+      for (int t = lo; t < hi; ++t)
+        for (int i = 0; i < D; ++i) o[i] += sc[size_t(t - lo)] / z * v[(size_t(t) * s.n_kv_heads + h) * D + i];
+    }
+  return out;
+}
+
+// A piece of 30 rows at position 40 whose rows 5..16 are one image: those rows see every
+// key up to the image's end (their window still bounds the past), the others are causal;
+// key_end values at or below a row's own position change nothing. Windowed (the per-row
+// path) and unwindowed (the shared-keys path for ≥ 16 queries) caches.
+TEST(WindowCache, AttendAheadLetsAnImageSeeItself) {
+  for (int window : {8, 0}) {
+    KvShape s = window > 0 ? ring_shape(window, 32, 200) : KvShape{1, 4, 2, 16, 200};
+    FullPrecisionCache cache(s, KvType::kF32);
+    const int kv_dim = s.n_kv_heads * s.head_dim, q_dim = s.n_heads * s.head_dim, pos = 40, n = 30;
+    auto k = testing_kv::random_floats(size_t(pos + n) * kv_dim, 11), v = testing_kv::random_floats(size_t(pos + n) * kv_dim, 12);
+    auto q = testing_kv::random_floats(size_t(n) * q_dim, 13, 0.3f);
+    cache.append(0, 0, 20, k.data(), v.data());
+    cache.append(0, 20, 20, k.data() + size_t(20) * kv_dim, v.data() + size_t(20) * kv_dim);
+    cache.append(0, pos, n, k.data() + size_t(pos) * kv_dim, v.data() + size_t(pos) * kv_dim);
+    std::vector<int32_t> key_end(size_t(n), -1), end(static_cast<size_t>(n), 0);
+    for (int r = 0; r < n; ++r) {
+      if (r >= 5 && r < 17) key_end[size_t(r)] = pos + 17;
+      if (r == 20) key_end[size_t(r)] = pos + 3;  // behind the row: causal
+      end[size_t(r)] = std::max(pos + r + 1, int(key_end[size_t(r)]));
+    }
+    std::vector<float> out(size_t(n) * q_dim), causal(out.size());
+    cache.attend_ahead(0, pos, n, q.data(), out.data(), 0.5f, key_end.data());
+    EXPECT_LT(testing_kv::max_abs_diff(reference_ahead(s, k, v, pos, n, q.data(), 0.5, end), out), 2e-5) << window;
+    cache.attend(0, pos, n, q.data(), causal.data(), 0.5f);
+    for (int r = 0; r < n; ++r) {
+      const bool image = r >= 5 && r < 16;  // the image's last row sees nothing new
+      const float* a = out.data() + size_t(r) * q_dim;
+      const float* b = causal.data() + size_t(r) * q_dim;
+      EXPECT_EQ(std::equal(a, a + q_dim, b), !image) << "row " << r << " window " << window;
+    }
+    // Past the stored rows is an internal error.
+    key_end[0] = pos + n + 1;
+    EXPECT_THROW(cache.attend_ahead(0, pos, n, q.data(), out.data(), 0.5f, key_end.data()), Error);
+  }
+  // Compressed caches refuse.
+  KvOptions o;
+  o.type = KvType::kQ8;
+  o.group_size = 32;
+  auto q8 = make_kv_cache(KvShape{1, 4, 2, 32, 100}, o);
+  std::vector<float> kv(size_t(4) * 64, 0.1f), q(size_t(4) * 128, 0.1f), out(q.size());
+  q8->append(0, 0, 4, kv.data(), kv.data());
+  const int32_t ends[4] = {4, 4, 4, 4};
+  EXPECT_THROW(q8->attend_ahead(0, 0, 4, q.data(), out.data(), 1.0f, ends), Error);
 }
 
 TEST(WindowCache, FactoryGivesRingsForEveryKvType) {

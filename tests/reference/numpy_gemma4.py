@@ -15,6 +15,11 @@
 #   - the last num_kv_shared_layers layers read the K/V of the last non-shared layer of the
 #     same type; logits = cap * tanh(embed · norm(h) / cap)
 # Keys and values are kept for every position (no ring): the window is only a mask here.
+#   - images (step(..., images=[(row, features [n, H])])): the features replace the rows'
+#     embeddings without the sqrt(H) scale; per-layer embeddings take pad_token_id's row
+#     there (the projection part comes from the features); 1-D positions. Under
+#     use_bidirectional_attention "vision", sliding layers allow (k <= q or same image) and
+#     q - k < window; full layers stay causal (docs/vision.md, "Gemma 4")
 #
 #   - 26B-A4B form (enable_moe_block): routed GeGLU experts beside the dense MLP
 #
@@ -37,6 +42,10 @@ BROKEN = ("norm_plus_one", "no_softcap", "wrong_donor", "window_off_by_one",
 # (top-k renormalisation is unobservable here: post_feedforward_layernorm_2 removes a
 # per-row scale of the routed sum)
 BROKEN_MOE = ("per_expert_scale_missing", "router_input_normed_2", "gate_up_halves_swapped")
+# deliberate image bugs: sqrt(H) applied to image rows, the image's bidirectional block on
+# full layers too, a "vision" model run causally, a causal (null) model run with the
+# "vision" rule, PLE from the image token's row
+BROKEN_IMAGE = ("image_sqrt_h", "image_bidir_global", "image_causal", "image_bidir_on_causal", "image_ple_token")
 
 
 def rms(x, w, eps):
@@ -78,11 +87,13 @@ class State:
     def __init__(self):
         self.k, self.v = {}, {}
         self.length = 0
+        self.block = np.zeros(0, dtype=np.int64)  # per position: image index, -1 for text
+        self.images = 0
 
 
 class Model(StatefulDecoding):
     def __init__(self, model_dir, broken=None):
-        if broken is not None and broken not in BROKEN + BROKEN_MOE:
+        if broken is not None and broken not in BROKEN + BROKEN_MOE + BROKEN_IMAGE:
             raise ValueError(broken)
         self.broken = broken
         _, c = text_config(model_dir)
@@ -96,6 +107,9 @@ class Model(StatefulDecoding):
         self.types = list(c["layer_types"])
         self.types[-1] = "full_attention"
         self.window = c["sliding_window"]
+        self.bidir = (c.get("use_bidirectional_attention") == "vision" or broken == "image_bidir_on_causal") \
+            and broken != "image_causal"
+        self.pad_id = c.get("pad_token_id", 0)
         if broken == "window_off_by_one":
             self.window += 1
         self.k_eq_v = c.get("attention_k_eq_v", False)
@@ -147,15 +161,20 @@ class Model(StatefulDecoding):
         out[..., half:rot] = b * cos + a * sin
         return out
 
-    def attend(self, q, K, V, positions, kind):
-        """q [T, Hq, D] at `positions`; K, V [N, kv, D] for positions 0..N-1."""
+    def attend(self, q, K, V, positions, kind, block=None):
+        """q [T, Hq, D] at `positions`; K, V [N, kv, D] for positions 0..N-1; block [N]: the
+        image each position belongs to (-1 text), for the bidirectional rule."""
         T, Hq, D = q.shape
         group = Hq // K.shape[1]
         out = np.zeros_like(q)
+        both_ways = block is not None and self.bidir and (
+            kind == "sliding_attention" or self.broken == "image_bidir_global")
         for t in range(T):
             i = positions[t]
             j = np.arange(K.shape[0])
             visible = j <= i
+            if both_ways and block[i] >= 0:
+                visible |= block == block[i]
             if kind == "sliding_attention":
                 visible &= (i - j) < self.window
             for h in range(Hq):
@@ -180,7 +199,7 @@ class Model(StatefulDecoding):
             v = rms(vr, 1.0, self.eps)
             state.k[kv_layer] = np.concatenate([state.k.get(kv_layer, np.zeros((0, kv, D))), k])
             state.v[kv_layer] = np.concatenate([state.v.get(kv_layer, np.zeros((0, kv, D))), v])
-        o = self.attend(q, state.k[kv_layer], state.v[kv_layer], positions, kind)
+        o = self.attend(q, state.k[kv_layer], state.v[kv_layer], positions, kind, state.block)
         return o.reshape(T, self.heads * D) @ W[p + "self_attn.o_proj.weight"].T
 
     def moe(self, p, h):
@@ -242,12 +261,24 @@ class Model(StatefulDecoding):
         """sqrt(H) as the embedding's dtype holds it."""
         return scale_in(self.dtypes[self.prefix + "embed_tokens.weight"], self.H)
 
-    def step(self, tokens, state):
-        """Logits [T, V] and post-final-norm hidden [T, H] of tokens appended to state."""
+    def step(self, tokens, state, images=()):
+        """Logits [T, V] and post-final-norm hidden [T, H] of tokens appended to state;
+        images: (row, features [n, H]) whose features replace rows row..row+n-1."""
         tokens = np.asarray(tokens, dtype=np.int64)
         positions = np.arange(state.length, state.length + len(tokens))
         x = self.embed[tokens] * self.embed_scale()
-        ple = self.per_layer_inputs(tokens, x) if self.P else None
+        block = np.full(len(tokens), -1, dtype=np.int64)
+        ple_tokens = tokens.copy()
+        for row, feats in images:
+            n = len(feats)
+            scale = self.embed_scale() if self.broken == "image_sqrt_h" else 1.0
+            x[row:row + n] = np.asarray(feats, dtype=np.float64) * scale
+            block[row:row + n] = state.images
+            state.images += 1
+            if self.broken != "image_ple_token":
+                ple_tokens[row:row + n] = self.pad_id
+        state.block = np.concatenate([state.block, block])
+        ple = self.per_layer_inputs(ple_tokens, x) if self.P else None
         for i in range(self.L):
             p = f"{self.prefix}layers.{i}."
             own = i < self.first_shared

@@ -52,6 +52,71 @@ ASSISTANT_PRESETS = {
 }
 
 
+# The tiny vision tower (--vision-language): depth 2, width 32, 2 heads of 16 (4 rotary
+# frequencies per axis), MLP 64, 16-pixel patches pooled 3 × 3, a 64-row position table
+# per axis; the processor's budget is small so test images stay small.
+TINY_VISION = dict(depth=2, hidden=32, heads=2, head_dim=16, inter=64, patch=16, pool=3,
+                   positions=64, eps=1e-6, theta=100.0, budget=16)
+
+CLIP_NAMES = ("input_min", "input_max", "output_min", "output_max")
+
+
+def vision_tensors(v, text_hidden, clipped=False, standardize=False):
+    """model.vision_tower.* and model.embed_vision.* (Hugging Face names, docs/vision.md)."""
+    D, I, A, p = v["hidden"], v["inter"], v["heads"] * v["head_dim"], v["patch"]
+    tw = "model.vision_tower."
+    t = [(f"{tw}patch_embedder.input_proj.weight", (D, 3 * p * p), linear_init(3 * p * p)),
+         (f"{tw}patch_embedder.position_embedding_table", (2, v["positions"], D), Init(0.5))]
+
+    def linear(name, out, inp):
+        lt = [(f"{name}.linear.weight", (out, inp), linear_init(inp))]
+        if clipped:  # finite bounds that bind: RMS-normed inputs and unit-scale outputs exceed them
+            lt += [(f"{name}.input_min", (), Init(0.2, -1.5)), (f"{name}.input_max", (), Init(0.2, 1.5)),
+                   (f"{name}.output_min", (), Init(0.2, -1.0)), (f"{name}.output_max", (), Init(0.2, 1.0))]
+        return lt
+
+    for i in range(v["depth"]):
+        b = f"{tw}encoder.layers.{i}"
+        t += [(f"{b}.input_layernorm.weight", (D,), norm())]
+        for n in ("q", "k", "v"):
+            t += linear(f"{b}.self_attn.{n}_proj", A, D)
+        t += linear(f"{b}.self_attn.o_proj", D, A)
+        t += [(f"{b}.self_attn.q_norm.weight", (v["head_dim"],), qk_norm()),
+              (f"{b}.self_attn.k_norm.weight", (v["head_dim"],), qk_norm()),
+              (f"{b}.post_attention_layernorm.weight", (D,), norm()),
+              (f"{b}.pre_feedforward_layernorm.weight", (D,), norm()),
+              (f"{b}.post_feedforward_layernorm.weight", (D,), norm())]
+        t += linear(f"{b}.mlp.gate_proj", I, D) + linear(f"{b}.mlp.up_proj", I, D) + linear(f"{b}.mlp.down_proj", D, I)
+    if standardize:
+        t += [(f"{tw}std_bias", (D,), Init(0.3)), (f"{tw}std_scale", (D,), Init(0.3, 1.0))]
+    t.append(("model.embed_vision.embedding_projection.weight", (text_hidden, D), linear_init(D, 1.0)))
+    return t
+
+
+def vision_config(v, clipped=False, standardize=False):
+    return {
+        "model_type": "gemma4_vision", "hidden_size": v["hidden"], "intermediate_size": v["inter"],
+        "num_hidden_layers": v["depth"], "num_attention_heads": v["heads"],
+        "num_key_value_heads": v["heads"], "head_dim": v["head_dim"],
+        "hidden_activation": "gelu_pytorch_tanh", "rms_norm_eps": v["eps"], "patch_size": v["patch"],
+        "pooling_kernel_size": v["pool"], "position_embedding_size": v["positions"],
+        "rope_parameters": {"rope_type": "default", "rope_theta": v["theta"]},
+        "use_clipped_linears": clipped, "standardize": standardize,
+    }
+
+
+def processor_config(v):
+    """processor_config.json as transformers >= 5 saves Gemma4Processor: the image
+    processor's settings under "image_processor"."""
+    return {"processor_class": "Gemma4Processor", "image_seq_length": v["budget"],
+            "image_processor": {"image_processor_type": "Gemma4ImageProcessor", "do_resize": True,
+                                "resample": 3, "do_rescale": True, "rescale_factor": 1 / 255,
+                                "do_normalize": False, "image_mean": [0.0, 0.0, 0.0],
+                                "image_std": [1.0, 1.0, 1.0], "do_convert_rgb": True,
+                                "patch_size": v["patch"], "pooling_kernel_size": v["pool"],
+                                "max_soft_tokens": v["budget"]}}
+
+
 def norm():
     # plain x̂·w norms: weights around 1, spread 0.3 so that w and 1+w differ clearly
     return Init(0.3, 1.0)
@@ -135,7 +200,9 @@ def tensors(s, prefix="model."):
     return t
 
 
-def config(s, dtype_name, specials, multimodal=False):
+def config(s, dtype_name, specials, multimodal=False, vision=None, bidirectional=None):
+    """vision: (shape, clipped, standardize) for a real tower (Gemma 4's image tokens must
+    then be among `specials`); bidirectional: text_config.use_bidirectional_attention."""
     text = {
         "model_type": "gemma4_text",
         "vocab_size": s["vocab"],
@@ -173,9 +240,11 @@ def config(s, dtype_name, specials, multimodal=False):
     if s.get("experts"):
         text.update(num_experts=s["experts"], top_k_experts=s["top_k"],
                     moe_intermediate_size=s["moe_inter"])
+    text["use_bidirectional_attention"] = bidirectional
+    text["pad_token_id"] = 0
     if not multimodal:
         return dict(text, architectures=["Gemma4ForCausalLM"], transformers_version="5.5.0")
-    return {
+    out = {
         "architectures": ["Gemma4ForConditionalGeneration"],
         "model_type": "gemma4",
         "text_config": text,
@@ -184,6 +253,12 @@ def config(s, dtype_name, specials, multimodal=False):
         "tie_word_embeddings": True,
         "transformers_version": "5.5.0",
     }
+    if vision:
+        shape, clipped, standardize = vision
+        out["vision_config"] = vision_config(shape, clipped, standardize)
+        out.update(boi_token_id=specials["<|image>"], image_token_id=specials["<|image|>"],
+                   eoi_token_id=specials["<image|>"])
+    return out
 
 
 def assistant_tensors(a, target):

@@ -28,6 +28,14 @@ VISION_CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
 
+# Gemma 4's image tokens: begin <|image>, soft token <|image|>, end <image|>.
+GEMMA4_VISION_SPECIAL_TOKENS = ["<|image>", "<|image|>", "<image|>"]
+
+# ChatML with Gemma 4's rule for image items: the template writes the soft token
+# <|image|> alone; the server adds <|image> / <image|> around its expansion.
+GEMMA4_VISION_CHAT_TEMPLATE = VISION_CHAT_TEMPLATE.replace(
+    "<|vision_start|><|image_pad|><|vision_end|>", "<|image|>")
+
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
     "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
@@ -201,11 +209,17 @@ def tokenizer_config(specials, max_len, chat_template=CHAT_TEMPLATE):
 
 def write_tokenizer(out_dir, vocab_size, max_len, vision=False):
     """Writes tokenizer.json + tokenizer_config.json; returns the special-token ids.
-    vision: Qwen3.5's vision specials and the template that renders image items."""
+    vision: True or "qwen3_5" for Qwen3.5's vision specials and the template that renders
+    image items; "gemma4" for Gemma 4's."""
     import os
-    tok, specials = build_tokenizer(vocab_size, VISION_SPECIAL_TOKENS if vision else ())
+    extra, template = (), CHAT_TEMPLATE
+    if vision == "gemma4":
+        extra, template = GEMMA4_VISION_SPECIAL_TOKENS, GEMMA4_VISION_CHAT_TEMPLATE
+    elif vision:
+        extra, template = VISION_SPECIAL_TOKENS, VISION_CHAT_TEMPLATE
+    tok, specials = build_tokenizer(vocab_size, extra)
     with open(os.path.join(out_dir, "tokenizer.json"), "w", encoding="utf-8") as f:
         json.dump(tok, f, ensure_ascii=False, indent=1)
     with open(os.path.join(out_dir, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-        json.dump(tokenizer_config(specials, max_len, VISION_CHAT_TEMPLATE if vision else CHAT_TEMPLATE), f, ensure_ascii=False, indent=2)
+        json.dump(tokenizer_config(specials, max_len, template), f, ensure_ascii=False, indent=2)
     return specials
