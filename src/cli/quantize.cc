@@ -375,6 +375,12 @@ int run_quantize(const QuantizeFlags& f) {
   std::map<std::string, std::map<int, std::string>> stacks;  // "…experts.gate_proj" → expert → source name
   std::vector<Planned> plan;
   for (const std::string& name : ckpt->tensor_names()) {
+    // A vision-language checkpoint's towers go to a projector file of their own in
+    // llama.cpp's layout (mmproj-*.gguf), never into the text GGUF.
+    if (name.starts_with("model.visual.") || name.starts_with("model.vision_tower.") ||
+        name.starts_with("model.embed_vision.") || name.starts_with("model.audio_tower.") ||
+        name.starts_with("model.embed_audio."))
+      continue;
     Planned p;
     p.src_name = name;
     const std::string hf = dialect  ? name

@@ -241,6 +241,14 @@ class Gemma4Dialect : public GgufDialect {
         fail(ErrorKind::kBadInput, "{}: missing 2-D tensor 'per_layer_token_embd.weight'", path);
       c["vocab_size_per_layer_input"] = table->shape[0];
     }
+    // The image prompt's tokens: the converter keeps them only as vocabulary (an image
+    // needs the vision projector GGUF beside this file: --mmproj); images take the pad
+    // token's per-layer row.
+    for (const auto& [key, text] : {std::pair{"image_token_id", "<|image|>"}, std::pair{"boi_token_id", "<|image>"},
+                                    std::pair{"eoi_token_id", "<image|>"}})
+      if (const int64_t id = md.token_id(text); id >= 0) c[key] = id;
+    if (md.all().contains("tokenizer.ggml.padding_token_id") && md.all()["tokenizer.ggml.padding_token_id"].is_number_integer())
+      c["pad_token_id"] = md.all()["tokenizer.ggml.padding_token_id"];
     if (md.integer("expert_count", 0) > 0) {
       c["enable_moe_block"] = true;
       c["num_experts"] = md.integer("expert_count");

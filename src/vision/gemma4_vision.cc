@@ -274,6 +274,13 @@ class Gemma4Encoder final : public VisionEncoder {
   int out_hidden() const override { return tower_->config().out_hidden; }
   ProcessedImage process(const DecodedImage& image) const override { return gemma4_process(image, processor_); }
   std::vector<float> encode(const ProcessedImage& image) const override { return tower_->forward(image); }
+  double matmul_flops(const ProcessedImage& image) const override {
+    const Gemma4VisionConfig& c = tower_->config();
+    const double P = double(image.rows), D = c.hidden, I = c.intermediate, A = double(c.heads) * c.head_dim;
+    const double k2 = double(c.pooling_kernel_size) * c.pooling_kernel_size;
+    const double layer = 4 * P * D * A + 3 * P * D * I + 2 * P * P * A;  // q k v o, gate up down, q·kᵀ and ·v
+    return 2 * (P * double(image.cols) * D + c.depth * layer + (P / k2) * D * c.out_hidden);
+  }
 
  private:
   std::unique_ptr<Checkpoint> weights_;  // backs the tower's weights
@@ -303,8 +310,10 @@ Gemma4ProcessorConfig processor_config(const Checkpoint& weights) {
 
 std::unique_ptr<VisionEncoder> load_gemma4_encoder(std::unique_ptr<Checkpoint> weights,
                                                    const ImagePlaceholder& lm_tokens, const EncoderOptions& options) {
-  if (lm_tokens.token < 0 || lm_tokens.begin < 0 || lm_tokens.end < 0)
-    fail(ErrorKind::kBadInput, "{}: the language model lacks image_token_id, boi_token_id or eoi_token_id",
+  // The tower alone (`nextn perf`, `debug-image`) needs no token ids; a language model
+  // with an image token must also have the begin and end of image around it.
+  if (lm_tokens.token >= 0 && (lm_tokens.begin < 0 || lm_tokens.end < 0))
+    fail(ErrorKind::kBadInput, "{}: the language model has image_token_id but lacks boi_token_id or eoi_token_id",
          weights->dir());
   auto tower = Gemma4VisionTower::load(*weights);
   Gemma4ProcessorConfig processor = processor_config(*weights);

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tests/model/test_mmproj_gguf.py — llama.cpp's split vision files for Qwen3.5: a text GGUF
+"""tests/model/test_mmproj_gguf.py — llama.cpp's split vision files for Qwen3.5 and Gemma 4: a text GGUF
 (written by `nextn quantize`) beside a vision projector GGUF (mmproj) in the layout
 llama.cpp's converter writes (general.architecture "clip", clip.projector_type
 "qwen3vl_merger", v.* / mm.* names, the Conv3d patch embedding split along time into
@@ -14,7 +14,12 @@ independent writer (tests/reference/ggml_quants.py).
   logits with the mmproj tower equal its logits with the Hugging Face tower (`--mmproj`
   takes either).
 - Damaged files exit 2 naming the problem: an unknown projector type, a missing frame,
-  DeepStack layers."""
+  DeepStack layers.
+- Gemma 4 (clip.vision.projector_type "gemma4v": the patch embedding stored as a Conv2d
+  [D, 3, p, p], clipped linears' scalars as 1-element tensors, standardize's std_bias /
+  std_scale, embed_vision as mm.input_projection): the F32 mmproj tower equals the Hugging
+  Face tower to 1e-6; the text GGUF finds its image tokens in its vocabulary, and its
+  logits with the mmproj tower equal those with the Hugging Face tower."""
 import json
 import os
 import subprocess
@@ -80,6 +85,56 @@ def mmproj_gguf(ckpt, out, dtype="F32", zero_frame=False, drop=(), projector="qw
           c + "attention.layer_norm_epsilon": 1e-6, c + "image_mean": [0.5, 0.5, 0.5], c + "image_std": [0.5, 0.5, 0.5]}
     if deepstack:
         md[c + "is_deepstack_layers"] = [i == 0 for i in range(v["depth"])]
+    Q.write_gguf(out, metadata_items(md), tensors)
+    return out
+
+
+GEMMA_BLOCK = {"input_layernorm.weight": "ln1.weight", "post_attention_layernorm.weight": "attn_post_norm.weight",
+               "pre_feedforward_layernorm.weight": "ln2.weight",
+               "post_feedforward_layernorm.weight": "ffn_post_norm.weight",
+               "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight"}
+GEMMA_LINEAR = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                "self_attn.o_proj": "attn_out", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+                "mlp.down_proj": "ffn_down"}
+
+
+def gemma4_mmproj_gguf(ckpt, out):
+    """A Gemma 4 checkpoint's vision tower as llama.cpp's converter writes its mmproj (F32)."""
+    with open(os.path.join(ckpt, "config.json")) as f:
+        cfg = json.load(f)
+    v = cfg["vision_config"]
+    W = safetensors_reader.read_checkpoint(ckpt, np.float32)
+    tensors = []
+
+    def put(name, w):
+        w = np.ascontiguousarray(np.asarray(w, dtype=np.float32).reshape(np.shape(w) or (1,)))
+        tensors.append((name, list(reversed(w.shape)), "F32", w.astype("<f4").tobytes()))
+
+    t = "model.vision_tower."
+    proj = W[t + "patch_embedder.input_proj.weight"]  # [D, p·p·3], (y, x, channel)
+    p = v["patch_size"]
+    put("v.patch_embd.weight", proj.reshape(-1, p, p, 3).transpose(0, 3, 1, 2))
+    put("v.position_embd.weight", W[t + "patch_embedder.position_embedding_table"])
+    for i in range(v["num_hidden_layers"]):
+        b = f"{t}encoder.layers.{i}."
+        for hf, g in GEMMA_BLOCK.items():
+            put(f"v.blk.{i}.{g}", W[b + hf])
+        for hf, g in GEMMA_LINEAR.items():
+            put(f"v.blk.{i}.{g}.weight", W[b + hf + ".linear.weight"])
+            for k in ("input_min", "input_max", "output_min", "output_max"):
+                if b + hf + "." + k in W:
+                    put(f"v.blk.{i}.{g}.{k}", W[b + hf + "." + k])
+    for k in ("std_bias", "std_scale"):
+        if t + k in W:
+            put("v." + k, W[t + k])
+    put("mm.input_projection.weight", W["model.embed_vision.embedding_projection.weight"])
+    c = "clip.vision."
+    md = {"general.architecture": "clip", "general.type": "mmproj", "clip.has_vision_encoder": True,
+          "clip.vision.projector_type": "gemma4v", c + "image_size": 224, c + "patch_size": p,
+          c + "embedding_length": v["hidden_size"], c + "feed_forward_length": v["intermediate_size"],
+          c + "block_count": v["num_hidden_layers"], c + "attention.head_count": v["num_attention_heads"],
+          c + "projection_dim": cfg["text_config"]["hidden_size"], c + "attention.layer_norm_epsilon": 1e-6,
+          c + "image_mean": [0.0, 0.0, 0.0], c + "image_std": [1.0, 1.0, 1.0]}
     Q.write_gguf(out, metadata_items(md), tensors)
     return out
 
@@ -183,6 +238,61 @@ class MmprojTest(unittest.TestCase):
                             "--prompt-tokens", "1,2", "-n", "1", "--ids"], capture_output=True, text=True, timeout=60)
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("llava_next", p.stderr)
+
+
+class Gemma4MmprojTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not BIN:
+            raise unittest.SkipTest("NEXTN_BIN is not set")
+        os.makedirs(TMP_ROOT, exist_ok=True)
+        cls._tmp = tempfile.TemporaryDirectory(prefix="mmproj-gemma4-", dir=TMP_ROOT)
+        t = cls.tmp = cls._tmp.name
+        cls.ckpt = os.path.join(t, "hf")
+        subprocess.run([PY, GEN, "--arch", "gemma4", "--vision-language", "--dtype", "f32", "--seed", "2",
+                        "--vision-clipped", "--vision-standardize", "--quiet", "--out", cls.ckpt], check=True)
+        with open(os.path.join(cls.ckpt, "config.json")) as f:
+            cls.config = json.load(f)
+        cls.image = os.path.join(t, "image.png")
+        with open(cls.image, "wb") as f:
+            f.write(png_bytes(np.random.default_rng(4).integers(0, 256, (90, 140, 3), dtype=np.uint8)))
+        cls.mmproj = gemma4_mmproj_gguf(cls.ckpt, os.path.join(t, "mmproj-f32.gguf"))
+        cls.text = os.path.join(t, "text-q8_0.gguf")
+        run(["quantize", cls.ckpt, "--type", "q8_0", "--out", cls.text, "--no-progress"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls._tmp.cleanup()
+
+    def tower(self, model, name):
+        prefix = os.path.join(self.tmp, name)
+        run(["debug-image", "--processor", "gemma4", "--max-soft-tokens", "16", "-m", model, self.image,
+             "--threads", "2", "--out", prefix])
+        return np.load(prefix + ".vision.npy").astype(np.float64)
+
+    def test_tower_equals_hugging_face_tower(self):
+        ref = self.tower(self.ckpt, "hf")
+        got = self.tower(self.mmproj, "gguf")
+        self.assertEqual(got.shape, ref.shape)
+        err = rel_err(got, ref)
+        print(f"Gemma 4 mmproj F32 tower vs Hugging Face: relative error {err:.1e}")
+        self.assertLess(err, 1e-6)
+
+    def test_text_gguf_with_mmproj(self):
+        c = self.config
+        prompt = [11, 42, c["image_token_id"], 5, 77]
+        out = {}
+        for name, tower in (("hf-tower", self.ckpt), ("mmproj", self.mmproj)):
+            prefix = os.path.join(self.tmp, name)
+            run(["debug-logits", "-m", self.text, "--mmproj", tower, "--prompt-tokens", ",".join(map(str, prompt)),
+                 "--image", self.image, "--image-max-tokens", "16", "--threads", "2", "--out", prefix])
+            out[name] = np.load(prefix + ".prefill.npy").astype(np.float64)
+        # The one <|image|> became <|image>, the image's soft tokens and <image|>: the text
+        # GGUF found the begin/end ids in its vocabulary.
+        self.assertGreater(len(out["mmproj"]), len(prompt) + 2)
+        err = rel_err(out["mmproj"], out["hf-tower"])
+        print(f"Gemma 4 text GGUF + mmproj vs + Hugging Face tower: logits relative error {err:.1e}")
+        self.assertLess(err, 1e-5)
 
 
 if __name__ == "__main__":
