@@ -210,6 +210,10 @@ def shape_for(args):
         s["tied"] = args.tied
     if args.experts_layout:
         s["experts_layout"] = args.experts_layout
+    if args.vision_tower == "released":
+        s.setdefault("vision", A.PRESETS["qwen3.5-0.8b"]["vision"])
+    elif args.vision_tower == "tiny":
+        s.pop("vision", None)
     if args.rope_scaling == "none":
         s["rope_scaling"] = None
     elif args.rope_scaling == "llama3" and not s["rope_scaling"]:
@@ -226,7 +230,8 @@ def make_model(args):
     if args.arch == "gemma4":
         tensors = G.tensors(s, "model.language_model." if args.vision_language else "model.")
         if args.vision_language:  # a tiny real vision tower; an audio stub the text model ignores
-            tensors += G.vision_tensors(G.TINY_VISION, s["hidden"], args.vision_clipped, args.vision_standardize)
+            tensors += G.vision_tensors(G.vision_shape(args.preset, args.vision_tower), s["hidden"], args.vision_clipped,
+                                        args.vision_standardize)
             tensors.append(("model.audio_tower.subsample_conv_projection.weight", (16, 12), A.Init(0.1)))
     elif args.arch == "glm4_moe":
         tensors = GLM.tensors(s, args.mtp_layers if mtp != "none" else 0)
@@ -257,11 +262,12 @@ def make_model(args):
     specials = T.write_tokenizer(args.out, s["vocab"], s.get("max_pos", 4096), vision=vision_kind)
     dtype_name = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}[args.dtype]
     if args.arch == "gemma4":
-        vision = (G.TINY_VISION, args.vision_clipped, args.vision_standardize) if args.vision_language else None
+        vision = (G.vision_shape(args.preset, args.vision_tower), args.vision_clipped, args.vision_standardize) if args.vision_language else None
         config = G.config(s, dtype_name, specials, args.vision_language, vision,
                           "vision" if args.bidirectional_vision else None)
         if args.vision_language:
-            budget = dict(G.TINY_VISION, budget=args.image_budget or G.TINY_VISION["budget"])
+            shape = G.vision_shape(args.preset, args.vision_tower)
+            budget = dict(shape, budget=args.image_budget or shape["budget"])
             write_json(os.path.join(args.out, "processor_config.json"), G.processor_config(budget))
     elif args.arch == "glm4_moe":
         config = GLM.config(s, args.mtp_layers if mtp != "none" else 0, dtype_name, specials)
@@ -490,6 +496,9 @@ def parse_args(argv):
     p.add_argument("--bidirectional-vision", action="store_true",
                    help="gemma4: text_config.use_bidirectional_attention = \"vision\" (26B/31B: an image's tokens "
                         "see each other in sliding layers)")
+    p.add_argument("--vision-tower", choices=["tiny", "released"],
+                   help="--vision-language: the tiny test tower, or the released sizes (Qwen3.5-0.8B's, Gemma 4 "
+                        "E2B's) beside any text shape, for measuring the encoder (default: released for real presets)")
     p.add_argument("--image-budget", type=int,
                    help=f"gemma4 --vision-language: processor_config.json max_soft_tokens (default {G.TINY_VISION['budget']})")
     p.add_argument("--mtp-layers", type=int, default=1)

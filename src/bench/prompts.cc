@@ -131,13 +131,14 @@ nlohmann::json prompt_request_fields(const std::string& kind) {
            {{"type", "json_schema"}, {"json_schema", {{"name", "employee"}, {"schema", nlohmann::json::parse(kJsonSchema)}}}}}};
 }
 
-nlohmann::json make_prompt_messages(const std::string& kind, int context_tokens, const TokenCounter& count) {
+nlohmann::json make_prompt_messages(const std::string& kind, int context_tokens, const TokenCounter& count,
+                                    uint32_t variant) {
   using nlohmann::json;
   if (kind == "json" || kind == "json-schema") return json::array({{{"role", "user"}, {"content", kJsonInstruction}}});
   if (const auto size = image_kind_size(kind)) {
     // One question about a generated picture (vision/image.h test_picture), sent as
     // PNG in a data: URL, as chat clients send pictures; its size is the kind's.
-    const std::string png = vision::encode_png_rgb(vision::test_picture(size->first, size->second, 7));
+    const std::string png = vision::encode_png_rgb(vision::test_picture(size->first, size->second, 7 + variant));
     return json::array({{{"role", "user"},
                          {"content", json::array({{{"type", "text"}, {"text", "Describe this picture in detail."}},
                                                   {{"type", "image_url"},

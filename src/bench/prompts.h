@@ -11,6 +11,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -24,7 +25,10 @@ using TokenCounter = std::function<std::optional<int>(const std::string&)>;
 // Chat messages for prompt `kind` (apple|prose|code|chat|json|json-schema|edit|quote|agent|image-N|image-WxH|path
 // to a file) holding
 // about `context_tokens` tokens. Throws nextn::Error if the kind's text is missing.
-nlohmann::json make_prompt_messages(const std::string& kind, int context_tokens, const TokenCounter& count);
+// `variant` picks the picture of an image kind, so that requests numbered apart send
+// different pictures (none is served from the server's picture cache).
+nlohmann::json make_prompt_messages(const std::string& kind, int context_tokens, const TokenCounter& count,
+                                    uint32_t variant = 0);
 
 // Request fields the kind adds to the chat body (json-schema: response_format), or {}.
 nlohmann::json prompt_request_fields(const std::string& kind);

@@ -65,6 +65,11 @@ int run_bench(const BenchOptions& o) {
   const std::string binary = self_binary();
   int max_context = 0;
   for (int c : o.contexts) max_context = std::max(max_context, c);
+  // An image kind's prompt is its picture's tokens whatever the context: at most one per
+  // 16×16 pixels in every family nextn runs (Qwen3.5 merges 32×32, Gemma 4 pools 48×48).
+  for (const std::string& prompt : o.prompts)
+    if (const auto size = image_kind_size(prompt))
+      max_context = std::max(max_context, size->first * size->second / 256 + 64);
   // Room for prompts that tokenize longer than their nominal context ("apple "
   // is a fixed word count); the KV cache grows on demand, so this costs nothing.
   const int ctx_size = 2 * max_context + o.max_tokens + 256;
@@ -125,8 +130,11 @@ int run_bench(const BenchOptions& o) {
           std::vector<nlohmann::json> messages(static_cast<size_t>(clients));
           try {
             for (auto& msg : messages) {
-              msg = make_prompt_messages(prompt, context, [&](const std::string& t) { return client.count_tokens(t); });
-              add_nonce(msg, fmt::format("request {}", ++request_counter));
+              ++request_counter;
+              msg = make_prompt_messages(
+                  prompt, context, [&](const std::string& t) { return client.count_tokens(t); },
+                  uint32_t(request_counter));
+              add_nonce(msg, fmt::format("request {}", request_counter));
             }
           } catch (const Error& e) {
             m.status = "FAIL";

@@ -244,7 +244,7 @@ std::optional<EncoderPerf> measure_encoder(const PerfFlags& f) {
       m.encode_seconds = std::min(m.encode_seconds, watch.seconds());
     }
     m.gflops = encoder->matmul_flops(image) / m.encode_seconds / 1e9;
-    m.bf16_gflops = bf16_matmul_gflops(m.patches, std::max(1, f.repeats / 2));
+    m.bf16_gflops = bf16_matmul_gflops(m.patches, std::max(3, f.repeats));
     perf.images.push_back(m);
   }
   return perf;

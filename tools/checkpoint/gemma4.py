@@ -57,6 +57,18 @@ ASSISTANT_PRESETS = {
 # per axis; the processor's budget is small so test images stay small.
 TINY_VISION = dict(depth=2, hidden=32, heads=2, head_dim=16, inter=64, patch=16, pool=3,
                    positions=64, eps=1e-6, theta=100.0, budget=16)
+# The E2B / E4B tower at its released sizes (16 layers of 768, 12 heads of 64, a 10240-row
+# position table, the default 280-token budget), for measurements.
+E_MODEL_VISION = dict(TINY_VISION, depth=16, hidden=768, heads=12, head_dim=64, inter=3072, positions=10240,
+                      budget=280)
+
+
+def vision_shape(preset, tower=None):
+    """The tower a --vision-language checkpoint gets: `tower` "tiny" or "released", else the
+    preset's own (released for the E-model presets)."""
+    if tower:
+        return E_MODEL_VISION if tower == "released" else TINY_VISION
+    return E_MODEL_VISION if preset in ("gemma4-e2b", "gemma4-e4b") else TINY_VISION
 
 CLIP_NAMES = ("input_min", "input_max", "output_min", "output_max")
 
