@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "io/checkpoint.h"
+#include "vision/config_keys.h"
 #include "io/json_file.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -15,19 +16,6 @@
 namespace nextn::vision {
 
 namespace {
-
-int int_key(const nlohmann::json& j, const char* key, int fallback) {
-  if (!j.contains(key) || j[key].is_null()) return fallback;
-  if (!j[key].is_number_integer() || j[key].get<int64_t>() < 1 || j[key].get<int64_t>() > (1 << 20))
-    fail(ErrorKind::kBadInput, "vision_config.{}: expected a positive integer", key);
-  return j[key].get<int>();
-}
-
-bool bool_key(const nlohmann::json& j, const char* key) {
-  if (!j.contains(key) || j[key].is_null()) return false;
-  if (!j[key].is_boolean()) fail(ErrorKind::kBadInput, "vision_config.{}: expected true or false", key);
-  return j[key].get<bool>();
-}
 
 void clamp_all(float* x, size_t n, float lo, float hi) {
   for (size_t i = 0; i < n; ++i) x[i] = std::clamp(x[i], lo, hi);
@@ -38,18 +26,18 @@ void clamp_all(float* x, size_t n, float lo, float hi) {
 Gemma4VisionConfig Gemma4VisionConfig::from_json(const nlohmann::json& j, int text_hidden) {
   if (!j.is_object()) fail(ErrorKind::kBadInput, "vision_config: expected an object");
   Gemma4VisionConfig c;
-  c.depth = int_key(j, "num_hidden_layers", c.depth);
-  c.hidden = int_key(j, "hidden_size", c.hidden);
-  c.heads = int_key(j, "num_attention_heads", c.heads);
-  c.head_dim = int_key(j, "head_dim", c.head_dim);
-  c.intermediate = int_key(j, "intermediate_size", c.intermediate);
-  c.patch_size = int_key(j, "patch_size", c.patch_size);
-  c.pooling_kernel_size = int_key(j, "pooling_kernel_size", c.pooling_kernel_size);
-  c.position_embedding_size = int_key(j, "position_embedding_size", c.position_embedding_size);
-  c.standardize = bool_key(j, "standardize");
+  c.depth = config_int(j, "num_hidden_layers", c.depth);
+  c.hidden = config_int(j, "hidden_size", c.hidden);
+  c.heads = config_int(j, "num_attention_heads", c.heads);
+  c.head_dim = config_int(j, "head_dim", c.head_dim);
+  c.intermediate = config_int(j, "intermediate_size", c.intermediate);
+  c.patch_size = config_int(j, "patch_size", c.patch_size);
+  c.pooling_kernel_size = config_int(j, "pooling_kernel_size", c.pooling_kernel_size);
+  c.position_embedding_size = config_int(j, "position_embedding_size", c.position_embedding_size);
+  c.standardize = config_bool(j, "standardize");
   c.out_hidden = text_hidden;
   if (j.contains("rms_norm_eps") && j["rms_norm_eps"].is_number()) c.eps = j["rms_norm_eps"].get<float>();
-  if (int_key(j, "num_key_value_heads", c.heads) != c.heads)
+  if (config_int(j, "num_key_value_heads", c.heads) != c.heads)
     fail(ErrorKind::kUnsupported, "vision_config.num_key_value_heads: grouped-query attention in the vision tower is not supported");
   if (j.contains("hidden_activation") && j["hidden_activation"] != "gelu_pytorch_tanh")
     fail(ErrorKind::kUnsupported, "vision_config.hidden_activation: only gelu_pytorch_tanh is supported");

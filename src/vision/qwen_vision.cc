@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "io/checkpoint.h"
+#include "vision/config_keys.h"
 #include "io/json_file.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
@@ -14,13 +15,6 @@
 namespace nextn::vision {
 
 namespace {
-
-int int_key(const nlohmann::json& j, const char* key, int fallback) {
-  if (!j.contains(key)) return fallback;
-  if (!j[key].is_number_integer() || j[key].get<int64_t>() < 1 || j[key].get<int64_t>() > (1 << 20))
-    fail(ErrorKind::kBadInput, "vision_config.{}: expected a positive integer", key);
-  return j[key].get<int>();
-}
 
 // LayerNorm over each row of n: (x − mean)/√(var + eps) · w + b, statistics in double.
 void layer_norm(const float* x, int64_t rows, int64_t n, const std::vector<float>& w, const std::vector<float>& b,
@@ -67,15 +61,15 @@ int QwenVisionConfig::table_side() const {
 QwenVisionConfig QwenVisionConfig::from_json(const nlohmann::json& j) {
   if (!j.is_object()) fail(ErrorKind::kBadInput, "vision_config: expected an object");
   QwenVisionConfig c;
-  c.depth = int_key(j, "depth", c.depth);
-  c.hidden = int_key(j, "hidden_size", c.hidden);
-  c.heads = int_key(j, "num_heads", c.heads);
-  c.intermediate = int_key(j, "intermediate_size", c.intermediate);
-  c.patch_size = int_key(j, "patch_size", c.patch_size);
-  c.temporal_patch_size = int_key(j, "temporal_patch_size", c.temporal_patch_size);
-  c.merge_size = int_key(j, "spatial_merge_size", c.merge_size);
-  c.num_position_embeddings = int_key(j, "num_position_embeddings", c.num_position_embeddings);
-  c.out_hidden = int_key(j, "out_hidden_size", c.out_hidden);
+  c.depth = config_int(j, "depth", c.depth);
+  c.hidden = config_int(j, "hidden_size", c.hidden);
+  c.heads = config_int(j, "num_heads", c.heads);
+  c.intermediate = config_int(j, "intermediate_size", c.intermediate);
+  c.patch_size = config_int(j, "patch_size", c.patch_size);
+  c.temporal_patch_size = config_int(j, "temporal_patch_size", c.temporal_patch_size);
+  c.merge_size = config_int(j, "spatial_merge_size", c.merge_size);
+  c.num_position_embeddings = config_int(j, "num_position_embeddings", c.num_position_embeddings);
+  c.out_hidden = config_int(j, "out_hidden_size", c.out_hidden);
   if (j.contains("deepstack_visual_indexes") && j["deepstack_visual_indexes"].is_array() &&
       !j["deepstack_visual_indexes"].empty())
     fail(ErrorKind::kUnsupported, "vision_config.deepstack_visual_indexes: DeepStack (Qwen3-VL) is not supported");

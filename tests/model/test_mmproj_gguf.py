@@ -146,25 +146,30 @@ def run(args):
     return r
 
 
+def split_files(cls, prefix, checkpoint_args, image_shape, seed):
+    """On `cls`: a temporary folder, a random vision-language checkpoint (`ckpt`, its
+    `config`), a random PNG (`image`) and the checkpoint's q8_0 text GGUF (`text`)."""
+    os.makedirs(TMP_ROOT, exist_ok=True)
+    cls._tmp = tempfile.TemporaryDirectory(prefix=prefix, dir=TMP_ROOT)
+    cls.tmp = cls._tmp.name
+    cls.ckpt = os.path.join(cls.tmp, "hf")
+    subprocess.run([PY, GEN, "--vision-language", *checkpoint_args, "--quiet", "--out", cls.ckpt], check=True)
+    with open(os.path.join(cls.ckpt, "config.json")) as f:
+        cls.config = json.load(f)
+    cls.image = os.path.join(cls.tmp, "image.png")
+    with open(cls.image, "wb") as f:
+        f.write(png_bytes(np.random.default_rng(seed).integers(0, 256, (*image_shape, 3), dtype=np.uint8)))
+    cls.text = os.path.join(cls.tmp, "text-q8_0.gguf")
+    run(["quantize", cls.ckpt, "--type", "q8_0", "--out", cls.text, "--no-progress"])
+
+
 class MmprojTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         if not BIN:
             raise unittest.SkipTest("NEXTN_BIN is not set")
-        os.makedirs(TMP_ROOT, exist_ok=True)
-        cls._tmp = tempfile.TemporaryDirectory(prefix="mmproj-", dir=TMP_ROOT)
-        t = cls.tmp = cls._tmp.name
-        cls.ckpt = os.path.join(t, "hf")
-        subprocess.run([PY, GEN, "--arch", "qwen3_5", "--vision-language", "--seed", "11", "--quiet", "--out",
-                        cls.ckpt], check=True)
-        with open(os.path.join(cls.ckpt, "config.json")) as f:
-            cls.config = json.load(f)
-        cls.image = os.path.join(t, "image.png")
-        with open(cls.image, "wb") as f:
-            f.write(png_bytes(np.random.default_rng(3).integers(0, 256, (100, 150, 3), dtype=np.uint8)))
-        cls.f32 = mmproj_gguf(cls.ckpt, os.path.join(t, "mmproj-f32.gguf"))
-        cls.text = os.path.join(t, "text-q8_0.gguf")
-        run(["quantize", cls.ckpt, "--type", "q8_0", "--out", cls.text, "--no-progress"])
+        split_files(cls, "mmproj-", ["--arch", "qwen3_5", "--seed", "11"], (100, 150), 3)
+        cls.f32 = mmproj_gguf(cls.ckpt, os.path.join(cls.tmp, "mmproj-f32.gguf"))
 
     @classmethod
     def tearDownClass(cls):
@@ -245,20 +250,9 @@ class Gemma4MmprojTest(unittest.TestCase):
     def setUpClass(cls):
         if not BIN:
             raise unittest.SkipTest("NEXTN_BIN is not set")
-        os.makedirs(TMP_ROOT, exist_ok=True)
-        cls._tmp = tempfile.TemporaryDirectory(prefix="mmproj-gemma4-", dir=TMP_ROOT)
-        t = cls.tmp = cls._tmp.name
-        cls.ckpt = os.path.join(t, "hf")
-        subprocess.run([PY, GEN, "--arch", "gemma4", "--vision-language", "--dtype", "f32", "--seed", "2",
-                        "--vision-clipped", "--vision-standardize", "--quiet", "--out", cls.ckpt], check=True)
-        with open(os.path.join(cls.ckpt, "config.json")) as f:
-            cls.config = json.load(f)
-        cls.image = os.path.join(t, "image.png")
-        with open(cls.image, "wb") as f:
-            f.write(png_bytes(np.random.default_rng(4).integers(0, 256, (90, 140, 3), dtype=np.uint8)))
-        cls.mmproj = gemma4_mmproj_gguf(cls.ckpt, os.path.join(t, "mmproj-f32.gguf"))
-        cls.text = os.path.join(t, "text-q8_0.gguf")
-        run(["quantize", cls.ckpt, "--type", "q8_0", "--out", cls.text, "--no-progress"])
+        split_files(cls, "mmproj-gemma4-", ["--arch", "gemma4", "--dtype", "f32", "--seed", "2", "--vision-clipped",
+                                             "--vision-standardize"], (90, 140), 4)
+        cls.mmproj = gemma4_mmproj_gguf(cls.ckpt, os.path.join(cls.tmp, "mmproj-f32.gguf"))
 
     @classmethod
     def tearDownClass(cls):
