@@ -187,9 +187,12 @@ void FullPrecisionCache::attend_ahead(int layer, int pos, int n, const float* q,
       // changes a sliding layer's output. That matters beyond float rounding with F16 or
       // BF16 KV: a later layer's keys and values are rounded to 11 (8) bits when stored,
       // and a last-bit difference here can move one of them across a rounding boundary,
-      // a 2^-11 relative step. An earlier windowed attempt that sent whole-window blocks
-      // through the transposed kernel and the edges through the one-query kernel differed
-      // from token-by-token decode by 1.3e-4 with F16 KV (2e-6 with F32) for that reason.
+      // a 2^-11 relative step. An earlier windowed attempt sent the blocks every row sees
+      // from their first key through the transposed kernel and the rest one query at a
+      // time: its ranges were right (F32 KV stayed at float rounding, 2e-6), but with F16
+      // KV Gemma 4's prefill splits drifted from token-by-token decode past 1e-5 for that
+      // reason (rebuilt on the tiny test model: 1.3e-5 against 1.3e-6 with F16, 1.6e-6
+      // against 1.9e-6 with F32); this path leaves the sliding layers exact.
       const bool multi = states >= kMultiQueryMin && window == 0;
       const bool rows = states >= kMultiQueryMin && window > 0;
       const int lanes = static_cast<int>(attention_lanes());
