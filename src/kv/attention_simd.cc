@@ -67,22 +67,36 @@ void KvStore(DType dtype, const float* src, size_t n, void* dst) {
   for (; i < n; ++i) d[i] = f32_to_f16(src[i]);
 }
 
-inline float Dot(const float* a, const float* b, int n) {
-  const DF df;
-  const int lanes = static_cast<int>(hn::Lanes(df));
-  VF acc0 = hn::Zero(df), acc1 = hn::Zero(df);
-  int i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    acc0 = hn::MulAdd(hn::LoadU(df, a + i), hn::LoadU(df, b + i), acc0);
-    acc1 = hn::MulAdd(hn::LoadU(df, a + i + lanes), hn::LoadU(df, b + i + lanes), acc1);
-  }
-  for (; i + lanes <= n; i += lanes) acc0 = hn::MulAdd(hn::LoadU(df, a + i), hn::LoadU(df, b + i), acc0);
-  float s = hn::GetLane(hn::SumOfLanes(df, hn::Add(acc0, acc1)));
-  for (; i < n; ++i) s += a[i] * b[i];
+// The one form of scale * <q, k> that the row-by-row kernels (AttendBlock, and
+// AttendRows4 for several queries) compute, so that a query gets bit-identical scores
+// whichever of them runs it and wherever in a block its keys start: one accumulator per
+// lane over the head_dim slices in order, the lanes summed by SumOfLanes, the leftover
+// dims added one at a time, then one multiply by scale. (The transposed multi-query
+// kernel further down sums over head_dim per lane instead, so it rounds differently.)
+HWY_INLINE float DotTail(const float* q, const float* k, int from, int D, float s) {
+  for (int i = from; i < D; ++i) s += q[i] * k[i];
   return s;
 }
 
-// scores[t] = scale * <q, k_t> for t < count; four keys at a time share each load of q.
+HWY_INLINE float ScaledDot(const float* q, const float* k, int D, float scale) {
+  const DF df;
+  const int lanes = static_cast<int>(hn::Lanes(df));
+  const int vec_end = D / lanes * lanes;
+  VF a = hn::Zero(df);
+  for (int i = 0; i < vec_end; i += lanes) a = hn::MulAdd(hn::LoadU(df, q + i), hn::LoadU(df, k + i), a);
+  return DotTail(q, k, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a))) * scale;
+}
+
+// acc * correction + sum_t p[t] v[t][i] for a dim i past the last full vector: the same
+// order as the vector part (one chain, keys in order).
+HWY_INLINE float AccTail(float acc, float correction, const float* p, const float* v, int from, int to, int D,
+                         int i) {
+  float a = acc * correction;
+  for (int t = from; t < to; ++t) a += p[t] * v[size_t(t) * D + i];
+  return a;
+}
+
+// scores[t] = ScaledDot(q, k_t) for t < count; four keys at a time share each load of q.
 inline void Scores(const float* q, const float* k, int count, int D, float scale, float* scores) {
   const DF df;
   const int lanes = static_cast<int>(hn::Lanes(df));
@@ -101,20 +115,12 @@ inline void Scores(const float* q, const float* k, int count, int D, float scale
       a2 = hn::MulAdd(qv, hn::LoadU(df, k2 + i), a2);
       a3 = hn::MulAdd(qv, hn::LoadU(df, k3 + i), a3);
     }
-    float s0 = hn::GetLane(hn::SumOfLanes(df, a0)), s1 = hn::GetLane(hn::SumOfLanes(df, a1));
-    float s2 = hn::GetLane(hn::SumOfLanes(df, a2)), s3 = hn::GetLane(hn::SumOfLanes(df, a3));
-    for (int i = vec_end; i < D; ++i) {
-      s0 += q[i] * k0[i];
-      s1 += q[i] * k1[i];
-      s2 += q[i] * k2[i];
-      s3 += q[i] * k3[i];
-    }
-    scores[t] = s0 * scale;
-    scores[t + 1] = s1 * scale;
-    scores[t + 2] = s2 * scale;
-    scores[t + 3] = s3 * scale;
+    scores[t] = DotTail(q, k0, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a0))) * scale;
+    scores[t + 1] = DotTail(q, k1, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a1))) * scale;
+    scores[t + 2] = DotTail(q, k2, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a2))) * scale;
+    scores[t + 3] = DotTail(q, k3, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a3))) * scale;
   }
-  for (; t < count; ++t) scores[t] = Dot(q, k + size_t(t) * D, D) * scale;
+  for (; t < count; ++t) scores[t] = ScaledDot(q, k + size_t(t) * D, D, scale);
 }
 
 void AttendBlock(const float* q, const float* k, const float* v, int count, int head_dim, float scale,
@@ -126,24 +132,174 @@ void AttendBlock(const float* q, const float* k, const float* v, int count, int 
   const float correction = OnlineSoftmaxBlock(scores, count, *m, *l);
   const DF df;
   const int lanes = static_cast<int>(hn::Lanes(df));
-  // acc = acc * correction + sum_t p_t v_t; one slice of head_dim at a time stays in
-  // registers across all tokens (two chains to hide the FMA latency).
+  // acc = acc * correction + sum_t p_t v_t: each slice of head_dim is one FMA chain over
+  // the tokens in order (the form AttendRows4 repeats); two slices at a time hide the
+  // FMA latency.
   const int vec_end = D / lanes * lanes;
-  for (int i = 0; i < vec_end; i += lanes) {
-    VF a0 = hn::Mul(hn::LoadU(df, acc + i), hn::Set(df, correction));
-    VF a1 = hn::Zero(df);
-    int u = 0;
-    for (; u + 2 <= count; u += 2) {
-      a0 = hn::MulAdd(hn::Set(df, scores[u]), hn::LoadU(df, v + size_t(u) * D + i), a0);
-      a1 = hn::MulAdd(hn::Set(df, scores[u + 1]), hn::LoadU(df, v + size_t(u + 1) * D + i), a1);
+  const VF vc = hn::Set(df, correction);
+  int i = 0;
+  for (; i + 2 * lanes <= vec_end; i += 2 * lanes) {
+    VF a0 = hn::Mul(hn::LoadU(df, acc + i), vc);
+    VF a1 = hn::Mul(hn::LoadU(df, acc + i + lanes), vc);
+    for (int u = 0; u < count; ++u) {
+      const VF p = hn::Set(df, scores[u]);
+      const float* vu = v + size_t(u) * D + i;
+      a0 = hn::MulAdd(p, hn::LoadU(df, vu), a0);
+      a1 = hn::MulAdd(p, hn::LoadU(df, vu + lanes), a1);
     }
-    if (u < count) a0 = hn::MulAdd(hn::Set(df, scores[u]), hn::LoadU(df, v + size_t(u) * D + i), a0);
-    hn::StoreU(hn::Add(a0, a1), df, acc + i);
+    hn::StoreU(a0, df, acc + i);
+    hn::StoreU(a1, df, acc + i + lanes);
   }
-  for (int i = vec_end; i < D; ++i) {
-    float a = acc[i] * correction;
-    for (int u = 0; u < count; ++u) a += scores[u] * v[size_t(u) * D + i];
-    acc[i] = a;
+  for (; i < vec_end; i += lanes) {
+    VF a0 = hn::Mul(hn::LoadU(df, acc + i), vc);
+    for (int u = 0; u < count; ++u) a0 = hn::MulAdd(hn::Set(df, scores[u]), hn::LoadU(df, v + size_t(u) * D + i), a0);
+    hn::StoreU(a0, df, acc + i);
+  }
+  for (i = vec_end; i < D; ++i) acc[i] = AccTail(acc[i], correction, scores, v, 0, count, D, i);
+}
+
+// Scores of four queries against key rows k0 and k1 (two keys: eight independent chains),
+// each ScaledDot's form. k1 null: only k0.
+HWY_INLINE void Scores4(const float* const q[4], const float* k0, const float* k1, int D, float scale, float* s0,
+                        float* s1) {
+  const DF df;
+  const int lanes = static_cast<int>(hn::Lanes(df));
+  const int vec_end = D / lanes * lanes;
+  VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+  VF b0 = hn::Zero(df), b1 = hn::Zero(df), b2 = hn::Zero(df), b3 = hn::Zero(df);
+  if (k1 != nullptr) {
+    for (int i = 0; i < vec_end; i += lanes) {
+      const VF x = hn::LoadU(df, k0 + i), y = hn::LoadU(df, k1 + i);
+      const VF q0 = hn::LoadU(df, q[0] + i), q1 = hn::LoadU(df, q[1] + i);
+      const VF q2 = hn::LoadU(df, q[2] + i), q3 = hn::LoadU(df, q[3] + i);
+      a0 = hn::MulAdd(q0, x, a0);
+      a1 = hn::MulAdd(q1, x, a1);
+      a2 = hn::MulAdd(q2, x, a2);
+      a3 = hn::MulAdd(q3, x, a3);
+      b0 = hn::MulAdd(q0, y, b0);
+      b1 = hn::MulAdd(q1, y, b1);
+      b2 = hn::MulAdd(q2, y, b2);
+      b3 = hn::MulAdd(q3, y, b3);
+    }
+    s1[0] = DotTail(q[0], k1, vec_end, D, hn::GetLane(hn::SumOfLanes(df, b0))) * scale;
+    s1[1] = DotTail(q[1], k1, vec_end, D, hn::GetLane(hn::SumOfLanes(df, b1))) * scale;
+    s1[2] = DotTail(q[2], k1, vec_end, D, hn::GetLane(hn::SumOfLanes(df, b2))) * scale;
+    s1[3] = DotTail(q[3], k1, vec_end, D, hn::GetLane(hn::SumOfLanes(df, b3))) * scale;
+  } else {
+    for (int i = 0; i < vec_end; i += lanes) {
+      const VF x = hn::LoadU(df, k0 + i);
+      a0 = hn::MulAdd(hn::LoadU(df, q[0] + i), x, a0);
+      a1 = hn::MulAdd(hn::LoadU(df, q[1] + i), x, a1);
+      a2 = hn::MulAdd(hn::LoadU(df, q[2] + i), x, a2);
+      a3 = hn::MulAdd(hn::LoadU(df, q[3] + i), x, a3);
+    }
+  }
+  s0[0] = DotTail(q[0], k0, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a0))) * scale;
+  s0[1] = DotTail(q[1], k0, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a1))) * scale;
+  s0[2] = DotTail(q[2], k0, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a2))) * scale;
+  s0[3] = DotTail(q[3], k0, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a3))) * scale;
+}
+
+// Up to four queries against one block stored row by row (at most 64 keys), query j
+// seeing keys [lo[j], hi[j]) of it: a sliding window's lower bound and a causal or image
+// upper bound, per query. Each query's state ends bit-identical to
+// AttendBlock(q_j, k + lo_j * D, v + lo_j * D, hi_j - lo_j): the same ScaledDot per key,
+// the same OnlineSoftmaxBlock call on exactly its own scores (nothing outside its range
+// reaches its max, sum or weights), and the same one-chain-per-slice accumulation over
+// its own keys in order. Keys outside a query's range are never multiplied into its
+// accumulator, not even with weight 0 (that would be exact only for finite values:
+// 0 * inf is NaN). A query with an empty range is left untouched, as the one-query path
+// skips it.
+void AttendRows4(const float* const* qs, int nq, const float* k, const float* v, int D, float scale, const int* lo,
+                 const int* hi, float* scores, float* m, float* l, float* const* accs) {
+  constexpr int kStride = 64;  // scores of key t: scores[t * 4 + j], j the query
+  const DF df;
+  const int lanes = static_cast<int>(hn::Lanes(df));
+  const int vec_end = D / lanes * lanes;
+  int first = kStride, last = 0, common_lo = 0, common_hi = nq == 4 ? kStride : 0;
+  bool active[4] = {false, false, false, false};
+  int lo_of[4] = {0, 0, 0, 0}, hi_of[4] = {0, 0, 0, 0};
+  for (int j = 0; j < nq; ++j) {
+    lo_of[j] = lo[j];
+    hi_of[j] = hi[j];
+    common_lo = lo[j] > common_lo ? lo[j] : common_lo;
+    common_hi = hi[j] < common_hi ? hi[j] : common_hi;
+    if (lo[j] >= hi[j]) continue;
+    active[j] = true;
+    first = lo[j] < first ? lo[j] : first;
+    last = hi[j] > last ? hi[j] : last;
+  }
+  if (first >= last) return;
+  const float* q[4] = {qs[0], qs[nq > 1 ? 1 : 0], qs[nq > 2 ? 2 : 0], qs[nq > 3 ? 3 : 0]};
+  // Scores of every query for keys [first, last), two keys at a time; each key load
+  // serves four queries. Interleaved (key-major) so that one query's weights are
+  // scores[t * 4 + j]; gathered per query for the softmax below.
+  int t = first;
+  for (; t + 2 <= last; t += 2)
+    Scores4(q, k + size_t(t) * D, k + size_t(t + 1) * D, D, scale, scores + t * 4, scores + (t + 1) * 4);
+  if (t < last) Scores4(q, k + size_t(t) * D, nullptr, D, scale, scores + t * 4, nullptr);
+  // Online softmax per query over its own keys only (on a contiguous copy: the shared
+  // routine takes a plain array), weights written back in place.
+  float correction[4] = {1.0f, 1.0f, 1.0f, 1.0f};
+  float own[kStride];
+  for (int j = 0; j < nq; ++j) {
+    if (!active[j]) continue;
+    for (int u = lo[j]; u < hi[j]; ++u) own[u] = scores[u * 4 + j];
+    correction[j] = OnlineSoftmaxBlock(own + lo[j], hi[j] - lo[j], m[j], l[j]);
+    for (int u = lo[j]; u < hi[j]; ++u) scores[u * 4 + j] = own[u];
+  }
+  // acc_j = acc_j * correction_j + sum over its keys of p_jt v_t, keys in order. Keys every
+  // query sees share each value load; at the ragged edges each query takes only its own.
+  // Two slices of head_dim at a time (eight chains), then one.
+  int i = 0;
+  for (; i + 2 * lanes <= vec_end; i += 2 * lanes) {
+    VF c[8];
+    for (int j = 0; j < 4; ++j) {
+      const VF corr = hn::Set(df, correction[j]);
+      c[j] = active[j] ? hn::Mul(hn::LoadU(df, accs[j] + i), corr) : hn::Zero(df);
+      c[4 + j] = active[j] ? hn::Mul(hn::LoadU(df, accs[j] + i + lanes), corr) : hn::Zero(df);
+    }
+    for (int u = first; u < last; ++u) {
+      const VF x = hn::LoadU(df, v + size_t(u) * D + i), y = hn::LoadU(df, v + size_t(u) * D + i + lanes);
+      const float* p = scores + u * 4;
+      if (u >= common_lo && u < common_hi) {  // all four queries see key u
+        for (int j = 0; j < 4; ++j) {
+          const VF pj = hn::Set(df, p[j]);
+          c[j] = hn::MulAdd(pj, x, c[j]);
+          c[4 + j] = hn::MulAdd(pj, y, c[4 + j]);
+        }
+        continue;
+      }
+      for (int j = 0; j < 4; ++j)
+        if (u >= lo_of[j] && u < hi_of[j]) {
+          const VF pj = hn::Set(df, p[j]);
+          c[j] = hn::MulAdd(pj, x, c[j]);
+          c[4 + j] = hn::MulAdd(pj, y, c[4 + j]);
+        }
+    }
+    for (int j = 0; j < 4; ++j)
+      if (active[j]) {
+        hn::StoreU(c[j], df, accs[j] + i);
+        hn::StoreU(c[4 + j], df, accs[j] + i + lanes);
+      }
+  }
+  for (; i < vec_end; i += lanes) {
+    VF c[4];
+    for (int j = 0; j < 4; ++j)
+      c[j] = active[j] ? hn::Mul(hn::LoadU(df, accs[j] + i), hn::Set(df, correction[j])) : hn::Zero(df);
+    for (int u = first; u < last; ++u) {
+      const VF x = hn::LoadU(df, v + size_t(u) * D + i);
+      const float* p = scores + u * 4;
+      for (int j = 0; j < 4; ++j)
+        if (u >= lo_of[j] && u < hi_of[j]) c[j] = hn::MulAdd(hn::Set(df, p[j]), x, c[j]);
+    }
+    for (int j = 0; j < 4; ++j)
+      if (active[j]) hn::StoreU(c[j], df, accs[j] + i);
+  }
+  for (int j = 0; j < nq; ++j) {
+    if (!active[j]) continue;
+    for (int u = lo[j]; u < hi[j]; ++u) own[u] = scores[u * 4 + j];
+    for (int d = vec_end; d < D; ++d) accs[j][d] = AccTail(accs[j][d], correction[j], own, v, lo[j], hi[j], D, d);
   }
 }
 
@@ -224,6 +380,14 @@ void AttendGroup4(const float* const* qs, int nq, const float* kt, int stride, c
 
 size_t Lanes() { return hn::Lanes(DF()); }
 
+void AttendBlockRows(const float* const* qs, int nq, const float* k, const float* v, int D, float scale,
+                     const int* lo, const int* hi, float* scores, float* m, float* l, float* const* accs) {
+  for (int j = 0; j < nq; j += 4) {
+    const int n = nq - j < 4 ? nq - j : 4;
+    AttendRows4(qs + j, n, k, v, D, scale, lo + j, hi + j, scores, m + j, l + j, accs + j);
+  }
+}
+
 void AttendBlockMulti(const float* const* qs, int nq, const float* kt, int stride, const float* v, int count, int D,
                       float scale, const int* visible, float* scores, float* m, float* l, float* const* accs) {
   for (int j = 0; j < nq; j += 4) {
@@ -244,6 +408,7 @@ HWY_EXPORT(KvStore);
 HWY_EXPORT(AttendBlock);
 HWY_EXPORT(AttendBlockMulti);
 HWY_EXPORT(Lanes);
+HWY_EXPORT(AttendBlockRows);
 
 void kv_load_f32(DType dtype, const void* src, size_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(KvLoadF32)(dtype, src, n, dst);
@@ -260,6 +425,11 @@ void attend_block_multi(const float* const* qs, int nq, const float* kt, int str
   HWY_DYNAMIC_DISPATCH(AttendBlockMulti)(qs, nq, kt, stride, v, count, head_dim, scale, visible, scores, m, l, accs);
 }
 size_t attention_lanes() { return HWY_DYNAMIC_DISPATCH(Lanes)(); }
+
+void attend_block_rows(const float* const* qs, int nq, const float* k, const float* v, int head_dim, float scale,
+                       const int* lo, const int* hi, float* scores, float* m, float* l, float* const* accs) {
+  HWY_DYNAMIC_DISPATCH(AttendBlockRows)(qs, nq, k, v, head_dim, scale, lo, hi, scores, m, l, accs);
+}
 
 }  // namespace nextn
 #endif  // HWY_ONCE

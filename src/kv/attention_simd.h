@@ -29,6 +29,13 @@ void attend_block(const float* q, const float* k, const float* v, int count, int
 void attend_block_multi(const float* const* qs, int nq, const float* kt, int stride, const float* v, int count,
                         int head_dim, float scale, const int* visible, float* scores, float* m, float* l,
                         float* const* accs);
+// Many queries against one block stored row by row (as attend_block reads it, count <= 64
+// keys), query j seeing keys [lo[j], hi[j]) of the block (lo >= hi: none). Each query's
+// m, l and acc end bit-identical to attend_block(qs[j], k + lo[j] * head_dim,
+// v + lo[j] * head_dim, hi[j] - lo[j], ...); key and value loads are shared by up to four
+// queries. scores: scratch of 4 * 64 floats.
+void attend_block_rows(const float* const* qs, int nq, const float* k, const float* v, int head_dim, float scale,
+                       const int* lo, const int* hi, float* scores, float* m, float* l, float* const* accs);
 // Float lanes of the SIMD target chosen at run time.
 size_t attention_lanes();
 

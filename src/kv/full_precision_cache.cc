@@ -112,7 +112,7 @@ struct AttendScratch {
   std::vector<float> k, v, kt, scores, m, l, acc;
   std::vector<const float*> qs;
   std::vector<float*> accs;
-  std::vector<int> visible;
+  std::vector<int> visible, lo, hi;
 };
 thread_local AttendScratch t_scratch;
 
@@ -121,9 +121,11 @@ void grow(std::vector<float>& v, size_t n) {
 }
 
 constexpr int kRowChunk = 16;
-// From this many queries per item on (rows x GQA group), keys are transposed once per
-// block and shared by all queries (prefill); below it each query runs alone (decode).
+// From this many queries per item on (rows x GQA group), the queries share each block's
+// key and value loads (prefill: transposed keys for unwindowed layers, attend_block_rows
+// for windowed ones); below it each query runs alone (decode).
 constexpr int kMultiQueryMin = 16;
+static_assert(FullPrecisionCache::kBlockTokens == 64, "attend_block_rows holds scores of 64 keys per query");
 
 }  // namespace
 
@@ -173,16 +175,38 @@ void FullPrecisionCache::attend_ahead(int layer, int pos, int n, const float* q,
       int visible_end = pos + r1;  // keys [0, visible_end) are seen by some row of the chunk
       if (key_end)
         for (int r = r0; r < r1; ++r) visible_end = std::max(visible_end, end_of(r));
-      // Windowed: row r sees keys [pos + r - window + 1, pos + r]; per-row lower bounds
-      // only in the one-query-at-a-time path.
+      // Windowed: row r sees keys [pos + r - window + 1, end_of(r)). Blocks before the
+      // chunk's first row's window are never read.
       const int window = shape_.window;
       const int first_key = window > 0 ? std::max(0, pos + r0 - window + 1) : 0;
+      // Three paths. Few queries (decode, short verifies): one query at a time. Many
+      // queries, unwindowed: keys transposed once per block and shared (rounds its dot
+      // products differently from the one-query path, within float rounding). Many
+      // queries, windowed: attend_block_rows, each query bounded by its own window and end
+      // inside a block, bit-identical to the one-query path, so a prefill split never
+      // changes a sliding layer's output. That matters beyond float rounding with F16 or
+      // BF16 KV: a later layer's keys and values are rounded to 11 (8) bits when stored,
+      // and a last-bit difference here can move one of them across a rounding boundary,
+      // a 2^-11 relative step. An earlier windowed attempt sent the blocks every row sees
+      // from their first key through the transposed kernel and the rest one query at a
+      // time: its ranges were right (F32 KV stayed at float rounding, 2e-6), but with F16
+      // KV Gemma 4's prefill splits drifted from token-by-token decode past 1e-5 for that
+      // reason (rebuilt on the tiny test model: 1.3e-5 against 1.3e-6 with F16, 1.6e-6
+      // against 1.9e-6 with F32); this path leaves the sliding layers exact.
       const bool multi = states >= kMultiQueryMin && window == 0;
+      const bool rows = states >= kMultiQueryMin && window > 0;
       const int lanes = static_cast<int>(attention_lanes());
       const int stride = (kBlockTokens + lanes - 1) / lanes * lanes;
+      if (rows) {
+        grow(s.scores, size_t(4) * kBlockTokens);
+        s.lo.resize(states);
+        s.hi.resize(states);
+      }
       if (multi) {
         grow(s.kt, size_t(stride) * D);
         grow(s.scores, size_t(4) * stride);
+      }
+      if (multi || rows) {
         s.qs.resize(states);
         s.accs.resize(states);
         s.visible.resize(states);
@@ -201,10 +225,31 @@ void FullPrecisionCache::attend_ahead(int layer, int pos, int n, const float* q,
           kf = static_cast<const float*>(row(layer, t0, kvh, false));
           vf = static_cast<const float*>(row(layer, t0, kvh, true));
         } else {
-          kv_load_f32(dtype_, row(layer, t0, kvh, false), size_t(count) * D, s.k.data());
-          kv_load_f32(dtype_, row(layer, t0, kvh, true), size_t(count) * D, s.v.data());
+          // Keys before first_key are seen by no row of this chunk: not converted (the
+          // conversion to float is exact, so where it happens changes nothing).
+          const int from = std::max(0, first_key - t0);
+          const size_t skip_bytes = size_t(from) * D * elem_;
+          kv_load_f32(dtype_, static_cast<const unsigned char*>(row(layer, t0, kvh, false)) + skip_bytes,
+                      size_t(count - from) * D, s.k.data() + size_t(from) * D);
+          kv_load_f32(dtype_, static_cast<const unsigned char*>(row(layer, t0, kvh, true)) + skip_bytes,
+                      size_t(count - from) * D, s.v.data() + size_t(from) * D);
           kf = s.k.data();
           vf = s.v.data();
+        }
+        if (rows) {
+          // Row r's keys in this block: [lo, hi), the same range the one-query path below
+          // gives attend_block ([skip, visible)); empty when lo >= hi.
+          for (int r = r0; r < r1; ++r) {
+            const int lo = std::clamp(pos + r - window + 1 - t0, 0, count);
+            const int hi = std::clamp(end_of(r) - t0, 0, count);
+            for (int j = 0; j < group; ++j) {
+              s.lo[(r - r0) * group + j] = lo;
+              s.hi[(r - r0) * group + j] = hi;
+            }
+          }
+          attend_block_rows(s.qs.data(), states, kf, vf, D, scale, s.lo.data(), s.hi.data(), s.scores.data(),
+                            s.m.data(), s.l.data(), s.accs.data());
+          continue;
         }
         if (multi) {
           float* kt = s.kt.data();

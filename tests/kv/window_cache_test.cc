@@ -1,12 +1,16 @@
 // tests/kv/window_cache_test.cc — sliding-window KV rings (Gemma): attention with the
 // window mask against a double-precision reference after the ring has wrapped many
 // times, attend_ahead (an image's rows seeing each other, Gemma 4 "vision") against the
-// same reference with the rule (k ≤ q or same image) and k > q − window, memory bounded by the ring, speculative rollback (rejected verify rows never
-// evict keys the accepted prefix needs: bit-identical to a cache fed only the accepted
-// rows) and the lengths a ring can return to.
+// same reference with the rule (k ≤ q or same image) and k > q − window, prefill chunks
+// (the many-query path) bit-identical to attending one row at a time, memory bounded by
+// the ring, speculative rollback (rejected verify rows never evict keys the accepted
+// prefix needs: bit-identical to a cache fed only the accepted rows) and the lengths a
+// ring can return to.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
+#include <string>
 #include <random>
 #include <vector>
 
@@ -149,8 +153,9 @@ std::vector<double> reference_ahead(const KvShape& s, const std::vector<float>& 
 
 // A piece of 30 rows at position 40 whose rows 5..16 are one image: those rows see every
 // key up to the image's end (their window still bounds the past), the others are causal;
-// key_end values at or below a row's own position change nothing. Windowed (the per-row
-// path) and unwindowed (the shared-keys path for ≥ 16 queries) caches.
+// key_end values at or below a row's own position change nothing. Windowed (per-query
+// bounds inside a block) and unwindowed (transposed shared keys) caches, both through
+// their many-query paths (30 rows x 2 queries per KV head).
 TEST(WindowCache, AttendAheadLetsAnImageSeeItself) {
   for (int window : {8, 0}) {
     KvShape s = window > 0 ? ring_shape(window, 32, 200) : KvShape{1, 4, 2, 16, 200};
@@ -190,6 +195,81 @@ TEST(WindowCache, AttendAheadLetsAnImageSeeItself) {
   q8->append(0, 0, 4, kv.data(), kv.data());
   const int32_t ends[4] = {4, 4, 4, 4};
   EXPECT_THROW(q8->attend_ahead(0, 0, 4, q.data(), out.data(), 1.0f, ends), Error);
+}
+
+// Prefill chunks of a windowed cache (16 or more queries per KV head and row chunk) take
+// the many-query path, whose per-query bounds inside a block (the window's first key,
+// the causal or image end) must give exactly what attending each row alone gives (the
+// one-query path, fewer than 16 queries): bit for bit, and within float rounding of a
+// float64 reference. Windows smaller and larger than the chunk and than a 64-key block,
+// chunks starting mid-window and mid-block, F32/F16/BF16 storage, GQA groups of 1, 2 and
+// 4, head dims with and without a remainder past the vector width, images (rows seeing
+// ahead to the image's end), and keys no row of the chunk may see set to NaN: a NaN
+// reaching any output would show that such a key was read.
+TEST(WindowCache, ManyQueryPrefillEqualsOneRowAtATime) {
+  struct Heads {
+    int heads, kv_heads, head_dim;
+  };
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (KvType type : {KvType::kF32, KvType::kF16, KvType::kBF16})
+    for (Heads h : {Heads{4, 4, 24}, Heads{4, 2, 16}, Heads{8, 2, 64}})
+      for (int window : {1, 5, 20, 64, 100, 300})
+        for (int n : {16, 53})
+          for (int pos : {0, 29, 250}) {
+            const int group = h.heads / h.kv_heads, slack = 64;
+            KvShape s{1, h.heads, h.kv_heads, h.head_dim, 1000};
+            s.window = window;
+            s.ring_tokens = window + slack;
+            FullPrecisionCache cache(s, type);
+            const int kv_dim = h.kv_heads * h.head_dim, q_dim = h.heads * h.head_dim, len = pos + n;
+            auto k = testing_kv::random_floats(size_t(len) * kv_dim, 31), v = testing_kv::random_floats(size_t(len) * kv_dim, 32);
+            auto q = testing_kv::random_floats(size_t(n) * q_dim, 33, 0.5f);
+            // Keys before the chunk's first window are never to be read.
+            const int first_key = std::max(0, pos - window + 1);
+            std::fill(k.begin(), k.begin() + ptrdiff_t(first_key) * kv_dim, nan);
+            std::fill(v.begin(), v.begin() + ptrdiff_t(first_key) * kv_dim, nan);
+            for (int p = 0; p < pos; p += slack) {
+              const int m = std::min(slack, pos - p);
+              cache.append(0, p, m, k.data() + size_t(p) * kv_dim, v.data() + size_t(p) * kv_dim);
+            }
+            cache.append(0, pos, n, k.data() + size_t(pos) * kv_dim, v.data() + size_t(pos) * kv_dim);
+            // Two images, short enough that one image's rows are fewer than 16 queries: rows
+            // 2.. and the chunk's last rows. Row 1 has an end behind itself (causal).
+            const int image = std::min(15 / group, n / 3);
+            std::vector<int32_t> key_end(size_t(n), -1), end(static_cast<size_t>(n));
+            for (int r = 0; r < n; ++r) {
+              if (r >= 2 && r < 2 + image) key_end[size_t(r)] = pos + 2 + image;
+              if (r >= n - image) key_end[size_t(r)] = pos + n;
+              if (r == 1) key_end[size_t(r)] = pos;
+              end[size_t(r)] = std::max(pos + r + 1, int(key_end[size_t(r)]));
+            }
+            for (bool ahead : {false, true}) {
+              std::vector<float> out(size_t(n) * q_dim), one(q_dim);
+              std::vector<int32_t> ends(static_cast<size_t>(n));
+              for (int r = 0; r < n; ++r) ends[size_t(r)] = ahead ? end[size_t(r)] : pos + r + 1;
+              cache.attend_ahead(0, pos, n, q.data(), out.data(), 0.3f, ahead ? key_end.data() : nullptr);
+              const std::string where = std::string(kv_type_name(type)) + " heads " + std::to_string(h.heads) + "/" +
+                                        std::to_string(h.kv_heads) + " dim " + std::to_string(h.head_dim) +
+                                        " window " + std::to_string(window) + " pos " + std::to_string(pos) +
+                                        " n " + std::to_string(n) + (ahead ? " images" : "");
+              auto as_stored = [&](std::vector<float> x) {
+                for (float& e : x) e = testing_kv::stored(type, e);
+                return x;
+              };
+              const auto ref = reference_ahead(s, as_stored(k), as_stored(v), pos, n, q.data(), 0.3, ends);
+              EXPECT_LT(testing_kv::max_abs_diff(ref, out), 2e-5) << where;
+              for (int r = 0; r < n; ++r) {
+                // Row r alone, or with the rest of its image (the rows it sees ahead).
+                const int rows = ends[size_t(r)] - (pos + r);
+                ASSERT_LT(rows * group, 16) << "not the one-query path";
+                std::vector<float> alone(size_t(rows) * q_dim);
+                cache.attend_ahead(0, pos + r, rows, q.data() + size_t(r) * q_dim, alone.data(), 0.3f,
+                                   ahead ? key_end.data() + r : nullptr);
+                ASSERT_TRUE(std::equal(alone.begin(), alone.begin() + q_dim, out.begin() + ptrdiff_t(r) * q_dim))
+                    << where << " row " << r;
+              }
+            }
+          }
 }
 
 TEST(WindowCache, FactoryGivesRingsForEveryKvType) {
