@@ -84,6 +84,10 @@ uint64_t pixel_hash(const vision::DecodedImage& image) {
 std::vector<PromptImage> expand_images(std::vector<int32_t>& prompt, const ParsedRequest& pr, const ModelInfo& info) {
   std::vector<PromptImage> out;
   if (pr.images.empty()) return out;
+  if (!info.vision)  // the server answers first, naming the checkpoint (server.cc require_vision_encoder)
+    throw ApiError(400, "invalid_request_error",
+                   fmt::format("model '{}' has no vision encoder: it cannot take image input", info.id), "messages",
+                   "no_vision_encoder");
   const vision::ImagePlaceholder mark = info.vision->placeholder();
   size_t marks = 0;
   for (int32_t t : prompt) marks += t == mark.token ? 1 : 0;
