@@ -14,7 +14,6 @@ writes <|image|> for an image item, an image budget of 16 tokens, sliding window
   and scores its tokens as a fresh server does (logprobs within 1e-4).
 - Greedy with a Gemma 4 assistant drafter (--mtp-assistant-model) equals plain greedy with
   the image in context."""
-import base64
 import os
 import sys
 import unittest
@@ -24,25 +23,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serverlib import Server, checkpoint  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
-from png_image import png_bytes  # noqa: E402
-
-
-def image_part(seed):
-    rgb = np.random.default_rng(seed).integers(0, 256, (30, 40, 3), dtype=np.uint8)
-    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png_bytes(rgb)).decode()}}
-
-
-def first_turn(seed=1):
-    return [{"role": "user", "content": [{"type": "text", "text": "What is in this picture?"}, image_part(seed)]}]
-
-
-def second_turn(answer, seed=1):
-    return first_turn(seed) + [{"role": "assistant", "content": answer},
-                               {"role": "user", "content": "And the colours?"}]
-
-
-def body(messages, **extra):
-    return dict({"messages": messages, "max_tokens": 8, "temperature": 0, "logprobs": True}, **extra)
+from image_chat import body, first_turn, logprobs, second_turn  # noqa: E402
 
 
 def model():
@@ -52,10 +33,6 @@ def model():
 
 def assistant():
     return checkpoint("server-gemma4-vl-assistant", "--assistant-of", model(), "--seed", "9")
-
-
-def logprobs(resp):
-    return [t["logprob"] for t in resp["choices"][0]["logprobs"]["content"]]
 
 
 def text(resp):

@@ -14,7 +14,6 @@ a real-layout tower, the three vision specials, a template that renders image it
 - llama.cpp's split files: the checkpoint as a text GGUF (`nextn quantize`) served with
   `--mmproj` (its tower in the converter's projector layout, F16) answers the same request
   with the same image token count, and greedy with --mtp equals plain there too."""
-import base64
 import os
 import subprocess
 import sys
@@ -25,34 +24,12 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serverlib import BIN, Server, checkpoint  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
-from png_image import png_bytes  # noqa: E402
+from image_chat import body, first_turn, logprobs, second_turn  # noqa: E402
 from test_mmproj_gguf import mmproj_gguf  # noqa: E402
-
-
-def image_part(seed):
-    rgb = np.random.default_rng(seed).integers(0, 256, (30, 40, 3), dtype=np.uint8)
-    return {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(png_bytes(rgb)).decode()}}
-
-
-def first_turn(seed=1):
-    return [{"role": "user", "content": [{"type": "text", "text": "What is in this picture?"}, image_part(seed)]}]
-
-
-def body(messages, **extra):
-    return dict({"messages": messages, "max_tokens": 8, "temperature": 0, "logprobs": True}, **extra)
 
 
 def model():
     return checkpoint("server-qwen3_5-vl", "--arch", "qwen3_5", "--vision-language", "--seed", "7")
-
-
-def logprobs(resp):
-    return [t["logprob"] for t in resp["choices"][0]["logprobs"]["content"]]
-
-
-def second_turn(answer, seed=1):
-    return first_turn(seed) + [{"role": "assistant", "content": answer},
-                               {"role": "user", "content": "And the colours?"}]
 
 
 class ImageAnswerTest(unittest.TestCase):
