@@ -17,10 +17,15 @@ void delta_rule_step(const float* s_in, float* s_out, const float* q, const floa
 
 // Work space of chunked_delta_rule (one per thread; grown on first use).
 struct DeltaChunkScratch {
-  std::vector<float> gamma, tail, L, U, Wk, Vp, qk;
+  std::vector<float> gamma, tail;  // [chunk]
+  std::vector<float> L, qk, T;     // [chunk, chunk]
+  std::vector<float> Kt;           // [dk, chunk]
+  std::vector<float> Y, UW;        // [chunk, dv + dk]
+  std::vector<float> Qs;           // [chunk, dk]
 };
 
-// The chunked (parallel) form of the rule over `n` rows for one value head, updating S
+// The chunked (parallel) form of the rule over `n` rows for one value head, as matrix
+// products (register-tiled, subnormals flushed while it runs), updating S
 // in place (exactly the per-token rule in exact arithmetic). q, k and v rows have
 // stride qs, β and g entries stride gs, o rows stride os. Within a chunk of `chunk`
 // rows with γ_i = Σ_{s≤i} g_s:
