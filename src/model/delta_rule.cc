@@ -14,55 +14,75 @@ namespace nextn {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-void DeltaRuleStep(const float* s_in, float* s_out, const float* q, const float* k, const float* v, float alpha,
-                   float beta, int dk, int dv, float* o) {
-  const hn::ScalableTag<float> df;
+using DF = hn::ScalableTag<float>;
+
+// Columns [j0, j0 + NV·lanes) of the rule for every row, the block staying in L1 while
+// all rows pass over it (the rule is separate per column j of S: m_j, δ_j, S[:, j] and
+// o_j read column j only). Every sum over the key index i runs in order i = 0..dk−1, one
+// chain per vector of columns.
+template <int NV>
+HWY_INLINE void RowsOnColumns(const float* s_in, float* s_out, const DeltaRow* rows, int n, int dk, int dv, int j0) {
+  const DF df;
   const int lanes = static_cast<int>(hn::Lanes(df));
-  const int vec_end = dv - dv % lanes;
-  // m = S_inᵀ k, then δ = β (v − α m); the output accumulates in o (when asked for).
-  HWY_ALIGN float m[512];
-  HWY_ALIGN float delta[512];
-  for (int j = 0; j < vec_end; j += lanes) hn::Store(hn::Zero(df), df, m + j);
-  for (int j = vec_end; j < dv; ++j) m[j] = 0.0f;
-  for (int i = 0; i < dk; ++i) {
-    const float* row = s_in + static_cast<size_t>(i) * dv;
-    const auto ki = hn::Set(df, k[i]);
-    for (int j = 0; j < vec_end; j += lanes) hn::Store(hn::MulAdd(hn::LoadU(df, row + j), ki, hn::Load(df, m + j)), df, m + j);
-    for (int j = vec_end; j < dv; ++j) m[j] += row[j] * k[i];
-  }
-  for (int j = 0; j < dv; ++j) delta[j] = beta * (v[j] - alpha * m[j]);
-  const auto va = hn::Set(df, alpha);
-  if (q == nullptr) {  // the state only (re-applying a logged row)
+  for (int t = 0; t < n; ++t) {
+    const DeltaRow& row = rows[t];
+    const float* src = (t == 0 ? s_in : s_out) + j0;
+    float* dst = s_out + j0;
+    hn::Vec<DF> acc[NV];
+    for (int b = 0; b < NV; ++b) acc[b] = hn::Zero(df);
     for (int i = 0; i < dk; ++i) {
-      const float* in = s_in + static_cast<size_t>(i) * dv;
-      float* out = s_out + static_cast<size_t>(i) * dv;
-      const auto ki = hn::Set(df, k[i]);
-      for (int j = 0; j < vec_end; j += lanes)
-        hn::StoreU(hn::MulAdd(ki, hn::Load(df, delta + j), hn::Mul(va, hn::LoadU(df, in + j))), df, out + j);
-      for (int j = vec_end; j < dv; ++j) out[j] = k[i] * delta[j] + alpha * in[j];
+      const auto ki = hn::Set(df, row.k[i]);
+      const float* s = src + static_cast<size_t>(i) * dv;
+      for (int b = 0; b < NV; ++b) acc[b] = hn::MulAdd(hn::LoadU(df, s + b * lanes), ki, acc[b]);
     }
-    return;
-  }
-  for (int j = 0; j < dv; ++j) o[j] = 0.0f;
-  for (int i = 0; i < dk; ++i) {
-    const float* in = s_in + static_cast<size_t>(i) * dv;
-    float* out = s_out + static_cast<size_t>(i) * dv;
-    const auto ki = hn::Set(df, k[i]);
-    const auto qi = hn::Set(df, q[i]);
-    for (int j = 0; j < vec_end; j += lanes) {
-      const auto s = hn::MulAdd(ki, hn::Load(df, delta + j), hn::Mul(va, hn::LoadU(df, in + j)));
-      hn::StoreU(s, df, out + j);
-      hn::StoreU(hn::MulAdd(s, qi, hn::LoadU(df, o + j)), df, o + j);
+    // δ = β (v − α m), kept in acc.
+    const auto va = hn::Set(df, row.alpha), vb = hn::Set(df, row.beta);
+    for (int b = 0; b < NV; ++b)
+      acc[b] = hn::Mul(vb, hn::Sub(hn::LoadU(df, row.v + j0 + b * lanes), hn::Mul(va, acc[b])));
+    hn::Vec<DF> out[NV];
+    for (int b = 0; b < NV; ++b) out[b] = hn::Zero(df);
+    for (int i = 0; i < dk; ++i) {
+      const auto ki = hn::Set(df, row.k[i]);
+      const float* s = src + static_cast<size_t>(i) * dv;
+      float* d = dst + static_cast<size_t>(i) * dv;
+      for (int b = 0; b < NV; ++b) {
+        const auto x = hn::MulAdd(ki, acc[b], hn::Mul(va, hn::LoadU(df, s + b * lanes)));
+        hn::StoreU(x, df, d + b * lanes);
+        if (row.q) out[b] = hn::MulAdd(x, hn::Set(df, row.q[i]), out[b]);
+      }
     }
-    for (int j = vec_end; j < dv; ++j) {
-      const float s = k[i] * delta[j] + alpha * in[j];
-      out[j] = s;
-      o[j] += s * q[i];
-    }
+    if (row.o)
+      for (int b = 0; b < NV; ++b) hn::StoreU(out[b], df, row.o + j0 + b * lanes);
   }
 }
 
-using DF = hn::ScalableTag<float>;
+// The same for one column j (the columns past the last whole vector).
+HWY_INLINE void RowsOnColumn(const float* s_in, float* s_out, const DeltaRow* rows, int n, int dk, int dv, int j) {
+  for (int t = 0; t < n; ++t) {
+    const DeltaRow& row = rows[t];
+    const float* src = (t == 0 ? s_in : s_out) + j;
+    float m = 0.0f;
+    for (int i = 0; i < dk; ++i) m = std::fma(src[static_cast<size_t>(i) * dv], row.k[i], m);
+    const float delta = row.beta * (row.v[j] - row.alpha * m);
+    float out = 0.0f;
+    for (int i = 0; i < dk; ++i) {
+      const float x = std::fma(row.k[i], delta, row.alpha * src[static_cast<size_t>(i) * dv]);
+      s_out[static_cast<size_t>(i) * dv + j] = x;
+      if (row.q) out = std::fma(x, row.q[i], out);
+    }
+    if (row.o) row.o[j] = out;
+  }
+}
+
+void DeltaRuleRows(const float* s_in, float* s_out, const DeltaRow* rows, int n, int dk, int dv) {
+  const DF df;
+  const int lanes = static_cast<int>(hn::Lanes(df));
+  int j = 0;
+  for (; j + 4 * lanes <= dv; j += 4 * lanes) RowsOnColumns<4>(s_in, s_out, rows, n, dk, dv, j);
+  for (; j + lanes <= dv; j += lanes) RowsOnColumns<1>(s_in, s_out, rows, n, dk, dv, j);
+  for (; j < dv; ++j) RowsOnColumn(s_in, s_out, rows, n, dk, dv, j);
+}
+
 
 // y += a·x over n floats.
 HWY_INLINE void Axpy(float a, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int n) {
@@ -252,12 +272,11 @@ class SubnormalsFlushed {
 
 }  // namespace
 
-HWY_EXPORT(DeltaRuleStep);
+HWY_EXPORT(DeltaRuleRows);
 HWY_EXPORT(ChunkedDeltaRule);
 
-void delta_rule_step(const float* s_in, float* s_out, const float* q, const float* k, const float* v, float alpha,
-                     float beta, int dk, int dv, float* o) {
-  HWY_DYNAMIC_DISPATCH(DeltaRuleStep)(s_in, s_out, q, k, v, alpha, beta, dk, dv, o);
+void delta_rule_rows(const float* s_in, float* s_out, const DeltaRow* rows, int n, int dk, int dv) {
+  if (n > 0) HWY_DYNAMIC_DISPATCH(DeltaRuleRows)(s_in, s_out, rows, n, dk, dv);
 }
 
 void chunked_delta_rule(float* S, const float* q, const float* k, const float* v, size_t qs, const float* beta,

@@ -8,12 +8,24 @@
 
 namespace nextn {
 
-// One token for one value head, S a [dk, dv] row-major state (row = key index):
+// One row of the rule for one value head: q, k [dk], v [dv], α = e^g, β; o [dv] receives
+// the row's output (q and o null: the state only, re-applying a logged row).
+struct DeltaRow {
+  const float* q;
+  const float* k;
+  const float* v;
+  float alpha, beta;
+  float* o;
+};
+
+// `n` rows one after another, S a [dk, dv] row-major state (row = key index):
 //   m = S_inᵀ k,  δ = β (v − α m),  S_out = α S_in + k δᵀ,  o = S_outᵀ q
-// which is S ← αS (decay first), S ← S + k (β (v − Sᵀk))ᵀ, o = Sᵀq. s_out may be s_in.
-// q and o null: the state only (S_out's bits are the same either way).
-void delta_rule_step(const float* s_in, float* s_out, const float* q, const float* k, const float* v, float alpha,
-                     float beta, int dk, int dv, float* o);
+// which is S ← αS (decay first), S ← S + k (β (v − Sᵀk))ᵀ, o = Sᵀq. The first row reads
+// s_in, every row writes s_out (s_out may be s_in), and only s_out's final value counts.
+// Run a block of columns at a time through every row, so S is read and written once
+// per call however many rows (a verify's rows, or the rows a rollback kept) — and a row
+// gives the same bits whether it runs alone or among others.
+void delta_rule_rows(const float* s_in, float* s_out, const DeltaRow* rows, int n, int dk, int dv);
 
 // Work space of chunked_delta_rule (one per thread; grown on first use).
 struct DeltaChunkScratch {

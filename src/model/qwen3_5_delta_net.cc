@@ -7,9 +7,9 @@
 //       S ← e^g S;  S ← S + k̂ (β (v − Sᵀk̂))ᵀ;  o = Sᵀq̂
 //   y = out_proj( w ⊙ RMSNorm(o) ⊙ silu(z) )   (plain w here: the one norm without +1)
 // then the layer's MLP (dense or routed: routed_mlp.h). Decode and speculative verify rows run the per-token rule
-// (delta_rule.h); a verify (snapshots) logs each row for rollback and writes only the
-// state after its last row; longer prefills use the equivalent chunked form (chunks of
-// 64 rows).
+// (delta_rule.h: all of a sequence's rows in one pass over each head's state); a verify
+// (snapshots) logs each row for rollback and writes only the state after its last row;
+// longer prefills use the equivalent chunked form (chunks of 64 rows).
 #include <algorithm>
 #include <cmath>
 
@@ -146,16 +146,19 @@ class GatedDeltaNetBlock : public Block {
     const bool chunked = !seg.snapshots && n > 1;
     parallel_for(Hv, [&](size_t h0, size_t h1, int) {
       thread_local DeltaChunkScratch cs;
+      thread_local std::vector<DeltaRow> replay, fresh;
       for (size_t h = h0; h < h1; ++h) {
         const size_t kh = d.tiled_value_heads ? h % size_t(d.key_heads) : h / size_t(group);
         const float* S_start = rs.start() + h * state_head;
         float* S_mid = mid + h * state_head;
         float* S_out = out + h * state_head;
+        replay.resize(size_t(p));
         for (int i = 0; i < p; ++i) {
           const float* rec = rs.replayed_record(i);
-          delta_rule_step(i == 0 ? S_start : S_mid, S_mid, nullptr, rec + kh * d.key_dim, rec + rec_v + h * d.value_dim,
-                          rec[rec_alpha + h], rec[rec_beta + h], d.key_dim, d.value_dim, nullptr);
+          replay[size_t(i)] = {nullptr, rec + kh * d.key_dim, rec + rec_v + h * d.value_dim, rec[rec_alpha + h],
+                               rec[rec_beta + h], nullptr};
         }
+        delta_rule_rows(S_start, S_mid, replay.data(), p, d.key_dim, d.value_dim);
         const float* S_first = p > 0 ? S_mid : S_start;
         const float* q = u + kh * d.key_dim;
         const float* k = u + key + kh * d.key_dim;
@@ -166,11 +169,12 @@ class GatedDeltaNetBlock : public Block {
                              d.value_dim, y, V, cs);
           continue;
         }
+        fresh.resize(size_t(n));
         for (int t = 0; t < n; ++t) {
           const size_t r = size_t(t);
-          delta_rule_step(t == 0 ? S_first : S_out, S_out, q + r * C, k + r * C, v + r * C,
-                          std::exp(ab[r * 2 * Hv + Hv + h]), ab[r * 2 * Hv + h], d.key_dim, d.value_dim, y + r * V);
+          fresh[r] = {q + r * C, k + r * C, v + r * C, std::exp(ab[r * 2 * Hv + Hv + h]), ab[r * 2 * Hv + h], y + r * V};
         }
+        delta_rule_rows(S_first, S_out, fresh.data(), n, d.key_dim, d.value_dim);
       }
     });
   }

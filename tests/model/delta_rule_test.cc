@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "model/delta_rule.h"
@@ -108,18 +109,54 @@ TEST(DeltaRule, ChunkedFormEqualsTheRuleTokenByToken) {
   }
 }
 
-TEST(DeltaRule, StepEqualsTheRule) {
-  const Rows r = make_rows(12, 128, 128, 7);
-  std::vector<double> o_ref, s_ref;
-  reference(r, o_ref, s_ref);
-  std::vector<float> S = r.s0, o(size_t(r.n) * r.dv);
-  for (int t = 0; t < r.n; ++t) {
+std::vector<DeltaRow> rows_of(const Rows& r, int from, int to, std::vector<float>& o) {
+  std::vector<DeltaRow> rows;
+  for (int t = from; t < to; ++t) {
     const float* row = r.qkv.data() + size_t(t) * r.stride;
-    delta_rule_step(S.data(), S.data(), row, row + r.dk, row + 2 * r.dk, std::exp(r.beta_g[size_t(t) * 2 + 1]),
-                    r.beta_g[size_t(t) * 2], r.dk, r.dv, o.data() + size_t(t) * r.dv);
+    rows.push_back({row, row + r.dk, row + 2 * r.dk, std::exp(r.beta_g[size_t(t) * 2 + 1]), r.beta_g[size_t(t) * 2],
+                    o.data() + size_t(t) * r.dv});
   }
-  EXPECT_LE(max_rel(o, o_ref), kTolerance);
-  EXPECT_LE(max_rel(S, s_ref), kTolerance);
+  return rows;
+}
+
+TEST(DeltaRule, RowsEqualTheRule) {
+  for (const auto& [dk, dv] : {std::pair{128, 128}, std::pair{48, 40}, std::pair{13, 21}}) {
+    const Rows r = make_rows(12, dk, dv, unsigned(dk + dv));
+    std::vector<double> o_ref, s_ref;
+    reference(r, o_ref, s_ref);
+    std::vector<float> S(r.s0.size()), o(size_t(r.n) * dv);
+    const auto rows = rows_of(r, 0, r.n, o);
+    delta_rule_rows(r.s0.data(), S.data(), rows.data(), r.n, dk, dv);  // s_in kept, s_out written
+    EXPECT_LE(max_rel(o, o_ref), kTolerance) << "dk " << dk << ", dv " << dv;
+    EXPECT_LE(max_rel(S, s_ref), kTolerance) << "dk " << dk << ", dv " << dv;
+  }
+}
+
+// Decode runs rows one call each, a verify all of them in one call, a rollback re-applies
+// some as state-only rows: every grouping gives the same bits.
+TEST(DeltaRule, RowsGiveTheSameBitsHoweverGrouped) {
+  const Rows r = make_rows(9, 128, 128, 3);
+  std::vector<float> o_all(size_t(r.n) * r.dv), S_all(r.s0.size());
+  const auto all = rows_of(r, 0, r.n, o_all);
+  delta_rule_rows(r.s0.data(), S_all.data(), all.data(), r.n, r.dk, r.dv);
+
+  std::vector<float> o_one(o_all.size()), S_one = r.s0;
+  for (int t = 0; t < r.n; ++t) {
+    const auto one = rows_of(r, t, t + 1, o_one);
+    delta_rule_rows(S_one.data(), S_one.data(), one.data(), 1, r.dk, r.dv);
+  }
+  EXPECT_EQ(o_one, o_all);
+  EXPECT_EQ(S_one, S_all);
+
+  std::vector<float> o_unused(o_all.size()), S_split(r.s0.size());
+  auto first = rows_of(r, 0, 4, o_unused);
+  for (DeltaRow& row : first) row.q = nullptr, row.o = nullptr;  // state only, as a replay
+  delta_rule_rows(r.s0.data(), S_split.data(), first.data(), 4, r.dk, r.dv);
+  std::vector<float> o_rest(o_all.size());
+  const auto rest = rows_of(r, 4, r.n, o_rest);
+  delta_rule_rows(S_split.data(), S_split.data(), rest.data(), r.n - 4, r.dk, r.dv);
+  EXPECT_EQ(S_split, S_all);
+  EXPECT_TRUE(std::equal(o_rest.begin() + 4 * r.dv, o_rest.end(), o_all.begin() + 4 * r.dv));
 }
 
 }  // namespace
