@@ -22,4 +22,14 @@ bool avx512_bf16();
 // The name of a Highway target with its extra when that is in use ("AVX2" → "AVX2_VNNI").
 const char* extend_target_name(const char* highway_name);
 
+// Intel AMX (Sapphire Rapids and later Xeons): 1 KiB tile registers multiplied by
+// TDPBUSD (int8) and TDPBF16PS (bf16). A process may only use them after asking Linux
+// for the tile state (arch_prctl ARCH_REQ_XCOMP_PERM). nextn has no AMX kernels yet:
+// this is what `nextn perf` reports, so a figure says what the machine could have done.
+struct AmxSupport {
+  bool tile = false, int8 = false, bf16 = false;  // CPUID leaf 7.0 EDX bits 24, 25, 22
+  bool linux_offers_tile_data = false;            // ARCH_GET_XCOMP_SUPP has XTILEDATA (18)
+};
+AmxSupport amx_support();
+
 }  // namespace nextn

@@ -4,6 +4,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #include <atomic>
 #include <cstdlib>
@@ -74,6 +78,25 @@ std::vector<std::pair<std::string, int64_t>> targets() {
 }  // namespace
 
 bool avx_vnni() { return usable(vnni); }
+
+AmxSupport amx_support() {
+  AmxSupport amx;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+    amx.tile = (d >> 24) & 1u;
+    amx.int8 = (d >> 25) & 1u;
+    amx.bf16 = (d >> 22) & 1u;
+  }
+#endif
+#if defined(__linux__) && defined(__x86_64__)
+  // ARCH_GET_XCOMP_SUPP (0x1021): the extended states this kernel can give a process;
+  // asking does not change the process (ARCH_REQ_XCOMP_PERM would).
+  unsigned long features = 0;
+  if (syscall(SYS_arch_prctl, 0x1021, &features) == 0) amx.linux_offers_tile_data = (features >> 18) & 1ul;
+#endif
+  return amx;
+}
 bool avx512_bf16() { return usable(bf16); }
 
 const char* extend_target_name(const char* highway_name) {
