@@ -25,6 +25,7 @@
 
 #include "cli/command.h"
 #include "cli/perf_kernels.h"
+#include "kernels/cpu_extras.h"
 #include "io/checkpoint.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
@@ -250,6 +251,15 @@ std::optional<EncoderPerf> measure_encoder(const PerfFlags& f) {
   return perf;
 }
 
+// One line on Intel AMX: what the CPU and Linux offer, and that nextn does not use it.
+std::string describe(const AmxSupport& amx) {
+  if (!amx.tile) return "not in this CPU";
+  std::string what = std::string("in this CPU (") + (amx.int8 ? "int8" : "") + (amx.int8 && amx.bf16 ? ", " : "") +
+                     (amx.bf16 ? "bf16" : "") + ")";
+  what += amx.linux_offers_tile_data ? ", Linux offers the tile state" : ", but Linux does not offer the tile state";
+  return what + "; nextn has no AMX kernels yet (the SIMD target above runs)";
+}
+
 int run_perf(const PerfFlags& f) {
   if (f.list_targets) {
     for (const std::string& name : available_simd_targets()) std::printf("%s\n", name.c_str());
@@ -263,13 +273,17 @@ int run_perf(const PerfFlags& f) {
   const int threads = ThreadPool::global().size();
   const double bandwidth = measure_read_bandwidth_gbs(static_cast<size_t>(f.bandwidth_mib) << 20, f.repeats);
 
+  const AmxSupport amx = amx_support();
   nlohmann::json out = {{"threads", threads},
                         {"simd_target", simd_target_name()},
+                        {"amx", {{"cpu_tile", amx.tile}, {"cpu_int8", amx.int8}, {"cpu_bf16", amx.bf16},
+                                 {"linux_offers_tile_data", amx.linux_offers_tile_data}, {"used", false}}},
                         {"read_bandwidth_gbs", bandwidth},
                         {"bandwidth_buffer_mib", f.bandwidth_mib},
                         {"repeats", f.repeats}};
   if (!f.json) {
     fmt::print("SIMD target        {}\n", simd_target_name());
+    fmt::print("AMX                {}\n", describe(amx));
     fmt::print("threads            {}\n", threads);
     fmt::print("read bandwidth     {:.1f} GB/s  (best of {}, {} MiB buffer)\n", bandwidth, f.repeats,
                f.bandwidth_mib);
