@@ -28,4 +28,10 @@ float TensorView::float_at(int64_t i) const {
   return dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
+std::vector<float> TensorView::floats() const {
+  std::vector<float> out(static_cast<size_t>(numel()));
+  for (size_t i = 0; i < out.size(); ++i) out[i] = float_at(static_cast<int64_t>(i));
+  return out;
+}
+
 }  // namespace nextn

@@ -23,6 +23,8 @@ struct TensorView {
   std::string shape_string() const;  // "[1024, 896]"
   // Element i of an F32/F16/BF16 tensor as float32 (any alignment of the data).
   float float_at(int64_t i) const;
+  // Every element as float32 (small tensors: norms, biases, position tables).
+  std::vector<float> floats() const;
 };
 
 // A stored tensor of a dtype nextn does not compute with (I64, U32, F8_E4M3, ...): its

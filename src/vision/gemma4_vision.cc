@@ -70,12 +70,7 @@ std::unique_ptr<Gemma4VisionTower> Gemma4VisionTower::load(const Checkpoint& ckp
   const int64_t D = c.hidden, I = c.intermediate, p = c.patch_size, A = int64_t(c.heads) * c.head_dim;
   const std::string tower = prefix + "vision_tower.";
 
-  auto vec = [&](const std::string& name, int64_t n) {
-    const TensorView& v = ckpt.require(name, {n});
-    std::vector<float> out(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = v.float_at(i);
-    return out;
-  };
+  auto vec = [&](const std::string& name, int64_t n) { return ckpt.require(name, {n}).floats(); };
   auto matrix = [&](const std::string& name, int64_t out, int64_t in) {
     const TensorView& v = ckpt.require(name, {out, in});
     return WeightMatrix{v.dtype, out, in, v.data};

@@ -98,12 +98,7 @@ std::unique_ptr<QwenVisionTower> QwenVisionTower::load(const Checkpoint& ckpt, c
   const int64_t D = c.hidden, I = c.intermediate, p = c.patch_size, T = c.temporal_patch_size;
   const int64_t m2 = int64_t(c.merge_size) * c.merge_size;
 
-  auto vec = [&](const std::string& name, int64_t n) {
-    const TensorView& v = ckpt.require(prefix + name, {n});
-    std::vector<float> out(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = v.float_at(i);
-    return out;
-  };
+  auto vec = [&](const std::string& name, int64_t n) { return ckpt.require(prefix + name, {n}).floats(); };
   auto linear = [&](const std::string& name, int64_t out, int64_t in, const std::vector<int64_t>& shape) {
     const TensorView& v = ckpt.require(prefix + name + ".weight", shape);
     return Linear{WeightMatrix{v.dtype, out, in, v.data}, vec(name + ".bias", out)};
@@ -113,9 +108,7 @@ std::unique_ptr<QwenVisionTower> QwenVisionTower::load(const Checkpoint& ckpt, c
   // Conv3d with kernel = stride = (T, p, p) over one patch is a dot product with the
   // weight flattened in (channel, t, y, x) order: pixel_values' column order.
   t->patch_embed_ = linear("patch_embed.proj", D, 3 * T * p * p, {D, 3, T, p, p});
-  const TensorView& pe = ckpt.require(prefix + "pos_embed.weight", {c.num_position_embeddings, D});
-  t->pos_embed_.resize(size_t(pe.numel()));
-  for (int64_t i = 0; i < pe.numel(); ++i) t->pos_embed_[size_t(i)] = pe.float_at(i);
+  t->pos_embed_ = ckpt.require(prefix + "pos_embed.weight", {c.num_position_embeddings, D}).floats();
   for (int i = 0; i < c.depth; ++i) {
     const std::string b = "blocks." + std::to_string(i) + ".";
     Block block;

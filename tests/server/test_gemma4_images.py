@@ -14,16 +14,12 @@ writes <|image|> for an image item, an image budget of 16 tokens, sliding window
   and scores its tokens as a fresh server does (logprobs within 1e-4).
 - Greedy with a Gemma 4 assistant drafter (--mtp-assistant-model) equals plain greedy with
   the image in context."""
-import os
-import sys
 import unittest
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serverlib import Server, checkpoint  # noqa: E402
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "model"))
-from image_chat import body, first_turn, logprobs, second_turn  # noqa: E402
+from serverlib import Server, checkpoint
+from image_chat import body, first_turn, logprobs, second_turn
 
 
 def model():
