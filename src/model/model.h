@@ -27,7 +27,7 @@ struct LoadOptions {
 };
 
 // Input rows that come from outside the token embedding: an image's vision-tower rows
-// (docs/vision.md). They replace the embedded rows [row, row + count) of a SequenceRows
+// (docs/vision-models.md). They replace the embedded rows [row, row + count) of a SequenceRows
 // (after embedding_scale, which they do not get); the tokens there (the image
 // placeholders) are still the rows' token ids for everything else.
 struct EmbeddingSpan {

@@ -8,7 +8,7 @@
 //   3. x/255, then (x − mean)/std per channel (mean = std = 0.5 in every Qwen3.5 config);
 //   4. patches of patch_size², the still image repeated temporal_patch_size (2) times,
 //      rows in merge-window order and each row in (channel, t, y, x) order.
-// The vision tower that reads the result is vision/qwen_vision.h (docs/vision.md).
+// The vision tower that reads the result is vision/qwen_vision.h (docs/vision-models.md).
 #pragma once
 #include <nlohmann/json.hpp>
 

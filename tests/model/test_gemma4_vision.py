@@ -7,7 +7,7 @@ checkpoints from `tools/make_checkpoint.py --arch gemma4 --vision-language` (the
 tensor names at a tiny size: depth 2, width 32, 2 heads of 16, a 64-row position table).
 
 - target sizes over a table of awkward sizes and aspect ratios, the th = 0 / tw = 0
-  branches and docs/vision.md's worked examples;
+  branches and docs/vision-models.md's worked examples;
 - the resized pixels equal PIL's bicubic rules bit for bit; pixel_values equal x/255 in
   raster patch order with (py, px, ch) rows, to float32 rounding (checked element by
   element on an image that needs no resize as well);
@@ -100,7 +100,7 @@ class Gemma4VisionTest(unittest.TestCase):
             out = run(["debug-image", "--processor", "gemma4", "--max-soft-tokens", str(budget),
                        "--smart-resize", f"{h}x{w}"])
             self.assertEqual(tuple(int(v) for v in out.split()), G.target_size(h, w, budget), (h, w, budget))
-        # docs/vision.md's worked examples, and the zero-side branch's two arms
+        # docs/vision-models.md's worked examples, and the zero-side branch's two arms
         self.assertEqual(G.target_size(750, 1000, 280), (672, 912))
         self.assertEqual(G.target_size(100, 100, 280), (768, 768))
         self.assertEqual(G.target_size(1080, 1920, 280), (576, 1056))

@@ -10,7 +10,7 @@ the rows in place and M-RoPE), on random checkpoints from
 Relative error max|nextn − ref| / max|ref| ≤ 1e-4 in F32 over every prompt row and 6 decode
 steps, identical greedy tokens, at two image sizes (LM grids 3×5 and 4×2), one prompt with
 two images, and prefill chunks that end inside an image. The M-RoPE positions equal the
-reference's (the worked example of docs/vision.md too). Each deliberately broken reference
+reference's (the worked example of docs/vision-models.md too). Each deliberately broken reference
 (text after the image one position late; the h and w axes swapped) must miss by more than
 the tolerance and 100× nextn's own error."""
 import json
@@ -143,7 +143,7 @@ class Qwen35ImagePromptTest(unittest.TestCase):
         for case in CASES:
             _, _, positions = self.refs(case)
             np.testing.assert_array_equal(self.results[case]["positions"], positions, case)
-        # docs/vision.md's worked example: an LM grid of 23×31 at position 10 (after 10 text rows).
+        # docs/vision-models.md's worked example: an LM grid of 23×31 at position 10 (after 10 text rows).
         m = M.Model.__new__(M.Model)
         m.broken = None
         pos, delta = m.mrope_positions(10 + 713 + 2, [(10, 23, 31)])

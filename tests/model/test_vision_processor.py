@@ -4,7 +4,7 @@
 tests/reference/numpy_vision.py, written from Hugging Face's Qwen2VLImageProcessor rules.
 
 - smart_resize targets for a table of awkward sizes (half-way rounding, the min- and
-  max-pixel branches, aspect ratios near 200:1) and the worked examples of docs/vision.md;
+  max-pixel branches, aspect ratios near 200:1) and the worked examples of docs/vision-models.md;
 - PNGs written here with zlib + struct: the decoded pixels equal what was written, the
   bicubic resize equals PIL's rules bit for bit (upscale, downscale, one axis only), the
   normalized patches in merge-window order equal the reference to float32 rounding, the
@@ -57,7 +57,7 @@ SIZES = [(h, w, 65536, 16777216) for h, w in [
     (80, 48, 1024, 16777216), (80, 112, 1024, 16777216), (48, 80, 1024, 16777216), (144, 208, 1024, 16777216),
     (999, 999, 1024, 50000), (5000, 40, 1024, 100000), (64, 64, 4096, 4096), (17, 3333, 1024, 1 << 20)]
 
-# docs/vision.md's worked examples: (w, h) -> (w̄, h̄)
+# docs/vision-models.md's worked examples: (w, h) -> (w̄, h̄)
 DOC_EXAMPLES = {(100, 100): (256, 256), (400, 80): (576, 128), (1000, 750): (992, 736),
                 (1920, 1080): (1920, 1088), (6000, 4000): (4992, 3328)}
 
@@ -150,7 +150,7 @@ class VisionProcessorTest(unittest.TestCase):
 
     def test_patch_order_from_patch_index(self):
         # Each 16x16 patch of a 64x64 image holds its raster index: row r of pixel_values
-        # must come from patch 0,1,4,5, 2,3,6,7, 8,9,12,13, 10,11,14,15 (docs/vision.md).
+        # must come from patch 0,1,4,5, 2,3,6,7, 8,9,12,13, 10,11,14,15 (docs/vision-models.md).
         img = np.zeros((64, 64, 3), dtype=np.uint8)
         for pr in range(4):
             for pc in range(4):

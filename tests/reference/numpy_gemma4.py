@@ -19,7 +19,7 @@
 #     embeddings without the sqrt(H) scale; per-layer embeddings take pad_token_id's row
 #     there (the projection part comes from the features); 1-D positions. Under
 #     use_bidirectional_attention "vision", sliding layers allow (k <= q or same image) and
-#     q - k < window; full layers stay causal (docs/vision.md, "Gemma 4")
+#     q - k < window; full layers stay causal (docs/vision-models.md, "Gemma 4")
 #
 #   - 26B-A4B form (enable_moe_block): routed GeGLU experts beside the dense MLP
 #

@@ -1,5 +1,5 @@
 // tests/vision/gemma4_processor_test.cc — the Gemma 4 processor's fixed points, checked
-// without numpy: docs/vision.md's target sizes (the budget filled, the zero-side branch),
+// without numpy: docs/vision-models.md's target sizes (the budget filled, the zero-side branch),
 // the settings read from a processor config, and the raster (py, px, channel) patch
 // order on a patch-index image (the numeric comparison with the reference is
 // tests/model/test_gemma4_vision.py).

@@ -1,5 +1,5 @@
 // tests/vision/qwen_processor_test.cc — the Qwen3.5 processor's fixed points, checked
-// without numpy: docs/vision.md's smart_resize examples and Python's half-to-even
+// without numpy: docs/vision-models.md's smart_resize examples and Python's half-to-even
 // rounding, resize identities, and the merge-window patch order on a patch-index image
 // (the numeric comparison with the reference is tests/model/test_vision_processor.py).
 #include "vision/qwen_processor.h"

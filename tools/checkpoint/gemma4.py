@@ -74,7 +74,7 @@ CLIP_NAMES = ("input_min", "input_max", "output_min", "output_max")
 
 
 def vision_tensors(v, text_hidden, clipped=False, standardize=False):
-    """model.vision_tower.* and model.embed_vision.* (Hugging Face names, docs/vision.md)."""
+    """model.vision_tower.* and model.embed_vision.* (Hugging Face names, docs/vision-models.md)."""
     D, I, A, p = v["hidden"], v["inter"], v["heads"] * v["head_dim"], v["patch"]
     tw = "model.vision_tower."
     t = [(f"{tw}patch_embedder.input_proj.weight", (D, 3 * p * p), linear_init(3 * p * p)),
