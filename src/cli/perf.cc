@@ -135,6 +135,9 @@ int run_perf(const PerfFlags& f) {
   if (f.bandwidth_mib < 64) fail(ErrorKind::kBadInput, "--bandwidth-mib must be >= 64");
   if (f.prefill < 1 || f.decode_steps < 1 || f.max_k < 1 || f.repeats < 1)
     fail(ErrorKind::kBadInput, "--prefill, --decode-steps, --max-k and --repeats must be >= 1");
+  for (int n : f.contexts)
+    if (n < 1) fail(ErrorKind::kBadInput, "--contexts: lengths must be >= 1, got {}", n);
+  const KvType kv_type = parse_kv_type(f.kv_type);
   ThreadPool::set_global_threads(f.threads);
   const int threads = ThreadPool::global().size();
   const double bandwidth = measure_read_bandwidth_gbs(static_cast<size_t>(f.bandwidth_mib) << 20, f.repeats);
@@ -159,9 +162,7 @@ int run_perf(const PerfFlags& f) {
     options.max_k = f.max_k;
     options.repeats = f.repeats;
     options.contexts = f.contexts;
-    options.kv.type = parse_kv_type(f.kv_type);
-    for (int n : f.contexts)
-      if (n < 1) fail(ErrorKind::kBadInput, "--contexts: lengths must be >= 1, got {}", n);
+    options.kv.type = kv_type;
     const ModelPerf p = measure_model(options);
     const double decode_tps = 1.0 / p.decode_seconds;
     const double streamed = p.weight_gb / p.decode_seconds;
