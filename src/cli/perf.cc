@@ -1,6 +1,7 @@
 // cli/perf.cc — `nextn perf`: how fast this machine and nextn's kernels are.
 //   nextn perf [--threads T] [--bandwidth-mib M] [--repeats R]
-//              [--model DIR|FILE.gguf [--mmap] [--prefill P] [--decode-steps N] [--max-k K]]
+//              [--model DIR|FILE.gguf [--mmap] [--prefill P] [--decode-steps N] [--max-k K]
+//                                     [--contexts N,N...] [--kv-type T]]
 //              [--kernels] [--json]
 // Measures the streaming memory read bandwidth; with --model also decode tokens/s
 // (batch 1), prefill tokens/s over P tokens, and the cost of one forward over k
@@ -9,7 +10,9 @@
 // the bandwidth, and the stored weight types (GB of matrices per type). For Mixture-of-
 // Experts models the weights counted are those a decode row reads (top-k experts per
 // layer), and the distinct experts per routed layer of each decode and verify forward
-// are reported. A vision-language model (or --mmproj) also gets its vision encoder's time
+// are reported. --contexts adds decode after long contexts (KV rows written straight into
+// the cache) with the bytes a token reads there, weights plus KV rows, against the
+// bandwidth (cli/perf_model.cc). A vision-language model (or --mmproj) also gets its vision encoder's time
 // per picture at --image-sizes and that as a share of the machine's BF16 matmul rate.
 // --kernels adds the matmul of every weight type on its own (cli/perf_kernels.cc).
 // Every figure is the best of --repeats runs (the machine may be shared).
@@ -25,10 +28,10 @@
 
 #include "cli/command.h"
 #include "cli/perf_kernels.h"
-#include "kernels/cpu_extras.h"
+#include "cli/perf_model.h"
 #include "io/checkpoint.h"
+#include "kernels/cpu_extras.h"
 #include "kernels/kernels.h"
-#include "model/model.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 #include "util/timer.h"
@@ -47,6 +50,8 @@ struct PerfFlags {
   int prefill = 512;
   int decode_steps = 32;
   int max_k = 8;
+  std::vector<int> contexts;
+  std::string kv_type = "f16";
   bool json = false;
   bool kernels = false;
   bool list_targets = false;
@@ -68,135 +73,6 @@ struct EncoderPerf {
   };
   std::vector<Image> images;
 };
-
-struct ModelPerf {
-  std::string dir;
-  std::string architecture;
-  double weight_gb = 0;
-  std::map<std::string, double> matrix_gb_by_type;  // stored type of the 2-D tensors → GB
-  double load_seconds = 0;
-  double prefill_seconds = 0;
-  double decode_seconds = 0;            // per token
-  std::vector<double> verify_seconds;  // index k-1: one forward over k rows
-  // Mixture of Experts: distinct experts run per routed layer in a decode step and in a
-  // verify of k rows (index k-1); empty for dense models.
-  double decode_experts = 0;
-  std::vector<double> verify_experts;
-  // Rolling a verify of max_k rows back to its first row (one draft accepted): what the
-  // rollback and the next decode step take beyond a plain decode step (recurrent layers
-  // re-apply the kept row there); 0 when max_k is 1.
-  double restore_seconds = 0;
-};
-
-std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int32_t> dist(0, std::max(1, vocab) - 1);
-  std::vector<int32_t> tokens(n);
-  for (auto& t : tokens) t = dist(rng);
-  return tokens;
-}
-
-// One forward of `tokens` appended to `kv`, logits for every row when all_logits.
-double timed_forward(Model& model, SequenceState& kv, const std::vector<int32_t>& tokens, bool all_logits,
-                     ForwardResult& result) {
-  SequenceRows rows;
-  rows.state = &kv;
-  rows.snapshots = all_logits;  // a verify keeps every row's recurrent state (rolled back after)
-  rows.tokens = tokens;
-  if (all_logits) {
-    for (size_t i = 0; i < tokens.size(); ++i) rows.logit_rows.push_back(static_cast<int>(i));
-  } else {
-    rows.logit_rows.push_back(static_cast<int>(tokens.size()) - 1);
-  }
-  Stopwatch watch;
-  model.forward(std::span<SequenceRows>(&rows, 1), result);
-  return watch.seconds();
-}
-
-ModelPerf measure_model(const PerfFlags& f) {
-  ModelPerf perf;
-  {
-    // The weight types as stored (a GGUF file mixes them per tensor).
-    auto ckpt = Checkpoint::open(f.model);
-    for (const std::string& name : ckpt->tensor_names())
-      if (const TensorView* t = ckpt->find(name); t && t->shape.size() >= 2)
-        perf.matrix_gb_by_type[dtype_name(t->dtype)] += static_cast<double>(t->nbytes) / 1e9;
-  }
-  LoadOptions options;
-  options.copy_weights = !f.mmap_weights;
-  Stopwatch load_watch;
-  auto model = Model::load(f.model, options);
-  perf.load_seconds = load_watch.seconds();
-  const ModelConfig& config = model->config();
-  perf.dir = f.model;
-  perf.architecture = config.architecture;
-  perf.weight_gb = static_cast<double>(model->weight_bytes()) / 1e9;
-
-  const int context = 64;  // decode and verify run after a short prompt
-  auto kv = model->new_state(std::max(f.prefill, context + f.decode_steps + f.max_k) + 8, KvOptions{});
-  ForwardResult result;
-  const int vocab = config.vocab_size;
-
-  // Warm-up (faults in mmap'd pages, sizes buffers).
-  timed_forward(*model, *kv, random_tokens(context, vocab, 1), false, result);
-  timed_forward(*model, *kv, random_tokens(1, vocab, 2), false, result);
-  kv->return_to(0);
-
-  // Prefill: one chunk of f.prefill tokens.
-  perf.prefill_seconds = 1e30;
-  const auto prompt = random_tokens(f.prefill, vocab, 3);
-  for (int rep = 0; rep < std::max(1, f.repeats / 2); ++rep) {
-    kv->return_to(0);
-    perf.prefill_seconds = std::min(perf.prefill_seconds, timed_forward(*model, *kv, prompt, false, result));
-  }
-
-  // Decode: f.decode_steps single-token steps after a short prompt.
-  kv->return_to(0);
-  timed_forward(*model, *kv, random_tokens(context, vocab, 4), false, result);
-  perf.decode_seconds = 1e30;
-  const auto steps = random_tokens(f.decode_steps, vocab, 5);
-  for (int rep = 0; rep < f.repeats; ++rep) {
-    if (!kv->can_return_to(context)) {  // recurrent layers: decode rows are not snapshotted
-      kv->return_to(0);
-      timed_forward(*model, *kv, random_tokens(context, vocab, 4), false, result);
-    }
-    kv->return_to(context);
-    double total = 0;
-    const RoutedStats before = model->routed_stats();
-    for (int32_t token : steps) total += timed_forward(*model, *kv, {token}, false, result);
-    perf.decode_experts = std::max(0.0, model->routed_stats().experts_per_forward_since(before));
-    perf.decode_seconds = std::min(perf.decode_seconds, total / std::max(1, f.decode_steps));
-  }
-
-  // Verify: one forward over k rows with logits for every row, rolled back each
-  // time. Rounds visit k = 1..K in turn so every k sees the same machine load.
-  perf.verify_seconds.assign(f.max_k, 1e30);
-  perf.verify_experts.assign(f.max_k, 0.0);
-  if (!kv->can_return_to(context)) {
-    kv->return_to(0);
-    timed_forward(*model, *kv, random_tokens(context, vocab, 4), false, result);
-  }
-  for (int rep = 0; rep < std::max(3, f.repeats); ++rep)
-    for (int k = 1; k <= f.max_k; ++k) {
-      const auto rows = random_tokens(k, vocab, 100 + k);
-      kv->return_to(context);
-      const RoutedStats before = model->routed_stats();
-      perf.verify_seconds[k - 1] = std::min(perf.verify_seconds[k - 1], timed_forward(*model, *kv, rows, true, result));
-      perf.verify_experts[k - 1] = std::max(0.0, model->routed_stats().experts_per_forward_since(before));
-      if (k == f.max_k && k > 1) {
-        Stopwatch restore;
-        kv->return_to(context + 1);
-        timed_forward(*model, *kv, random_tokens(1, vocab, 6), false, result);
-        const double seconds = std::max(0.0, restore.seconds() - perf.decode_seconds);
-        perf.restore_seconds = rep == 0 ? seconds : std::min(perf.restore_seconds, seconds);
-        if (!kv->can_return_to(context)) {  // that decode row ended what recurrent layers can undo
-          kv->return_to(0);
-          timed_forward(*model, *kv, random_tokens(context, vocab, 4), false, result);
-        }
-      }
-    }
-  return perf;
-}
 
 // GFLOP/s of a BF16 [1024, 4096] matmul over `rows` rows: the machine's rate for the
 // products an encoder runs, best of `repeats`.
@@ -269,6 +145,9 @@ int run_perf(const PerfFlags& f) {
   if (f.bandwidth_mib < 64) fail(ErrorKind::kBadInput, "--bandwidth-mib must be >= 64");
   if (f.prefill < 1 || f.decode_steps < 1 || f.max_k < 1 || f.repeats < 1)
     fail(ErrorKind::kBadInput, "--prefill, --decode-steps, --max-k and --repeats must be >= 1");
+  for (int n : f.contexts)
+    if (n < 1) fail(ErrorKind::kBadInput, "--contexts: lengths must be >= 1, got {}", n);
+  const KvType kv_type = parse_kv_type(f.kv_type);
   ThreadPool::set_global_threads(f.threads);
   const int threads = ThreadPool::global().size();
   const double bandwidth = measure_read_bandwidth_gbs(static_cast<size_t>(f.bandwidth_mib) << 20, f.repeats);
@@ -289,7 +168,16 @@ int run_perf(const PerfFlags& f) {
                f.bandwidth_mib);
   }
   if (!f.model.empty()) {
-    const ModelPerf p = measure_model(f);
+    ModelPerfOptions options;
+    options.model = f.model;
+    options.mmap_weights = f.mmap_weights;
+    options.prefill = f.prefill;
+    options.decode_steps = f.decode_steps;
+    options.max_k = f.max_k;
+    options.repeats = f.repeats;
+    options.contexts = f.contexts;
+    options.kv.type = kv_type;
+    const ModelPerf p = measure_model(options);
     const double decode_tps = 1.0 / p.decode_seconds;
     const double streamed = p.weight_gb / p.decode_seconds;
     nlohmann::json verify = nlohmann::json::array();
@@ -312,7 +200,23 @@ int run_perf(const PerfFlags& f) {
                     {"prefill_tokens", f.prefill},
                     {"prefill_tokens_per_s", f.prefill / p.prefill_seconds},
                     {"verify", verify},
-                    {"restore_ms", p.restore_seconds * 1e3}};
+                    {"restore_ms", p.restore_seconds * 1e3},
+                    {"kv_type", f.kv_type}};
+    // Long contexts: a decode token reads the weights and every stored KV row (a sliding
+    // layer's ring holds about its window), so their sum per second against the measured
+    // read bandwidth is how close decode runs to the memory's limit.
+    nlohmann::json contexts = nlohmann::json::array();
+    for (const ContextPerf& c : p.contexts) {
+      const double gb = p.weight_gb + c.kv_gb;
+      contexts.push_back({{"context", c.context},
+                          {"decode_tokens_per_s", 1.0 / c.decode_seconds},
+                          {"decode_ms_per_token", c.decode_seconds * 1e3},
+                          {"kv_gb", c.kv_gb},
+                          {"read_gb_per_token", gb},
+                          {"read_gbs", gb / c.decode_seconds},
+                          {"fraction_of_bandwidth", gb / c.decode_seconds / bandwidth}});
+    }
+    if (!p.contexts.empty()) out["model"]["contexts"] = contexts;
     if (moe) out["model"]["decode_distinct_experts_per_layer"] = p.decode_experts;
     if (!f.json) {
       fmt::print("model              {} ({}, {:.3f} GB weights, {}; loaded in {:.2f} s)\n", p.dir, p.architecture,
@@ -338,6 +242,16 @@ int run_perf(const PerfFlags& f) {
       if (f.max_k > 1)
         fmt::print("restore            {:.4f} ms to keep 1 of {} verify rows, next step included ({:.2f}% of a decode step)\n",
                    p.restore_seconds * 1e3, f.max_k, 100.0 * p.restore_seconds / p.decode_seconds);
+      if (!p.contexts.empty()) {
+        fmt::print("\ndecode after a long context ({} KV): a token reads the weights and the stored KV rows\n",
+                   f.kv_type);
+        fmt::print("  context   tok/s  ms/token  KV GB  read GB/token   GB/s  of bandwidth\n");
+        for (const ContextPerf& c : p.contexts) {
+          const double gb = p.weight_gb + c.kv_gb;
+          fmt::print("  {:>7} {:7.2f} {:9.1f} {:6.3f} {:14.3f} {:6.1f}  {:5.0f}%\n", c.context, 1.0 / c.decode_seconds,
+                     c.decode_seconds * 1e3, c.kv_gb, gb, gb / c.decode_seconds, 100.0 * gb / c.decode_seconds / bandwidth);
+        }
+      }
     }
   }
   if (!f.model.empty() || !f.mmproj.empty()) {
@@ -376,6 +290,11 @@ Command add_perf_command(CLI::App& root) {
   app->add_option("--prefill", flags->prefill, "Prefill length in tokens");
   app->add_option("--decode-steps", flags->decode_steps, "Decode steps per run");
   app->add_option("--max-k", flags->max_k, "Largest verify batch measured");
+  app->add_option("--contexts", flags->contexts,
+                  "Also time decode after these context lengths (KV rows filled directly, e.g. 8192,32768)")
+      ->delimiter(',');
+  app->add_option("--kv-type", flags->kv_type, "KV storage: f32, f16, bf16, q8, q4, turbo3, turbo4")
+      ->capture_default_str();
   app->add_flag("--kernels", flags->kernels, "Also time the matmul of every weight type on its own");
   app->add_option("--mmproj", flags->mmproj, "Vision projector GGUF whose encoder to time (else the model's own)");
   app->add_option("--image-sizes", flags->image_sizes, "Picture sizes WxH the vision encoder is timed on")

@@ -3,9 +3,11 @@
 #define HWY_TARGET_INCLUDE "kv/attention_simd.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "kv/online_softmax-inl.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -67,67 +69,125 @@ void KvStore(DType dtype, const float* src, size_t n, void* dst) {
   for (; i < n; ++i) d[i] = f32_to_f16(src[i]);
 }
 
+// Key and value rows as stored: float, or F16 / BF16 (hwy::float16_t, hwy::bfloat16_t:
+// the 16 bits as stored) promoted to float where they are used. The promotion is exact,
+// so a kernel reading stored rows in place computes the same float products in the same
+// order as one reading rows converted by KvLoadF32 first, and gives identical bits.
+HWY_INLINE VF LoadRow(DF df, const float* p) { return hn::LoadU(df, p); }
+HWY_INLINE VF LoadRow(DF df, const hwy::float16_t* p) {
+  return hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::float16_t, DF>(), p));
+}
+HWY_INLINE VF LoadRow(DF df, const hwy::bfloat16_t* p) {
+  // BF16 is the top half of a float: widen and shift, as KvLoadF32 does.
+  const hn::Rebind<uint16_t, DF> d16;
+  const hn::Rebind<uint32_t, DF> d32;
+  const auto wide = hn::ShiftLeft<16>(hn::PromoteTo(d32, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(p))));
+  return hn::BitCast(df, wide);
+}
+HWY_INLINE float RowAt(const float* p, size_t i) { return p[i]; }
+HWY_INLINE float RowAt(const hwy::float16_t* p, size_t i) {
+  return f16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
+}
+HWY_INLINE float RowAt(const hwy::bfloat16_t* p, size_t i) {
+  return bf16_to_f32(reinterpret_cast<const uint16_t*>(p)[i]);
+}
+
 // The one form of scale * <q, k> that the row-by-row kernels (AttendBlock, and
 // AttendRows4 for several queries) compute, so that a query gets bit-identical scores
 // whichever of them runs it and wherever in a block its keys start: one accumulator per
 // lane over the head_dim slices in order, the lanes summed by SumOfLanes, the leftover
 // dims added one at a time, then one multiply by scale. (The transposed multi-query
 // kernel further down sums over head_dim per lane instead, so it rounds differently.)
-HWY_INLINE float DotTail(const float* q, const float* k, int from, int D, float s) {
-  for (int i = from; i < D; ++i) s += q[i] * k[i];
+template <class T>
+HWY_INLINE float DotTail(const float* q, const T* k, int from, int D, float s) {
+  for (int i = from; i < D; ++i) s += q[i] * RowAt(k, size_t(i));
   return s;
 }
 
-HWY_INLINE float ScaledDot(const float* q, const float* k, int D, float scale) {
+template <class T>
+HWY_INLINE float ScaledDot(const float* q, const T* k, int D, float scale) {
   const DF df;
   const int lanes = static_cast<int>(hn::Lanes(df));
   const int vec_end = D / lanes * lanes;
   VF a = hn::Zero(df);
-  for (int i = 0; i < vec_end; i += lanes) a = hn::MulAdd(hn::LoadU(df, q + i), hn::LoadU(df, k + i), a);
+  for (int i = 0; i < vec_end; i += lanes) a = hn::MulAdd(hn::LoadU(df, q + i), LoadRow(df, k + i), a);
   return DotTail(q, k, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a))) * scale;
 }
 
 // acc * correction + sum_t p[t] v[t][i] for a dim i past the last full vector: the same
 // order as the vector part (one chain, keys in order).
-HWY_INLINE float AccTail(float acc, float correction, const float* p, const float* v, int from, int to, int D,
-                         int i) {
+template <class T>
+HWY_INLINE float AccTail(float acc, float correction, const float* p, const T* v, int from, int to, int D, int i) {
   float a = acc * correction;
-  for (int t = from; t < to; ++t) a += p[t] * v[size_t(t) * D + i];
+  for (int t = from; t < to; ++t) a += p[t] * RowAt(v, size_t(t) * D + i);
   return a;
 }
 
+// Software prefetch of bytes [from, to) of p, one cache line at a time. The one-query
+// path reads each KV head's block of a layer once per step: the hardware prefetcher
+// follows the rows inside a block but not the jump to the next block (another
+// allocation), so the next block is requested while this one is computed.
+HWY_INLINE void PrefetchBytes(const void* p, size_t from, size_t to) {
+  const auto* bytes = static_cast<const unsigned char*>(p);
+  for (size_t b = from; b < to; b += 64) hwy::Prefetch(bytes + b);
+}
+
+// What to prefetch while a block is attended: `bytes` of keys at k and of values at v
+// (null: nothing).
+struct NextBlock {
+  const void* k = nullptr;
+  const void* v = nullptr;
+  size_t bytes = 0;
+};
+
 // scores[t] = ScaledDot(q, k_t) for t < count; four keys at a time share each load of q.
-inline void Scores(const float* q, const float* k, int count, int D, float scale, float* scores) {
+// The next block's rows are prefetched in even slices over the groups of four keys.
+template <class T>
+inline void Scores(const float* q, const T* k, int count, int D, float scale, float* scores, const NextBlock& next) {
   const DF df;
   const int lanes = static_cast<int>(hn::Lanes(df));
   const int vec_end = D / lanes * lanes;
+  const size_t groups = size_t(count / 4);
+  const size_t slice = next.k && groups > 0 ? (next.bytes / groups + 64) & ~size_t(63) : 0;
+  size_t fetched = 0;
   int t = 0;
   for (; t + 4 <= count; t += 4) {
-    const float* k0 = k + size_t(t) * D;
-    const float* k1 = k0 + D;
-    const float* k2 = k1 + D;
-    const float* k3 = k2 + D;
+    if (slice > 0 && fetched < next.bytes) {
+      const size_t to = std::min(next.bytes, fetched + slice);
+      PrefetchBytes(next.k, fetched, to);
+      PrefetchBytes(next.v, fetched, to);
+      fetched = to;
+    }
+    const T* k0 = k + size_t(t) * D;
+    const T* k1 = k0 + D;
+    const T* k2 = k1 + D;
+    const T* k3 = k2 + D;
     VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
     for (int i = 0; i < vec_end; i += lanes) {
       const VF qv = hn::LoadU(df, q + i);
-      a0 = hn::MulAdd(qv, hn::LoadU(df, k0 + i), a0);
-      a1 = hn::MulAdd(qv, hn::LoadU(df, k1 + i), a1);
-      a2 = hn::MulAdd(qv, hn::LoadU(df, k2 + i), a2);
-      a3 = hn::MulAdd(qv, hn::LoadU(df, k3 + i), a3);
+      a0 = hn::MulAdd(qv, LoadRow(df, k0 + i), a0);
+      a1 = hn::MulAdd(qv, LoadRow(df, k1 + i), a1);
+      a2 = hn::MulAdd(qv, LoadRow(df, k2 + i), a2);
+      a3 = hn::MulAdd(qv, LoadRow(df, k3 + i), a3);
     }
     scores[t] = DotTail(q, k0, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a0))) * scale;
     scores[t + 1] = DotTail(q, k1, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a1))) * scale;
     scores[t + 2] = DotTail(q, k2, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a2))) * scale;
     scores[t + 3] = DotTail(q, k3, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a3))) * scale;
   }
+  if (next.k && fetched < next.bytes) {
+    PrefetchBytes(next.k, fetched, next.bytes);
+    PrefetchBytes(next.v, fetched, next.bytes);
+  }
   for (; t < count; ++t) scores[t] = ScaledDot(q, k + size_t(t) * D, D, scale);
 }
 
-void AttendBlock(const float* q, const float* k, const float* v, int count, int head_dim, float scale,
-                 float* scores, float* m, float* l, float* acc) {
+template <class T>
+void AttendBlockT(const float* q, const T* k, const T* v, int count, int head_dim, float scale, float* scores,
+                  float* m, float* l, float* acc, const NextBlock& next) {
   if (count <= 0) return;
   const int D = head_dim;
-  Scores(q, k, count, D, scale, scores);
+  Scores(q, k, count, D, scale, scores, next);
   // Rescale what was accumulated under the old max by `correction`.
   const float correction = OnlineSoftmaxBlock(scores, count, *m, *l);
   const DF df;
@@ -143,19 +203,40 @@ void AttendBlock(const float* q, const float* k, const float* v, int count, int 
     VF a1 = hn::Mul(hn::LoadU(df, acc + i + lanes), vc);
     for (int u = 0; u < count; ++u) {
       const VF p = hn::Set(df, scores[u]);
-      const float* vu = v + size_t(u) * D + i;
-      a0 = hn::MulAdd(p, hn::LoadU(df, vu), a0);
-      a1 = hn::MulAdd(p, hn::LoadU(df, vu + lanes), a1);
+      const T* vu = v + size_t(u) * D + i;
+      a0 = hn::MulAdd(p, LoadRow(df, vu), a0);
+      a1 = hn::MulAdd(p, LoadRow(df, vu + lanes), a1);
     }
     hn::StoreU(a0, df, acc + i);
     hn::StoreU(a1, df, acc + i + lanes);
   }
   for (; i < vec_end; i += lanes) {
     VF a0 = hn::Mul(hn::LoadU(df, acc + i), vc);
-    for (int u = 0; u < count; ++u) a0 = hn::MulAdd(hn::Set(df, scores[u]), hn::LoadU(df, v + size_t(u) * D + i), a0);
+    for (int u = 0; u < count; ++u) a0 = hn::MulAdd(hn::Set(df, scores[u]), LoadRow(df, v + size_t(u) * D + i), a0);
     hn::StoreU(a0, df, acc + i);
   }
   for (i = vec_end; i < D; ++i) acc[i] = AccTail(acc[i], correction, scores, v, 0, count, D, i);
+}
+
+void AttendBlock(const float* q, const float* k, const float* v, int count, int head_dim, float scale,
+                 float* scores, float* m, float* l, float* acc) {
+  AttendBlockT(q, k, v, count, head_dim, scale, scores, m, l, acc, NextBlock{});
+}
+
+void AttendBlockStored(DType dtype, const float* q, const void* k, const void* v, int count, int head_dim,
+                       float scale, float* scores, float* m, float* l, float* acc, const void* next_k,
+                       const void* next_v, int next_count) {
+  const NextBlock next{next_k, next_v, next_k ? size_t(next_count) * head_dim * dtype_size(dtype) : 0};
+  if (dtype == DType::kF16) {
+    AttendBlockT(q, static_cast<const hwy::float16_t*>(k), static_cast<const hwy::float16_t*>(v), count, head_dim,
+                 scale, scores, m, l, acc, next);
+  } else if (dtype == DType::kBF16) {
+    AttendBlockT(q, static_cast<const hwy::bfloat16_t*>(k), static_cast<const hwy::bfloat16_t*>(v), count,
+                 head_dim, scale, scores, m, l, acc, next);
+  } else {
+    AttendBlockT(q, static_cast<const float*>(k), static_cast<const float*>(v), count, head_dim, scale, scores, m,
+                 l, acc, next);
+  }
 }
 
 // Scores of four queries against key rows k0 and k1 (two keys: eight independent chains),
@@ -406,6 +487,7 @@ namespace nextn {
 HWY_EXPORT(KvLoadF32);
 HWY_EXPORT(KvStore);
 HWY_EXPORT(AttendBlock);
+HWY_EXPORT(AttendBlockStored);
 HWY_EXPORT(AttendBlockMulti);
 HWY_EXPORT(Lanes);
 HWY_EXPORT(AttendBlockRows);
@@ -417,6 +499,13 @@ void kv_store(DType dtype, const float* src, size_t n, void* dst) { HWY_DYNAMIC_
 void attend_block(const float* q, const float* k, const float* v, int count, int head_dim, float scale,
                   float* scores, float* m, float* l, float* acc) {
   HWY_DYNAMIC_DISPATCH(AttendBlock)(q, k, v, count, head_dim, scale, scores, m, l, acc);
+}
+
+void attend_block_stored(DType dtype, const float* q, const void* k, const void* v, int count, int head_dim,
+                         float scale, float* scores, float* m, float* l, float* acc, const void* next_k,
+                         const void* next_v, int next_count) {
+  HWY_DYNAMIC_DISPATCH(AttendBlockStored)(dtype, q, k, v, count, head_dim, scale, scores, m, l, acc, next_k, next_v,
+                                          next_count);
 }
 
 void attend_block_multi(const float* const* qs, int nq, const float* kt, int stride, const float* v, int count,

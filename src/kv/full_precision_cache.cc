@@ -219,6 +219,37 @@ void FullPrecisionCache::attend_ahead(int layer, int pos, int n, const float* q,
       }
       for (int t0 = first_key / kBlockTokens * kBlockTokens; t0 < visible_end; t0 += kBlockTokens) {
         const int count = std::min(kBlockTokens, visible_end - t0);
+        if (!multi && !rows) {
+          // One query at a time (decode): the rows are read in place, F16 and BF16
+          // promoted to float inside the kernel (bit-identical to converting them first),
+          // and the first query reading this block prefetches this head's next block:
+          // decode at a long context is one stream over the whole cache.
+          const auto* kb = static_cast<const unsigned char*>(row(layer, t0, kvh, false));
+          const auto* vb = static_cast<const unsigned char*>(row(layer, t0, kvh, true));
+          const int next_t0 = t0 + kBlockTokens;
+          const bool has_next = next_t0 < visible_end;
+          const void* next_k = has_next ? row(layer, next_t0, kvh, false) : nullptr;
+          const void* next_v = has_next ? row(layer, next_t0, kvh, true) : nullptr;
+          const int next_count = has_next ? std::min(kBlockTokens, visible_end - next_t0) : 0;
+          bool prefetched = false;
+          for (int r = r0; r < r1; ++r) {
+            const int visible = std::min(count, end_of(r) - t0);  // causal: row r sees keys <= pos + r
+            const int skip = window > 0 ? std::max(0, pos + r - window + 1 - t0) : 0;  // keys left of the window
+            if (visible <= skip) continue;
+            const size_t skip_bytes = size_t(skip) * D * elem_;
+            for (int j = 0; j < group; ++j) {
+              const int h = kvh * group + j;
+              const int state = (r - r0) * group + j;
+              attend_block_stored(dtype_, q + (size_t(r) * H + h) * D, kb + skip_bytes, vb + skip_bytes,
+                                  visible - skip, D, scale, s.scores.data(), &s.m[state], &s.l[state],
+                                  s.acc.data() + size_t(state) * D, prefetched ? nullptr : next_k,
+                                  prefetched ? nullptr : next_v, next_count);
+              prefetched = true;
+            }
+          }
+          continue;
+        }
+        // Many queries: the block converted to float once and shared by them.
         const float* kf;
         const float* vf;
         if (dtype_ == DType::kF32) {
@@ -237,7 +268,7 @@ void FullPrecisionCache::attend_ahead(int layer, int pos, int n, const float* q,
           vf = s.v.data();
         }
         if (rows) {
-          // Row r's keys in this block: [lo, hi), the same range the one-query path below
+          // Row r's keys in this block: [lo, hi), the same range the one-query path above
           // gives attend_block ([skip, visible)); empty when lo >= hi.
           for (int r = r0; r < r1; ++r) {
             const int lo = std::clamp(pos + r - window + 1 - t0, 0, count);
@@ -264,18 +295,6 @@ void FullPrecisionCache::attend_ahead(int layer, int pos, int n, const float* q,
           }
           attend_block_multi(s.qs.data(), states, kt, stride, vf, count, D, scale, s.visible.data(), s.scores.data(),
                              s.m.data(), s.l.data(), s.accs.data());
-          continue;
-        }
-        for (int r = r0; r < r1; ++r) {
-          const int visible = std::min(count, end_of(r) - t0);  // causal: row r sees keys <= pos + r
-          const int skip = window > 0 ? std::max(0, pos + r - window + 1 - t0) : 0;  // keys left of the window
-          if (visible <= skip) continue;
-          for (int j = 0; j < group; ++j) {
-            const int h = kvh * group + j;
-            const int state = (r - r0) * group + j;
-            attend_block(q + (size_t(r) * H + h) * D, kf + size_t(skip) * D, vf + size_t(skip) * D, visible - skip,
-                         D, scale, s.scores.data(), &s.m[state], &s.l[state], s.acc.data() + size_t(state) * D);
-          }
         }
       }
       for (int r = r0; r < r1; ++r)

@@ -1,8 +1,10 @@
 // kv/full_precision_cache.h — KV storage in F32, F16 or BF16.
 // Per layer, tokens live in fixed blocks of kBlockTokens allocated on demand (append
 // never re-copies); inside a block each KV head's keys (and values) are contiguous
-// [kBlockTokens, head_dim] rows. Attention converts one block at a time to float32
-// and runs an online softmax, parallel over KV heads and query-row chunks.
+// [kBlockTokens, head_dim] rows. Attention runs an online softmax over one block at a
+// time, parallel over KV heads and query-row chunks: a few queries (decode) read F16/BF16
+// rows in place with the next block prefetched; many queries (prefill) convert each block
+// to float32 once and share it.
 // A windowed shape (KvShape::window) keeps a ring of blocks: block b lives in slot
 // b % ring_blocks, so memory stays at the window plus one forward's rows however long
 // the sequence grows; attention then sees each query's last `window` keys only.

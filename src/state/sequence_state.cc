@@ -126,6 +126,10 @@ void SequenceState::end_rows() {
   pending_snapshots_ = false;
 }
 
+bool SequenceState::has_attention(int layer) const {
+  return layer >= 0 && layer < num_layers() && layers_[size_t(layer)].kind != LayerStateSpec::Kind::kRecurrent;
+}
+
 AttentionSlot SequenceState::attention(int layer) const {
   if (layer < 0 || layer >= num_layers() || layers_[size_t(layer)].kind == LayerStateSpec::Kind::kRecurrent)
     fail(ErrorKind::kInternal, "sequence state: layer {} has no attention cache", layer);

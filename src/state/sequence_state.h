@@ -80,6 +80,8 @@ class SequenceState {
   // The rows are in: length() grows by n.
   void end_rows();
 
+  // Whether `layer` attends (own rows or another layer's); recurrent layers do not.
+  bool has_attention(int layer) const;
   AttentionSlot attention(int layer) const;
   RecurrentState& recurrent(int layer);
 

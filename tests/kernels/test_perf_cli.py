@@ -3,8 +3,9 @@
 
 No timing asserts: checks the JSON fields exist, are positive and consistent
 (k rows measured for k = 1..max_k, relative cost of k = 1 is exactly 1, decode
-GB/s = weight GB × tok/s, every weight type in --kernels), and that bad flags exit
-with code 2.
+GB/s = weight GB × tok/s, every weight type in --kernels; --contexts: one entry per
+length, KV bytes growing with it and scaling with --kv-type, bytes per token = weights +
+KV, on a dense, a hybrid and a sliding-window model), and that bad flags exit with code 2.
 """
 import json
 import os
@@ -48,6 +49,38 @@ def main():
         assert all(v["ms"] > 0 for v in m["verify"])
         assert 0 <= m["restore_ms"] < m["verify"][-1]["ms"], m["restore_ms"]
 
+    # Decode after long contexts (KV rows filled directly), per KV storage type.
+    kv_gb = {}
+    for kv_type in ("f16", "bf16", "f32"):
+        r = run(["--threads", "2", "--bandwidth-mib", "64", "--repeats", "1", "--model", model, "--prefill", "8",
+                 "--decode-steps", "2", "--max-k", "1", "--contexts", "200,700", "--kv-type", kv_type, "--json"])
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        m = out["model"]
+        assert m["kv_type"] == kv_type, m
+        contexts = m["contexts"]
+        assert [c["context"] for c in contexts] == [200, 700], contexts
+        for c in contexts:
+            assert c["decode_tokens_per_s"] > 0 and c["kv_gb"] > 0, c
+            assert abs(c["read_gb_per_token"] - (m["weight_gb"] + c["kv_gb"])) < 1e-9, c
+            assert abs(c["read_gbs"] - c["read_gb_per_token"] * c["decode_tokens_per_s"]) < 1e-6 * c["read_gbs"], c
+            assert abs(c["fraction_of_bandwidth"] - c["read_gbs"] / out["read_bandwidth_gbs"]) < 1e-9, c
+        # Every layer stores every position: the KV bytes grow with the context.
+        assert abs(contexts[1]["kv_gb"] / contexts[0]["kv_gb"] - 700 / 200) < 1e-9, contexts
+        kv_gb[kv_type] = contexts[0]["kv_gb"]
+    assert kv_gb["f16"] == kv_gb["bf16"] and abs(kv_gb["f32"] - 2 * kv_gb["f16"]) < 1e-12, kv_gb
+    # Recurrent layers (hybrid) keep their state; sliding-window rings and layers reading
+    # another layer's KV (Gemma 4) are filled in pieces the rings hold.
+    for arch in ("qwen3_5", "gemma4"):
+        other = os.path.join(TMP, "perf-tiny-" + arch)
+        subprocess.run([sys.executable, os.path.join(SRC, "tools/make_checkpoint.py"), "--arch", arch,
+                        "--preset", "tiny", "--out", other, "--quiet"], check=True)
+        r = run(["--threads", "2", "--bandwidth-mib", "64", "--repeats", "1", "--model", other, "--prefill", "8",
+                 "--decode-steps", "2", "--max-k", "1", "--contexts", "300", "--json"])
+        assert r.returncode == 0, (arch, r.stderr)
+        c = json.loads(r.stdout)["model"]["contexts"]
+        assert len(c) == 1 and c[0]["context"] == 300 and c[0]["decode_tokens_per_s"] > 0 and c[0]["kv_gb"] > 0, c
+
     # The per-type matmul: every weight type and interleaved layout, each row count timed.
     r = run(["--threads", "2", "--bandwidth-mib", "64", "--repeats", "1", "--kernels", "--json"])
     assert r.returncode == 0, r.stderr
@@ -68,7 +101,7 @@ def main():
         assert word in r.stdout, r.stdout
 
     # Bad input: exit code 2 with a message.
-    for bad in (["--max-k", "0"], ["--bandwidth-mib", "1"], ["--model", os.path.join(TMP, "no-such-model")]):
+    for bad in (["--max-k", "0"], ["--bandwidth-mib", "1"], ["--contexts", "0"], ["--kv-type", "f8"], ["--model", os.path.join(TMP, "no-such-model")]):
         r = run(["--repeats", "1", "--bandwidth-mib", "64", *bad] if "--bandwidth-mib" not in bad else ["--repeats", "1", *bad])
         assert r.returncode == 2, (bad, r.returncode, r.stderr)
         assert r.stderr.strip(), bad

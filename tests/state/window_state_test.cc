@@ -29,6 +29,8 @@ TEST(WindowState, ReturnableLengthsFollowTheRing) {
   EXPECT_EQ(own.cache, read.cache);
   EXPECT_EQ(own.layer, read.layer);
   EXPECT_NE(state.attention(1).cache, own.cache);  // another shape, another cache
+  EXPECT_TRUE(state.has_attention(0) && state.has_attention(1) && state.has_attention(2));
+  EXPECT_FALSE(state.has_attention(3));  // past the last layer
   auto k = testing_kv::random_floats(size_t(32) * 64, 10);
   for (int step = 0; step < 8; ++step) {
     state.begin_rows(32, false);
@@ -46,6 +48,20 @@ TEST(WindowState, ReturnableLengthsFollowTheRing) {
   EXPECT_THROW(state.begin_rows(33, false), Error);
   state.return_to(240);
   EXPECT_EQ(state.length(), 240);
+}
+
+// A recurrent layer has no attention slot: has_attention says so instead of throwing.
+TEST(WindowState, HasAttentionSkipsRecurrentLayers) {
+  LayerStateSpec attention{LayerStateSpec::Kind::kAttention, 4, 2, 16, 0, -1, 0};
+  LayerStateSpec recurrent;
+  recurrent.kind = LayerStateSpec::Kind::kRecurrent;
+  recurrent.recurrent_floats = 64;
+  recurrent.recurrent_record_floats = 16;
+  SequenceState state({recurrent, attention}, 100, KvOptions{});
+  EXPECT_FALSE(state.has_attention(0));
+  EXPECT_THROW(state.attention(0), Error);
+  EXPECT_TRUE(state.has_attention(1));
+  EXPECT_TRUE(state.attention(1).owns);
 }
 
 }  // namespace
