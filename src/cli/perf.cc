@@ -1,6 +1,6 @@
 // cli/perf.cc — `nextn perf`: how fast this machine and nextn's kernels are.
 //   nextn perf [--threads T] [--bandwidth-mib M] [--repeats R]
-//              [--model DIR|FILE.gguf [--mmap] [--prefill P] [--decode-steps N] [--max-k K]
+//              [--model DIR|FILE.gguf [--mmap] [--prefill P[,P...]] [--decode-steps N] [--max-k K]
 //                                     [--contexts N,N...] [--kv-type T]]
 //              [--kernels] [--json]
 // Measures the streaming memory read bandwidth; with --model also decode tokens/s
@@ -47,7 +47,7 @@ struct PerfFlags {
   int repeats = 5;
   std::string model;
   bool mmap_weights = false;
-  int prefill = 512;
+  std::vector<int> prefill = {512};
   int decode_steps = 32;
   int max_k = 8;
   std::vector<int> contexts;
@@ -143,7 +143,8 @@ int run_perf(const PerfFlags& f) {
   }
   if (f.threads < 0) fail(ErrorKind::kBadInput, "--threads must be >= 0");
   if (f.bandwidth_mib < 64) fail(ErrorKind::kBadInput, "--bandwidth-mib must be >= 64");
-  if (f.prefill < 1 || f.decode_steps < 1 || f.max_k < 1 || f.repeats < 1)
+  if (f.prefill.empty() || *std::min_element(f.prefill.begin(), f.prefill.end()) < 1 || f.decode_steps < 1 ||
+      f.max_k < 1 || f.repeats < 1)
     fail(ErrorKind::kBadInput, "--prefill, --decode-steps, --max-k and --repeats must be >= 1");
   for (int n : f.contexts)
     if (n < 1) fail(ErrorKind::kBadInput, "--contexts: lengths must be >= 1, got {}", n);
@@ -180,6 +181,11 @@ int run_perf(const PerfFlags& f) {
     const ModelPerf p = measure_model(options);
     const double decode_tps = 1.0 / p.decode_seconds;
     const double streamed = p.weight_gb / p.decode_seconds;
+    nlohmann::json prefill = nlohmann::json::array();
+    for (size_t i = 0; i < f.prefill.size(); ++i)
+      prefill.push_back({{"tokens", f.prefill[i]},
+                         {"tokens_per_s", f.prefill[i] / p.prefill_seconds[i]},
+                         {"seconds", p.prefill_seconds[i]}});
     nlohmann::json verify = nlohmann::json::array();
     for (size_t i = 0; i < p.verify_seconds.size(); ++i)
       verify.push_back({{"k", i + 1},
@@ -197,8 +203,9 @@ int run_perf(const PerfFlags& f) {
                     {"decode_ms_per_token", p.decode_seconds * 1e3},
                     {"decode_weight_gbs", streamed},
                     {"decode_fraction_of_bandwidth", streamed / bandwidth},
-                    {"prefill_tokens", f.prefill},
-                    {"prefill_tokens_per_s", f.prefill / p.prefill_seconds},
+                    {"prefill_tokens", f.prefill[0]},
+                    {"prefill_tokens_per_s", f.prefill[0] / p.prefill_seconds[0]},
+                    {"prefill", prefill},
                     {"verify", verify},
                     {"restore_ms", p.restore_seconds * 1e3},
                     {"kv_type", f.kv_type}};
@@ -226,8 +233,9 @@ int run_perf(const PerfFlags& f) {
       fmt::print("weight types       {}\n", types);
       fmt::print("decode             {:.2f} tok/s  ({:.1f} ms/token, {:.1f} GB/s of weights = {:.0f}% of bandwidth)\n",
                  decode_tps, p.decode_seconds * 1e3, streamed, 100.0 * streamed / bandwidth);
-      fmt::print("prefill            {:.1f} tok/s  ({} tokens in {:.2f} s)\n", f.prefill / p.prefill_seconds,
-                 f.prefill, p.prefill_seconds);
+      for (size_t i = 0; i < f.prefill.size(); ++i)
+        fmt::print("prefill            {:.1f} tok/s  ({} tokens in {:.2f} s)\n", f.prefill[i] / p.prefill_seconds[i],
+                   f.prefill[i], p.prefill_seconds[i]);
       if (moe)
         fmt::print("experts            {:.1f} distinct per routed layer per decode step (weights above: those only)\n",
                    p.decode_experts);
@@ -287,7 +295,8 @@ Command add_perf_command(CLI::App& root) {
   app->add_option("--repeats", flags->repeats, "Runs per measurement; the best is reported");
   app->add_option("--model", flags->model, "Checkpoint directory to measure");
   app->add_flag("--mmap", flags->mmap_weights, "Serve weights from the mmap instead of copying them");
-  app->add_option("--prefill", flags->prefill, "Prefill length in tokens");
+  app->add_option("--prefill", flags->prefill, "Prefill lengths in tokens, each one chunk (e.g. 512,4096)")
+      ->delimiter(',');
   app->add_option("--decode-steps", flags->decode_steps, "Decode steps per run");
   app->add_option("--max-k", flags->max_k, "Largest verify batch measured");
   app->add_option("--contexts", flags->contexts,

@@ -132,7 +132,8 @@ ModelPerf measure_model(const ModelPerfOptions& f) {
   perf.weight_gb = static_cast<double>(model->weight_bytes()) / 1e9;
 
   const int context = 64;  // decode and verify run after a short prompt
-  auto kv = model->new_state(std::max(f.prefill, context + f.decode_steps + f.max_k) + 8, f.kv);
+  const int longest_prefill = *std::max_element(f.prefill.begin(), f.prefill.end());
+  auto kv = model->new_state(std::max(longest_prefill, context + f.decode_steps + f.max_k) + 8, f.kv);
   ForwardResult result;
   const int vocab = config.vocab_size;
 
@@ -141,13 +142,14 @@ ModelPerf measure_model(const ModelPerfOptions& f) {
   timed_forward(*model, *kv, random_tokens(1, vocab, 2), false, result);
   kv->return_to(0);
 
-  // Prefill: one chunk of f.prefill tokens.
-  perf.prefill_seconds = 1e30;
-  const auto prompt = random_tokens(f.prefill, vocab, 3);
-  for (int rep = 0; rep < std::max(1, f.repeats / 2); ++rep) {
-    kv->return_to(0);
-    perf.prefill_seconds = std::min(perf.prefill_seconds, timed_forward(*model, *kv, prompt, false, result));
-  }
+  // Prefill: one chunk of each length, the lengths taken in turn each round.
+  perf.prefill_seconds.assign(f.prefill.size(), 1e30);
+  for (int rep = 0; rep < std::max(1, f.repeats / 2); ++rep)
+    for (size_t i = 0; i < f.prefill.size(); ++i) {
+      kv->return_to(0);
+      const double seconds = timed_forward(*model, *kv, random_tokens(f.prefill[i], vocab, 3), false, result);
+      perf.prefill_seconds[i] = std::min(perf.prefill_seconds[i], seconds);
+    }
 
   // Decode: f.decode_steps single-token steps after a short prompt.
   kv->return_to(0);

@@ -13,7 +13,7 @@ namespace nextn {
 struct ModelPerfOptions {
   std::string model;
   bool mmap_weights = false;
-  int prefill = 512;
+  std::vector<int> prefill = {512};  // prefill lengths, each one chunk
   int decode_steps = 32;
   int max_k = 8;
   int repeats = 5;
@@ -34,7 +34,7 @@ struct ModelPerf {
   double weight_gb = 0;
   std::map<std::string, double> matrix_gb_by_type;  // stored type of the 2-D tensors → GB
   double load_seconds = 0;
-  double prefill_seconds = 0;
+  std::vector<double> prefill_seconds;  // one per ModelPerfOptions::prefill, in that order
   double decode_seconds = 0;            // per token
   std::vector<double> verify_seconds;  // index k-1: one forward over k rows
   // Mixture of Experts: distinct experts run per routed layer in a decode step and in a

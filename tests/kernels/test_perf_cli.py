@@ -49,6 +49,19 @@ def main():
         assert all(v["ms"] > 0 for v in m["verify"])
         assert 0 <= m["restore_ms"] < m["verify"][-1]["ms"], m["restore_ms"]
 
+    # Several prefill lengths: one entry each, in the order given; the first is also the
+    # top-level prefill_tokens / prefill_tokens_per_s.
+    r = run(["--threads", "2", "--bandwidth-mib", "64", "--repeats", "2", "--model", model,
+             "--prefill", "24,8", "--decode-steps", "2", "--max-k", "1", "--json"])
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout)["model"]
+    assert [p["tokens"] for p in m["prefill"]] == [24, 8], m["prefill"]
+    assert all(p["tokens_per_s"] > 0 and abs(p["tokens"] / p["seconds"] - p["tokens_per_s"]) < 1e-6 * p["tokens_per_s"]
+               for p in m["prefill"]), m["prefill"]
+    assert m["prefill_tokens"] == 24 and m["prefill_tokens_per_s"] == m["prefill"][0]["tokens_per_s"], m
+    r = run(["--bandwidth-mib", "64", "--repeats", "1", "--model", model, "--prefill", "16,0"])
+    assert r.returncode == 2 and "--prefill" in r.stderr, (r.returncode, r.stderr)
+
     # Decode after long contexts (KV rows filled directly), per KV storage type.
     kv_gb = {}
     for kv_type in ("f16", "bf16", "f32"):
