@@ -130,6 +130,9 @@ std::vector<Case> cases() {
         for (int group : {1, 2, 4}) all.push_back({type, count, head_dim, group, 0});
   // A sliding window whose first key falls inside a block (rows skipped in place).
   for (KvType type : {KvType::kF16, KvType::kBF16}) all.push_back({type, 200, 128, 2, 50});
+  // A head_dim no vector width divides: the dims past the last full vector go through
+  // the scalar tails (RowAt) on every target but SCALAR.
+  for (KvType type : {KvType::kF16, KvType::kBF16}) all.push_back({type, 70, 72, 2, 0});
   return all;
 }
 
