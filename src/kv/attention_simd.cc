@@ -399,7 +399,37 @@ void AttendGroup4(const float* const* qs, int nq, const float* kt, int stride, c
   for (int j = 0; j < nq; ++j) max_visible = visible[j] > max_visible ? visible[j] : max_visible;
   if (max_visible <= 0) return;
   const VF vscale = hn::Set(df, scale);
-  for (int t = 0; t < max_visible; t += lanes) {
+  // Two vectors of keys at a time where there are two: eight independent chains keep both
+  // multiply-add pipes busy (four wait on the multiply-add latency), and each broadcast
+  // of q serves both. Every chain is the same sum over d in order as the one-vector form
+  // below, so a score does not depend on which form computed it.
+  int t = 0;
+  for (; t + lanes < max_visible; t += 2 * lanes) {  // t + 2·lanes <= stride (zero padded)
+    VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+    VF b0 = hn::Zero(df), b1 = hn::Zero(df), b2 = hn::Zero(df), b3 = hn::Zero(df);
+    const float* col = kt + t;
+    for (int d = 0; d < D; ++d) {
+      const VF x = hn::LoadU(df, col + size_t(d) * stride), y = hn::LoadU(df, col + size_t(d) * stride + lanes);
+      const VF s0 = hn::Set(df, q0[d]), s1 = hn::Set(df, q1[d]), s2 = hn::Set(df, q2[d]), s3 = hn::Set(df, q3[d]);
+      a0 = hn::MulAdd(s0, x, a0);
+      b0 = hn::MulAdd(s0, y, b0);
+      a1 = hn::MulAdd(s1, x, a1);
+      b1 = hn::MulAdd(s1, y, b1);
+      a2 = hn::MulAdd(s2, x, a2);
+      b2 = hn::MulAdd(s2, y, b2);
+      a3 = hn::MulAdd(s3, x, a3);
+      b3 = hn::MulAdd(s3, y, b3);
+    }
+    hn::StoreU(hn::Mul(a0, vscale), df, scores + t);
+    hn::StoreU(hn::Mul(b0, vscale), df, scores + t + lanes);
+    hn::StoreU(hn::Mul(a1, vscale), df, scores + stride + t);
+    hn::StoreU(hn::Mul(b1, vscale), df, scores + stride + t + lanes);
+    hn::StoreU(hn::Mul(a2, vscale), df, scores + 2 * stride + t);
+    hn::StoreU(hn::Mul(b2, vscale), df, scores + 2 * stride + t + lanes);
+    hn::StoreU(hn::Mul(a3, vscale), df, scores + 3 * stride + t);
+    hn::StoreU(hn::Mul(b3, vscale), df, scores + 3 * stride + t + lanes);
+  }
+  for (; t < max_visible; t += lanes) {
     VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
     const float* col = kt + t;
     for (int d = 0; d < D; ++d) {
@@ -432,7 +462,34 @@ void AttendGroup4(const float* const* qs, int nq, const float* kt, int stride, c
   const float* p2 = scores + 2 * stride;
   const float* p3 = scores + 3 * stride;
   const int vec_end = D / lanes * lanes;
-  for (int i = 0; i < vec_end; i += lanes) {
+  // Two slices at a time (eight chains, each weight broadcast serving both), then one;
+  // each chain sums over the keys in order either way.
+  int i = 0;
+  for (; i + 2 * lanes <= vec_end; i += 2 * lanes) {
+    VF c[8];
+    for (int j = 0; j < 4; ++j) {
+      const VF corr = hn::Set(df, correction[j]);
+      c[j] = j < nq ? hn::Mul(hn::LoadU(df, accs[j] + i), corr) : hn::Zero(df);
+      c[4 + j] = j < nq ? hn::Mul(hn::LoadU(df, accs[j] + i + lanes), corr) : hn::Zero(df);
+    }
+    for (int u = 0; u < max_visible; ++u) {
+      const VF x = hn::LoadU(df, v + size_t(u) * D + i), y = hn::LoadU(df, v + size_t(u) * D + i + lanes);
+      const VF w0 = hn::Set(df, p0[u]), w1 = hn::Set(df, p1[u]), w2 = hn::Set(df, p2[u]), w3 = hn::Set(df, p3[u]);
+      c[0] = hn::MulAdd(w0, x, c[0]);
+      c[4] = hn::MulAdd(w0, y, c[4]);
+      c[1] = hn::MulAdd(w1, x, c[1]);
+      c[5] = hn::MulAdd(w1, y, c[5]);
+      c[2] = hn::MulAdd(w2, x, c[2]);
+      c[6] = hn::MulAdd(w2, y, c[6]);
+      c[3] = hn::MulAdd(w3, x, c[3]);
+      c[7] = hn::MulAdd(w3, y, c[7]);
+    }
+    for (int j = 0; j < nq; ++j) {
+      hn::StoreU(c[j], df, accs[j] + i);
+      hn::StoreU(c[4 + j], df, accs[j] + i + lanes);
+    }
+  }
+  for (; i < vec_end; i += lanes) {
     VF c0 = hn::Mul(hn::LoadU(df, accs[0] + i), hn::Set(df, correction[0]));
     VF c1 = nq > 1 ? hn::Mul(hn::LoadU(df, accs[1] + i), hn::Set(df, correction[1])) : hn::Zero(df);
     VF c2 = nq > 2 ? hn::Mul(hn::LoadU(df, accs[2] + i), hn::Set(df, correction[2])) : hn::Zero(df);
