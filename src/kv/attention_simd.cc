@@ -384,6 +384,68 @@ void AttendRows4(const float* const* qs, int nq, const float* k, const float* v,
   }
 }
 
+// Scores of four queries q for NV vectors of transposed keys from `col` (col[d * stride]),
+// times scale, into scores[j * stride]. Two vectors where there are two: eight
+// independent chains keep both multiply-add pipes busy (four wait on the latency), and
+// each broadcast of q serves both. Each chain sums over d in order whatever NV, so a
+// score does not depend on which form computed it.
+template <int NV>
+HWY_INLINE void GroupScores(const float* const q[4], const float* col, int stride, int D, VF vscale, float* scores) {
+  const DF df;
+  const int lanes = static_cast<int>(hn::Lanes(df));
+  VF a[4][NV];
+#pragma GCC unroll 8
+  for (int j = 0; j < 4; ++j)
+#pragma GCC unroll 8
+    for (int b = 0; b < NV; ++b) a[j][b] = hn::Zero(df);
+  for (int d = 0; d < D; ++d) {
+    VF x[NV];
+#pragma GCC unroll 8
+    for (int b = 0; b < NV; ++b) x[b] = hn::LoadU(df, col + size_t(d) * stride + b * lanes);
+#pragma GCC unroll 8
+    for (int j = 0; j < 4; ++j) {
+      const VF s = hn::Set(df, q[j][d]);
+#pragma GCC unroll 8
+      for (int b = 0; b < NV; ++b) a[j][b] = hn::MulAdd(s, x[b], a[j][b]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < 4; ++j)
+#pragma GCC unroll 8
+    for (int b = 0; b < NV; ++b) hn::StoreU(hn::Mul(a[j][b], vscale), df, scores + size_t(j) * stride + b * lanes);
+}
+
+// acc_j = acc_j * correction_j + sum over keys u < count of p_j[u] v_u, on NV slices of
+// head_dim from i, for the nq queries (the rest run on zero weights and are not stored).
+// Each chain sums over the keys in order whatever NV.
+template <int NV>
+HWY_INLINE void GroupAccumulate(const float* const p[4], int nq, const float* correction, const float* v, int count,
+                                int D, int i, float* const* accs) {
+  const DF df;
+  const int lanes = static_cast<int>(hn::Lanes(df));
+  VF c[4][NV];
+#pragma GCC unroll 8
+  for (int j = 0; j < 4; ++j)
+#pragma GCC unroll 8
+    for (int b = 0; b < NV; ++b)
+      c[j][b] = j < nq ? hn::Mul(hn::LoadU(df, accs[j] + i + b * lanes), hn::Set(df, correction[j])) : hn::Zero(df);
+  for (int u = 0; u < count; ++u) {
+    VF x[NV];
+#pragma GCC unroll 8
+    for (int b = 0; b < NV; ++b) x[b] = hn::LoadU(df, v + size_t(u) * D + i + b * lanes);
+#pragma GCC unroll 8
+    for (int j = 0; j < 4; ++j) {
+      const VF w = hn::Set(df, p[j][u]);
+#pragma GCC unroll 8
+      for (int b = 0; b < NV; ++b) c[j][b] = hn::MulAdd(w, x[b], c[j][b]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < nq; ++j)
+#pragma GCC unroll 8
+    for (int b = 0; b < NV; ++b) hn::StoreU(c[j][b], df, accs[j] + i + b * lanes);
+}
+
 // Up to four queries against one block whose keys are stored transposed (kt[d * stride + t],
 // stride a multiple of the vector length, zero padded): no horizontal sums, and every key
 // and value load is shared by the queries. Query j sees keys [0, visible[j]).
@@ -391,129 +453,40 @@ void AttendGroup4(const float* const* qs, int nq, const float* kt, int stride, c
                   float scale, const int* visible, float* scores, float* m, float* l, float* const* accs) {
   const DF df;
   const int lanes = static_cast<int>(hn::Lanes(df));
-  const float* q0 = qs[0];
-  const float* q1 = qs[nq > 1 ? 1 : 0];
-  const float* q2 = qs[nq > 2 ? 2 : 0];
-  const float* q3 = qs[nq > 3 ? 3 : 0];
+  const float* const q[4] = {qs[0], qs[nq > 1 ? 1 : 0], qs[nq > 2 ? 2 : 0], qs[nq > 3 ? 3 : 0]};
   int max_visible = 0;
   for (int j = 0; j < nq; ++j) max_visible = visible[j] > max_visible ? visible[j] : max_visible;
   if (max_visible <= 0) return;
   const VF vscale = hn::Set(df, scale);
-  // Two vectors of keys at a time where there are two: eight independent chains keep both
-  // multiply-add pipes busy (four wait on the multiply-add latency), and each broadcast
-  // of q serves both. Every chain is the same sum over d in order as the one-vector form
-  // below, so a score does not depend on which form computed it.
+  // Two vectors of keys at a time, then one (t + 2·lanes <= stride: kt is zero padded).
   int t = 0;
-  for (; t + lanes < max_visible; t += 2 * lanes) {  // t + 2·lanes <= stride (zero padded)
-    VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
-    VF b0 = hn::Zero(df), b1 = hn::Zero(df), b2 = hn::Zero(df), b3 = hn::Zero(df);
-    const float* col = kt + t;
-    for (int d = 0; d < D; ++d) {
-      const VF x = hn::LoadU(df, col + size_t(d) * stride), y = hn::LoadU(df, col + size_t(d) * stride + lanes);
-      const VF s0 = hn::Set(df, q0[d]), s1 = hn::Set(df, q1[d]), s2 = hn::Set(df, q2[d]), s3 = hn::Set(df, q3[d]);
-      a0 = hn::MulAdd(s0, x, a0);
-      b0 = hn::MulAdd(s0, y, b0);
-      a1 = hn::MulAdd(s1, x, a1);
-      b1 = hn::MulAdd(s1, y, b1);
-      a2 = hn::MulAdd(s2, x, a2);
-      b2 = hn::MulAdd(s2, y, b2);
-      a3 = hn::MulAdd(s3, x, a3);
-      b3 = hn::MulAdd(s3, y, b3);
-    }
-    hn::StoreU(hn::Mul(a0, vscale), df, scores + t);
-    hn::StoreU(hn::Mul(b0, vscale), df, scores + t + lanes);
-    hn::StoreU(hn::Mul(a1, vscale), df, scores + stride + t);
-    hn::StoreU(hn::Mul(b1, vscale), df, scores + stride + t + lanes);
-    hn::StoreU(hn::Mul(a2, vscale), df, scores + 2 * stride + t);
-    hn::StoreU(hn::Mul(b2, vscale), df, scores + 2 * stride + t + lanes);
-    hn::StoreU(hn::Mul(a3, vscale), df, scores + 3 * stride + t);
-    hn::StoreU(hn::Mul(b3, vscale), df, scores + 3 * stride + t + lanes);
-  }
-  for (; t < max_visible; t += lanes) {
-    VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
-    const float* col = kt + t;
-    for (int d = 0; d < D; ++d) {
-      const VF kv = hn::LoadU(df, col + size_t(d) * stride);
-      a0 = hn::MulAdd(hn::Set(df, q0[d]), kv, a0);
-      a1 = hn::MulAdd(hn::Set(df, q1[d]), kv, a1);
-      a2 = hn::MulAdd(hn::Set(df, q2[d]), kv, a2);
-      a3 = hn::MulAdd(hn::Set(df, q3[d]), kv, a3);
-    }
-    hn::StoreU(hn::Mul(a0, vscale), df, scores + t);
-    hn::StoreU(hn::Mul(a1, vscale), df, scores + stride + t);
-    hn::StoreU(hn::Mul(a2, vscale), df, scores + 2 * stride + t);
-    hn::StoreU(hn::Mul(a3, vscale), df, scores + 3 * stride + t);
-  }
+  for (; t + lanes < max_visible; t += 2 * lanes) GroupScores<2>(q, kt + t, stride, D, vscale, scores + t);
+  for (; t < max_visible; t += lanes) GroupScores<1>(q, kt + t, stride, D, vscale, scores + t);
   // Online softmax per query; keys past a query's visible range get weight 0.
   float correction[4] = {1.0f, 1.0f, 1.0f, 1.0f};
   for (int j = 0; j < 4; ++j) {
     float* s = scores + size_t(j) * stride;
     const int vis = j < nq ? visible[j] : 0;
     if (vis <= 0) {
-      for (int t = 0; t < max_visible; ++t) s[t] = 0.0f;
+      for (int u = 0; u < max_visible; ++u) s[u] = 0.0f;
       continue;
     }
     correction[j] = OnlineSoftmaxBlock(s, vis, m[j], l[j]);
-    for (int t = vis; t < max_visible; ++t) s[t] = 0.0f;
+    for (int u = vis; u < max_visible; ++u) s[u] = 0.0f;
   }
-  // acc_j = acc_j * correction_j + sum_t p_jt v_t, one slice of head_dim at a time.
-  const float* p0 = scores;
-  const float* p1 = scores + stride;
-  const float* p2 = scores + 2 * stride;
-  const float* p3 = scores + 3 * stride;
+  // acc_j = acc_j * correction_j + sum_t p_jt v_t, two slices of head_dim at a time, then
+  // one, then the dims past the last whole vector.
+  const float* const p[4] = {scores, scores + stride, scores + 2 * stride, scores + 3 * stride};
   const int vec_end = D / lanes * lanes;
-  // Two slices at a time (eight chains, each weight broadcast serving both), then one;
-  // each chain sums over the keys in order either way.
   int i = 0;
-  for (; i + 2 * lanes <= vec_end; i += 2 * lanes) {
-    VF c[8];
-    for (int j = 0; j < 4; ++j) {
-      const VF corr = hn::Set(df, correction[j]);
-      c[j] = j < nq ? hn::Mul(hn::LoadU(df, accs[j] + i), corr) : hn::Zero(df);
-      c[4 + j] = j < nq ? hn::Mul(hn::LoadU(df, accs[j] + i + lanes), corr) : hn::Zero(df);
+  for (; i + 2 * lanes <= vec_end; i += 2 * lanes) GroupAccumulate<2>(p, nq, correction, v, max_visible, D, i, accs);
+  for (; i < vec_end; i += lanes) GroupAccumulate<1>(p, nq, correction, v, max_visible, D, i, accs);
+  for (int j = 0; j < nq; ++j)
+    for (int d = vec_end; d < D; ++d) {
+      float a = accs[j][d] * correction[j];
+      for (int u = 0; u < max_visible; ++u) a += p[j][u] * v[size_t(u) * D + d];
+      accs[j][d] = a;
     }
-    for (int u = 0; u < max_visible; ++u) {
-      const VF x = hn::LoadU(df, v + size_t(u) * D + i), y = hn::LoadU(df, v + size_t(u) * D + i + lanes);
-      const VF w0 = hn::Set(df, p0[u]), w1 = hn::Set(df, p1[u]), w2 = hn::Set(df, p2[u]), w3 = hn::Set(df, p3[u]);
-      c[0] = hn::MulAdd(w0, x, c[0]);
-      c[4] = hn::MulAdd(w0, y, c[4]);
-      c[1] = hn::MulAdd(w1, x, c[1]);
-      c[5] = hn::MulAdd(w1, y, c[5]);
-      c[2] = hn::MulAdd(w2, x, c[2]);
-      c[6] = hn::MulAdd(w2, y, c[6]);
-      c[3] = hn::MulAdd(w3, x, c[3]);
-      c[7] = hn::MulAdd(w3, y, c[7]);
-    }
-    for (int j = 0; j < nq; ++j) {
-      hn::StoreU(c[j], df, accs[j] + i);
-      hn::StoreU(c[4 + j], df, accs[j] + i + lanes);
-    }
-  }
-  for (; i < vec_end; i += lanes) {
-    VF c0 = hn::Mul(hn::LoadU(df, accs[0] + i), hn::Set(df, correction[0]));
-    VF c1 = nq > 1 ? hn::Mul(hn::LoadU(df, accs[1] + i), hn::Set(df, correction[1])) : hn::Zero(df);
-    VF c2 = nq > 2 ? hn::Mul(hn::LoadU(df, accs[2] + i), hn::Set(df, correction[2])) : hn::Zero(df);
-    VF c3 = nq > 3 ? hn::Mul(hn::LoadU(df, accs[3] + i), hn::Set(df, correction[3])) : hn::Zero(df);
-    for (int t = 0; t < max_visible; ++t) {
-      const VF vv = hn::LoadU(df, v + size_t(t) * D + i);
-      c0 = hn::MulAdd(hn::Set(df, p0[t]), vv, c0);
-      c1 = hn::MulAdd(hn::Set(df, p1[t]), vv, c1);
-      c2 = hn::MulAdd(hn::Set(df, p2[t]), vv, c2);
-      c3 = hn::MulAdd(hn::Set(df, p3[t]), vv, c3);
-    }
-    hn::StoreU(c0, df, accs[0] + i);
-    if (nq > 1) hn::StoreU(c1, df, accs[1] + i);
-    if (nq > 2) hn::StoreU(c2, df, accs[2] + i);
-    if (nq > 3) hn::StoreU(c3, df, accs[3] + i);
-  }
-  for (int j = 0; j < nq; ++j) {
-    const float* p = scores + size_t(j) * stride;
-    for (int i = vec_end; i < D; ++i) {
-      float a = accs[j][i] * correction[j];
-      for (int t = 0; t < max_visible; ++t) a += p[t] * v[size_t(t) * D + i];
-      accs[j][i] = a;
-    }
-  }
 }
 
 size_t Lanes() { return hn::Lanes(DF()); }
