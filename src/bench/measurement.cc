@@ -30,8 +30,6 @@ void fill_from_stream(Measurement& m, const StreamResult& r) {
   // Tokens after the first one, over the time after the first one. Without
   // usage (a server that ignores include_usage) fall back to content chunks.
   int tokens = m.completion_tokens > 0 ? m.completion_tokens : m.content_chunks;
-  double gen_time = m.total_s - m.ttft_s;
-  m.tps = tokens > 1 && gen_time > 0 ? (tokens - 1) / gen_time : 0;
   m.aggregate_tps = m.total_s > 0 ? m.completion_tokens / m.total_s : 0;
   const auto& t = r.timings;
   if (t.is_object()) {
@@ -45,11 +43,19 @@ void fill_from_stream(Measurement& m, const StreamResult& r) {
     m.synthetic_accept = json_number(t, "synthetic_accept", -1);
     if (t.contains("kv_type") && t["kv_type"].is_string()) m.kv_type = t["kv_type"];
     m.image_ms = json_number(t, "image_ms");
-    // No visible text at all (random weights whose tokens decode to nothing): the first
-    // token's time is the server's prompt_ms (admission to first token: the pictures'
-    // encoding and the prefill).
-    if (m.content_chunks == 0 && json_number(t, "prompt_ms") > 0) {
-      m.ttft_s = json_number(t, "prompt_ms") / 1e3;
+    // The first token exists at the server's prompt_ms (admission to first token: the
+    // pictures' encoding and the prefill) even where its text comes later: random weights
+    // whose first tokens decode to nothing, or tokens held back for one UTF-8 character.
+    // When the first text came more than one token's time after that, the server's figure
+    // is the first token's time; otherwise runs of the same model would differ in TTFT
+    // (and TPS, timed after it) by when text happened to appear — on random weights, a
+    // plain run often shows none at all while a speculative one shows some late. Text on
+    // time keeps the client's own figure (network and queue included).
+    const double prompt_s = json_number(t, "prompt_ms") / 1e3;
+    const double per_token_s =
+        m.completion_tokens > 0 ? (m.total_s - prompt_s) / m.completion_tokens : 0;
+    if (prompt_s > 0 && (m.content_chunks == 0 || m.ttft_s - prompt_s > per_token_s)) {
+      m.ttft_s = prompt_s;
       m.ttft_from_server = true;
     }
     // nextn: draft_drafted_per_pos / draft_accepted_per_pos (counts per draft position).
@@ -63,6 +69,8 @@ void fill_from_stream(Measurement& m, const StreamResult& r) {
       }
     }
   }
+  const double gen_time = m.total_s - m.ttft_s;
+  m.tps = tokens > 1 && gen_time > 0 ? (tokens - 1) / gen_time : 0;
   // Text that arrives in one burst (a detokenizer holding back incomplete UTF-8,
   // a server that buffers) leaves no time after the first chunk to divide by: use
   // the server's own decode rate then, and say so.

@@ -20,7 +20,7 @@ struct Measurement {
   int clients = 1;         // requests sent at once (--concurrency)
   double aggregate_tps = 0;  // every client's completion tokens / (first send → last [DONE])
   bool tps_from_server = false;  // content came in one burst: the server's predicted_per_second
-  bool ttft_from_server = false;  // no visible text: TTFT is the server's prompt_ms
+  bool ttft_from_server = false;  // TTFT is the server's prompt_ms (text came later or not at all)
   double image_ms = 0;     // the server's vision encoder time for the request's pictures (inside TTFT)
   double prefill_tps = 0;  // prompt tokens / TTFT (server prompt_per_second when given)
   int prompt_tokens = 0, completion_tokens = 0, content_chunks = 0, cache_tokens = 0;
