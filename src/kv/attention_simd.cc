@@ -140,9 +140,11 @@ struct NextBlock {
   size_t bytes = 0;
 };
 
-// scores[t] = ScaledDot(q, k_t) for t < count; four keys at a time share each load of q.
+// scores[j * count + t] = ScaledDot(q_j, k_t) for the NQ queries q_j = q + j * D and the
+// keys t < count: four keys at a time share each load of a query, and every query each
+// load (and promotion) of a key. Each score is ScaledDot's chain, whatever NQ.
 // The next block's rows are prefetched in even slices over the groups of four keys.
-template <class T>
+template <int NQ, class T>
 inline void Scores(const float* q, const T* k, int count, int D, float scale, float* scores, const NextBlock& next) {
   const DF df;
   const int lanes = static_cast<int>(hn::Lanes(df));
@@ -158,84 +160,137 @@ inline void Scores(const float* q, const T* k, int count, int D, float scale, fl
       PrefetchBytes(next.v, fetched, to);
       fetched = to;
     }
-    const T* k0 = k + size_t(t) * D;
-    const T* k1 = k0 + D;
-    const T* k2 = k1 + D;
-    const T* k3 = k2 + D;
-    VF a0 = hn::Zero(df), a1 = hn::Zero(df), a2 = hn::Zero(df), a3 = hn::Zero(df);
+    const T* kt[4];
+    for (int c = 0; c < 4; ++c) kt[c] = k + size_t(t + c) * D;
+    VF a[NQ][4];
+    for (int j = 0; j < NQ; ++j)
+      for (int c = 0; c < 4; ++c) a[j][c] = hn::Zero(df);
     for (int i = 0; i < vec_end; i += lanes) {
-      const VF qv = hn::LoadU(df, q + i);
-      a0 = hn::MulAdd(qv, LoadRow(df, k0 + i), a0);
-      a1 = hn::MulAdd(qv, LoadRow(df, k1 + i), a1);
-      a2 = hn::MulAdd(qv, LoadRow(df, k2 + i), a2);
-      a3 = hn::MulAdd(qv, LoadRow(df, k3 + i), a3);
+      const VF k0 = LoadRow(df, kt[0] + i), k1 = LoadRow(df, kt[1] + i), k2 = LoadRow(df, kt[2] + i),
+               k3 = LoadRow(df, kt[3] + i);
+      for (int j = 0; j < NQ; ++j) {
+        const VF qv = hn::LoadU(df, q + size_t(j) * D + i);
+        a[j][0] = hn::MulAdd(qv, k0, a[j][0]);
+        a[j][1] = hn::MulAdd(qv, k1, a[j][1]);
+        a[j][2] = hn::MulAdd(qv, k2, a[j][2]);
+        a[j][3] = hn::MulAdd(qv, k3, a[j][3]);
+      }
     }
-    scores[t] = DotTail(q, k0, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a0))) * scale;
-    scores[t + 1] = DotTail(q, k1, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a1))) * scale;
-    scores[t + 2] = DotTail(q, k2, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a2))) * scale;
-    scores[t + 3] = DotTail(q, k3, vec_end, D, hn::GetLane(hn::SumOfLanes(df, a3))) * scale;
+    for (int j = 0; j < NQ; ++j)
+      for (int c = 0; c < 4; ++c)
+        scores[size_t(j) * count + t + c] =
+            DotTail(q + size_t(j) * D, kt[c], vec_end, D, hn::GetLane(hn::SumOfLanes(df, a[j][c]))) * scale;
   }
   if (next.k && fetched < next.bytes) {
     PrefetchBytes(next.k, fetched, next.bytes);
     PrefetchBytes(next.v, fetched, next.bytes);
   }
-  for (; t < count; ++t) scores[t] = ScaledDot(q, k + size_t(t) * D, D, scale);
+  for (; t < count; ++t)
+    for (int j = 0; j < NQ; ++j)
+      scores[size_t(j) * count + t] = ScaledDot(q + size_t(j) * D, k + size_t(t) * D, D, scale);
 }
 
-template <class T>
+// NQ queries (q + j * D, state m[j], l[j], acc + j * D) against one block: each key and
+// value row is loaded and promoted once for all of them, and each query's arithmetic is
+// the one-query form (NQ = 1), so a query's result does not depend on NQ.
+template <int NQ, class T>
 void AttendBlockT(const float* q, const T* k, const T* v, int count, int head_dim, float scale, float* scores,
                   float* m, float* l, float* acc, const NextBlock& next) {
   if (count <= 0) return;
   const int D = head_dim;
-  Scores(q, k, count, D, scale, scores, next);
+  Scores<NQ>(q, k, count, D, scale, scores, next);
   // Rescale what was accumulated under the old max by `correction`.
-  const float correction = OnlineSoftmaxBlock(scores, count, *m, *l);
+  float correction[NQ];
+  for (int j = 0; j < NQ; ++j) correction[j] = OnlineSoftmaxBlock(scores + size_t(j) * count, count, m[j], l[j]);
   const DF df;
   const int lanes = static_cast<int>(hn::Lanes(df));
   // acc = acc * correction + sum_t p_t v_t: each slice of head_dim is one FMA chain over
   // the tokens in order (the form AttendRows4 repeats); two slices at a time hide the
   // FMA latency.
   const int vec_end = D / lanes * lanes;
-  const VF vc = hn::Set(df, correction);
   int i = 0;
   for (; i + 2 * lanes <= vec_end; i += 2 * lanes) {
-    VF a0 = hn::Mul(hn::LoadU(df, acc + i), vc);
-    VF a1 = hn::Mul(hn::LoadU(df, acc + i + lanes), vc);
-    for (int u = 0; u < count; ++u) {
-      const VF p = hn::Set(df, scores[u]);
-      const T* vu = v + size_t(u) * D + i;
-      a0 = hn::MulAdd(p, LoadRow(df, vu), a0);
-      a1 = hn::MulAdd(p, LoadRow(df, vu + lanes), a1);
+    VF a0[NQ], a1[NQ];
+    for (int j = 0; j < NQ; ++j) {
+      const VF vc = hn::Set(df, correction[j]);
+      a0[j] = hn::Mul(hn::LoadU(df, acc + size_t(j) * D + i), vc);
+      a1[j] = hn::Mul(hn::LoadU(df, acc + size_t(j) * D + i + lanes), vc);
     }
-    hn::StoreU(a0, df, acc + i);
-    hn::StoreU(a1, df, acc + i + lanes);
+    for (int u = 0; u < count; ++u) {
+      const T* vu = v + size_t(u) * D + i;
+      const VF v0 = LoadRow(df, vu), v1 = LoadRow(df, vu + lanes);
+      for (int j = 0; j < NQ; ++j) {
+        const VF p = hn::Set(df, scores[size_t(j) * count + u]);
+        a0[j] = hn::MulAdd(p, v0, a0[j]);
+        a1[j] = hn::MulAdd(p, v1, a1[j]);
+      }
+    }
+    for (int j = 0; j < NQ; ++j) {
+      hn::StoreU(a0[j], df, acc + size_t(j) * D + i);
+      hn::StoreU(a1[j], df, acc + size_t(j) * D + i + lanes);
+    }
   }
   for (; i < vec_end; i += lanes) {
-    VF a0 = hn::Mul(hn::LoadU(df, acc + i), vc);
-    for (int u = 0; u < count; ++u) a0 = hn::MulAdd(hn::Set(df, scores[u]), LoadRow(df, v + size_t(u) * D + i), a0);
-    hn::StoreU(a0, df, acc + i);
+    VF a0[NQ];
+    for (int j = 0; j < NQ; ++j) a0[j] = hn::Mul(hn::LoadU(df, acc + size_t(j) * D + i), hn::Set(df, correction[j]));
+    for (int u = 0; u < count; ++u) {
+      const VF vr = LoadRow(df, v + size_t(u) * D + i);
+      for (int j = 0; j < NQ; ++j) a0[j] = hn::MulAdd(hn::Set(df, scores[size_t(j) * count + u]), vr, a0[j]);
+    }
+    for (int j = 0; j < NQ; ++j) hn::StoreU(a0[j], df, acc + size_t(j) * D + i);
   }
-  for (i = vec_end; i < D; ++i) acc[i] = AccTail(acc[i], correction, scores, v, 0, count, D, i);
+  for (int j = 0; j < NQ; ++j)
+    for (int d = vec_end; d < D; ++d)
+      acc[size_t(j) * D + d] = AccTail(acc[size_t(j) * D + d], correction[j], scores + size_t(j) * count, v, 0,
+                                       count, D, d);
 }
 
 void AttendBlock(const float* q, const float* k, const float* v, int count, int head_dim, float scale,
                  float* scores, float* m, float* l, float* acc) {
-  AttendBlockT(q, k, v, count, head_dim, scale, scores, m, l, acc, NextBlock{});
+  AttendBlockT<1>(q, k, v, count, head_dim, scale, scores, m, l, acc, NextBlock{});
 }
 
-void AttendBlockStored(DType dtype, const float* q, const void* k, const void* v, int count, int head_dim,
+// Queries sharing a block: as many at once as the registers hold (the score loop keeps
+// four accumulators per query), the first pass prefetching the next block.
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_ARCH_ARM_A64
+constexpr int kMaxSharedQueries = 4;  // 16 accumulators of 32 registers
+#else
+constexpr int kMaxSharedQueries = 2;  // 8 of 16
+#endif
+
+template <class T>
+void AttendBlockQueries(const float* q, int nq, const T* k, const T* v, int count, int D, float scale,
+                        float* scores, float* m, float* l, float* acc, NextBlock next) {
+  for (int j = 0; j < nq;) {
+    const int n = std::min(nq - j, kMaxSharedQueries);
+    const size_t at = size_t(j) * D;
+    if (n >= 4) {
+      AttendBlockT<4>(q + at, k, v, count, D, scale, scores, m + j, l + j, acc + at, next);
+      j += 4;
+    } else if (n >= 2) {
+      AttendBlockT<2>(q + at, k, v, count, D, scale, scores, m + j, l + j, acc + at, next);
+      j += 2;
+    } else {
+      AttendBlockT<1>(q + at, k, v, count, D, scale, scores, m + j, l + j, acc + at, next);
+      j += 1;
+    }
+    next = NextBlock{};  // prefetched once
+  }
+}
+
+void AttendBlockStored(DType dtype, const float* q, int nq, const void* k, const void* v, int count, int head_dim,
                        float scale, float* scores, float* m, float* l, float* acc, const void* next_k,
                        const void* next_v, int next_count) {
   const NextBlock next{next_k, next_v, next_k ? size_t(next_count) * head_dim * dtype_size(dtype) : 0};
   if (dtype == DType::kF16) {
-    AttendBlockT(q, static_cast<const hwy::float16_t*>(k), static_cast<const hwy::float16_t*>(v), count, head_dim,
-                 scale, scores, m, l, acc, next);
+    AttendBlockQueries(q, nq, static_cast<const hwy::float16_t*>(k), static_cast<const hwy::float16_t*>(v), count,
+                       head_dim, scale, scores, m, l, acc, next);
   } else if (dtype == DType::kBF16) {
-    AttendBlockT(q, static_cast<const hwy::bfloat16_t*>(k), static_cast<const hwy::bfloat16_t*>(v), count,
-                 head_dim, scale, scores, m, l, acc, next);
+    AttendBlockQueries(q, nq, static_cast<const hwy::bfloat16_t*>(k), static_cast<const hwy::bfloat16_t*>(v), count,
+                       head_dim, scale, scores, m, l, acc, next);
   } else {
-    AttendBlockT(q, static_cast<const float*>(k), static_cast<const float*>(v), count, head_dim, scale, scores, m,
-                 l, acc, next);
+    AttendBlockQueries(q, nq, static_cast<const float*>(k), static_cast<const float*>(v), count, head_dim, scale,
+                       scores, m, l, acc, next);
   }
 }
 
@@ -531,11 +586,11 @@ void attend_block(const float* q, const float* k, const float* v, int count, int
   HWY_DYNAMIC_DISPATCH(AttendBlock)(q, k, v, count, head_dim, scale, scores, m, l, acc);
 }
 
-void attend_block_stored(DType dtype, const float* q, const void* k, const void* v, int count, int head_dim,
-                         float scale, float* scores, float* m, float* l, float* acc, const void* next_k,
+void attend_block_stored(DType dtype, const float* q, int nq, const void* k, const void* v, int count,
+                         int head_dim, float scale, float* scores, float* m, float* l, float* acc, const void* next_k,
                          const void* next_v, int next_count) {
-  HWY_DYNAMIC_DISPATCH(AttendBlockStored)(dtype, q, k, v, count, head_dim, scale, scores, m, l, acc, next_k, next_v,
-                                          next_count);
+  HWY_DYNAMIC_DISPATCH(AttendBlockStored)(dtype, q, nq, k, v, count, head_dim, scale, scores, m, l, acc, next_k,
+                                          next_v, next_count);
 }
 
 void attend_block_multi(const float* const* qs, int nq, const float* kt, int stride, const float* v, int count,

@@ -21,13 +21,16 @@ void kv_store(DType dtype, const float* src, size_t n, void* dst);
 // scores: scratch of at least `count` floats.
 void attend_block(const float* q, const float* k, const float* v, int count, int head_dim, float scale,
                   float* scores, float* m, float* l, float* acc);
-// attend_block over rows as stored (dtype F32, F16 or BF16), read in place: each row is
-// promoted to float inside the dot products and the value sums, in the same order, so the
-// result is bit-identical to kv_load_f32 of the rows followed by attend_block (the
-// promotion is exact). next_k / next_v (or null): the rows this query reads next,
-// next_count of each, prefetched meanwhile so the KV stream keeps the memory busy.
-void attend_block_stored(DType dtype, const float* q, const void* k, const void* v, int count, int head_dim,
-                         float scale, float* scores, float* m, float* l, float* acc, const void* next_k,
+// attend_block for the nq queries of a GQA group (q + j * head_dim, with state m[j], l[j],
+// acc + j * head_dim) over rows as stored (dtype F32, F16 or BF16), read in place: each
+// key and value row is loaded once for the group and promoted to float inside the dot
+// products and the value sums, in attend_block's order, so each query's result is
+// bit-identical to kv_load_f32 of the rows followed by attend_block for that query alone
+// (the promotion is exact). scores: scratch of nq * count floats. next_k / next_v (or
+// null): the rows read next, next_count of each, prefetched meanwhile so the KV stream
+// keeps the memory busy.
+void attend_block_stored(DType dtype, const float* q, int nq, const void* k, const void* v, int count,
+                         int head_dim, float scale, float* scores, float* m, float* l, float* acc, const void* next_k,
                          const void* next_v, int next_count);
 
 // Many queries (prefill rows x GQA group) against one block at once. kt: the block's keys

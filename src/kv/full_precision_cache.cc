@@ -166,7 +166,7 @@ void FullPrecisionCache::attend_ahead(int layer, int pos, int n, const float* q,
     AttendScratch& s = t_scratch;
     grow(s.k, size_t(kBlockTokens) * D);
     grow(s.v, size_t(kBlockTokens) * D);
-    grow(s.scores, kBlockTokens);
+    grow(s.scores, size_t(group) * kBlockTokens);  // the one-query-row path scores a whole group
     grow(s.m, size_t(chunk_rows) * group);
     grow(s.l, size_t(chunk_rows) * group);
     grow(s.acc, size_t(chunk_rows) * group * D);
@@ -228,10 +228,11 @@ void FullPrecisionCache::attend_ahead(int layer, int pos, int n, const float* q,
       for (int t0 = first_key / kBlockTokens * kBlockTokens; t0 < visible_end; t0 += kBlockTokens) {
         const int count = std::min(kBlockTokens, visible_end - t0);
         if (!multi && !rows) {
-          // One query at a time (decode): the rows are read in place, F16 and BF16
-          // promoted to float inside the kernel (bit-identical to converting them first),
-          // and the first query reading this block prefetches this head's next block:
-          // decode at a long context is one stream over the whole cache.
+          // One query row (decode, or rows too few to share a converted block): the rows
+          // are read in place, F16 and BF16 promoted to float inside the kernel
+          // (bit-identical to converting them first), once for the row's whole GQA group;
+          // the first call on this block prefetches this head's next block: decode at a
+          // long context is one stream over the whole cache.
           const auto* kb = static_cast<const unsigned char*>(row(layer, t0, kvh, false));
           const auto* vb = static_cast<const unsigned char*>(row(layer, t0, kvh, true));
           const int next_t0 = t0 + kBlockTokens;
@@ -245,15 +246,12 @@ void FullPrecisionCache::attend_ahead(int layer, int pos, int n, const float* q,
             const int skip = window > 0 ? std::max(0, pos + r - window + 1 - t0) : 0;  // keys left of the window
             if (visible <= skip) continue;
             const size_t skip_bytes = size_t(skip) * D * elem_;
-            for (int j = 0; j < group; ++j) {
-              const int h = kvh * group + j;
-              const int state = (r - r0) * group + j;
-              attend_block_stored(dtype_, q + (size_t(r) * H + h) * D, kb + skip_bytes, vb + skip_bytes,
-                                  visible - skip, D, scale, s.scores.data(), &s.m[state], &s.l[state],
-                                  s.acc.data() + size_t(state) * D, prefetched ? nullptr : next_k,
-                                  prefetched ? nullptr : next_v, next_count);
-              prefetched = true;
-            }
+            const int state = (r - r0) * group;  // the group's queries are consecutive heads
+            attend_block_stored(dtype_, q + (size_t(r) * H + size_t(kvh) * group) * D, group, kb + skip_bytes,
+                                vb + skip_bytes, visible - skip, D, scale, s.scores.data(), &s.m[state], &s.l[state],
+                                s.acc.data() + size_t(state) * D, prefetched ? nullptr : next_k,
+                                prefetched ? nullptr : next_v, next_count);
+            prefetched = true;
           }
           continue;
         }

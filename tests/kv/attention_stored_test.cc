@@ -68,7 +68,7 @@ TEST_P(StoredAttentionTest, KernelMatchesConvertedRows) {
       kv_load_f32(dtype, v.data() + size_t(t0) * D, size_t(n) * D, vb.data());
       attend_block(q.data() + size_t(j) * D, kb.data(), vb.data(), n, D, scale, scores.data(), &m0, &l0, acc0.data());
       const int next = std::min(kBlock, c.count - t0 - kBlock);
-      attend_block_stored(dtype, q.data() + size_t(j) * D, k.data() + size_t(t0) * D, v.data() + size_t(t0) * D, n, D,
+      attend_block_stored(dtype, q.data() + size_t(j) * D, 1, k.data() + size_t(t0) * D, v.data() + size_t(t0) * D, n, D,
                           scale, scores.data(), &m1, &l1, acc1.data(), next > 0 ? k.data() + size_t(t0 + kBlock) * D : nullptr,
                           next > 0 ? v.data() + size_t(t0 + kBlock) * D : nullptr, std::max(next, 0));
     }
@@ -76,6 +76,36 @@ TEST_P(StoredAttentionTest, KernelMatchesConvertedRows) {
     EXPECT_EQ(bits(&l0, 1), bits(&l1, 1)) << "query " << j;
     EXPECT_EQ(bits(acc0.data(), D), bits(acc1.data(), D)) << "query " << j;
   }
+}
+
+// The whole group in one call (each key and value row loaded once for its queries)
+// against each query converted and folded alone.
+TEST_P(StoredAttentionTest, GroupKernelMatchesEachQueryAlone) {
+  const Case c = GetParam();
+  const int D = c.head_dim, G = c.group;
+  const DType dtype = dtype_of(c.type);
+  const auto kf = testing_kv::random_floats(size_t(c.count) * D, 7), vf = testing_kv::random_floats(size_t(c.count) * D, 8);
+  std::vector<uint16_t> k(kf.size()), v(vf.size());
+  kv_store(dtype, kf.data(), kf.size(), k.data());
+  kv_store(dtype, vf.data(), vf.size(), v.data());
+  const auto q = testing_kv::random_floats(size_t(G) * D, 9);
+  const float scale = 1.0f / std::sqrt(float(D));
+  std::vector<float> kb(size_t(kBlock) * D), vb(size_t(kBlock) * D), scores(size_t(G) * kBlock);
+  std::vector<float> m0(G, -std::numeric_limits<float>::infinity()), l0(G, 0.0f), m1 = m0, l1 = l0;
+  std::vector<float> acc0(size_t(G) * D, 0.0f), acc1 = acc0;
+  for (int t0 = 0; t0 < c.count; t0 += kBlock) {
+    const int n = std::min(kBlock, c.count - t0);
+    kv_load_f32(dtype, k.data() + size_t(t0) * D, size_t(n) * D, kb.data());
+    kv_load_f32(dtype, v.data() + size_t(t0) * D, size_t(n) * D, vb.data());
+    for (int j = 0; j < G; ++j)
+      attend_block(q.data() + size_t(j) * D, kb.data(), vb.data(), n, D, scale, scores.data(), &m0[j], &l0[j],
+                   acc0.data() + size_t(j) * D);
+    attend_block_stored(dtype, q.data(), G, k.data() + size_t(t0) * D, v.data() + size_t(t0) * D, n, D, scale,
+                        scores.data(), m1.data(), l1.data(), acc1.data(), nullptr, nullptr, 0);
+  }
+  EXPECT_EQ(bits(m0.data(), G), bits(m1.data(), G));
+  EXPECT_EQ(bits(l0.data(), G), bits(l1.data(), G));
+  EXPECT_EQ(bits(acc0.data(), acc0.size()), bits(acc1.data(), acc1.size()));
 }
 
 // The cache's decode (one query row per head at the last position) against the old form
@@ -127,7 +157,7 @@ std::vector<Case> cases() {
   for (KvType type : {KvType::kF16, KvType::kBF16})
     for (int count : {1, 7, 64, 200})
       for (int head_dim : {64, 128, 256})
-        for (int group : {1, 2, 4}) all.push_back({type, count, head_dim, group, 0});
+        for (int group : {1, 2, 3, 4, 8}) all.push_back({type, count, head_dim, group, 0});
   // A sliding window whose first key falls inside a block (rows skipped in place).
   for (KvType type : {KvType::kF16, KvType::kBF16}) all.push_back({type, 200, 128, 2, 50});
   // A head_dim no vector width divides: the dims past the last full vector go through
