@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "model/delta_rule.h"
 
@@ -16,73 +17,118 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 using DF = hn::ScalableTag<float>;
 
-// Columns [j0, j0 + NV·lanes) of the rule for every row, the block staying in L1 while
-// all rows pass over it (the rule is separate per column j of S: m_j, δ_j, S[:, j] and
-// o_j read column j only). Every sum over the key index i runs in order i = 0..dk−1, one
-// chain per vector of columns.
+// One row of the rule on columns [j0, j0 + NV·lanes): src and dst point at the block's
+// first column, key index i at src + i·src_stride (dst likewise; dst may be src). The
+// rule is separate per column j of S (m_j, δ_j, S[:, j] and o_j read column j only), and
+// every sum over the key index i runs in order i = 0..dk−1, one chain per vector.
 template <int NV>
-HWY_INLINE void RowsOnColumns(const float* s_in, float* s_out, const DeltaRow* rows, int n, int dk, int dv, int j0) {
+HWY_INLINE void RowOnColumns(const DeltaRow& row, const float* src, size_t src_stride, float* dst, size_t dst_stride,
+                             int dk, int j0) {
+  // The loops over the NV vectors are unrolled so that acc and out stay in registers
+  // (left to the compiler they lived on the stack, a load and a store per multiply-add).
   const DF df;
   const int lanes = static_cast<int>(hn::Lanes(df));
-  for (int t = 0; t < n; ++t) {
-    const DeltaRow& row = rows[t];
-    const float* src = (t == 0 ? s_in : s_out) + j0;
-    float* dst = s_out + j0;
-    hn::Vec<DF> acc[NV];
-    for (int b = 0; b < NV; ++b) acc[b] = hn::Zero(df);
-    for (int i = 0; i < dk; ++i) {
-      const auto ki = hn::Set(df, row.k[i]);
-      const float* s = src + static_cast<size_t>(i) * dv;
-      for (int b = 0; b < NV; ++b) acc[b] = hn::MulAdd(hn::LoadU(df, s + b * lanes), ki, acc[b]);
-    }
-    // δ = β (v − α m), kept in acc.
-    const auto va = hn::Set(df, row.alpha), vb = hn::Set(df, row.beta);
-    for (int b = 0; b < NV; ++b)
-      acc[b] = hn::Mul(vb, hn::Sub(hn::LoadU(df, row.v + j0 + b * lanes), hn::Mul(va, acc[b])));
-    hn::Vec<DF> out[NV];
-    for (int b = 0; b < NV; ++b) out[b] = hn::Zero(df);
-    for (int i = 0; i < dk; ++i) {
-      const auto ki = hn::Set(df, row.k[i]);
-      const float* s = src + static_cast<size_t>(i) * dv;
-      float* d = dst + static_cast<size_t>(i) * dv;
-      for (int b = 0; b < NV; ++b) {
-        const auto x = hn::MulAdd(ki, acc[b], hn::Mul(va, hn::LoadU(df, s + b * lanes)));
-        hn::StoreU(x, df, d + b * lanes);
-        if (row.q) out[b] = hn::MulAdd(x, hn::Set(df, row.q[i]), out[b]);
-      }
-    }
-    if (row.o)
-      for (int b = 0; b < NV; ++b) hn::StoreU(out[b], df, row.o + j0 + b * lanes);
+  hn::Vec<DF> acc[NV];
+#pragma GCC unroll 4
+  for (int b = 0; b < NV; ++b) acc[b] = hn::Zero(df);
+  for (int i = 0; i < dk; ++i) {
+    const auto ki = hn::Set(df, row.k[i]);
+    const float* s = src + static_cast<size_t>(i) * src_stride;
+#pragma GCC unroll 4
+    for (int b = 0; b < NV; ++b) acc[b] = hn::MulAdd(hn::LoadU(df, s + b * lanes), ki, acc[b]);
   }
+  // δ = β (v − α m), kept in acc.
+  const auto va = hn::Set(df, row.alpha), vb = hn::Set(df, row.beta);
+#pragma GCC unroll 4
+  for (int b = 0; b < NV; ++b)
+    acc[b] = hn::Mul(vb, hn::Sub(hn::LoadU(df, row.v + j0 + b * lanes), hn::Mul(va, acc[b])));
+  if (!row.q) {  // state only (a re-applied row)
+    for (int i = 0; i < dk; ++i) {
+      const auto ki = hn::Set(df, row.k[i]);
+      const float* s = src + static_cast<size_t>(i) * src_stride;
+      float* d = dst + static_cast<size_t>(i) * dst_stride;
+#pragma GCC unroll 4
+      for (int b = 0; b < NV; ++b)
+        hn::StoreU(hn::MulAdd(ki, acc[b], hn::Mul(va, hn::LoadU(df, s + b * lanes))), df, d + b * lanes);
+    }
+    return;
+  }
+  hn::Vec<DF> out[NV];
+#pragma GCC unroll 4
+  for (int b = 0; b < NV; ++b) out[b] = hn::Zero(df);
+  for (int i = 0; i < dk; ++i) {
+    const auto ki = hn::Set(df, row.k[i]), qi = hn::Set(df, row.q[i]);
+    const float* s = src + static_cast<size_t>(i) * src_stride;
+    float* d = dst + static_cast<size_t>(i) * dst_stride;
+#pragma GCC unroll 4
+    for (int b = 0; b < NV; ++b) {
+      const auto x = hn::MulAdd(ki, acc[b], hn::Mul(va, hn::LoadU(df, s + b * lanes)));
+      hn::StoreU(x, df, d + b * lanes);
+      out[b] = hn::MulAdd(x, qi, out[b]);
+    }
+  }
+  if (row.o)
+#pragma GCC unroll 4
+    for (int b = 0; b < NV; ++b) hn::StoreU(out[b], df, row.o + j0 + b * lanes);
 }
 
 // The same for one column j (the columns past the last whole vector).
-HWY_INLINE void RowsOnColumn(const float* s_in, float* s_out, const DeltaRow* rows, int n, int dk, int dv, int j) {
+HWY_INLINE void RowOnColumn(const DeltaRow& row, const float* src, size_t src_stride, float* dst, size_t dst_stride,
+                            int dk, int j) {
+  float m = 0.0f;
+  for (int i = 0; i < dk; ++i) m = std::fma(src[static_cast<size_t>(i) * src_stride], row.k[i], m);
+  const float delta = row.beta * (row.v[j] - row.alpha * m);
+  float out = 0.0f;
+  for (int i = 0; i < dk; ++i) {
+    const float x = std::fma(row.k[i], delta, row.alpha * src[static_cast<size_t>(i) * src_stride]);
+    dst[static_cast<size_t>(i) * dst_stride] = x;
+    if (row.q) out = std::fma(x, row.q[i], out);
+  }
+  if (row.o) row.o[j] = out;
+}
+
+// Every row over columns [j0, j0 + width) (NV vectors; NV = 0: one column): rows
+// [0, n_mid) leave their state in s_mid, the rest in s_out (null: dropped). Between rows
+// the block lives in `scratch`, its rows `width` floats apart: in the planes a key row is
+// dv floats apart, and at dv = 128 the block's lines (4 of every 8 sets' worth) fold onto
+// half of L1's sets, more lines per set than L1 has ways, so a block read there between
+// rows came from L2 every time. Only the first row reads a plane, and only the last row
+// of each part writes one.
+template <int NV>
+HWY_INLINE void RowsOnBlock(const float* s_in, float* s_mid, int n_mid, float* s_out, float* scratch,
+                            const DeltaRow* rows, int n, int dk, int dv, int j0, int width) {
+  const float* src = s_in + j0;
+  size_t src_stride = size_t(dv);
   for (int t = 0; t < n; ++t) {
-    const DeltaRow& row = rows[t];
-    const float* src = (t == 0 ? s_in : s_out) + j;
-    float m = 0.0f;
-    for (int i = 0; i < dk; ++i) m = std::fma(src[static_cast<size_t>(i) * dv], row.k[i], m);
-    const float delta = row.beta * (row.v[j] - row.alpha * m);
-    float out = 0.0f;
-    for (int i = 0; i < dk; ++i) {
-      const float x = std::fma(row.k[i], delta, row.alpha * src[static_cast<size_t>(i) * dv]);
-      s_out[static_cast<size_t>(i) * dv + j] = x;
-      if (row.q) out = std::fma(x, row.q[i], out);
+    float* dst = scratch;
+    size_t dst_stride = size_t(width);
+    if (t == n_mid - 1) {
+      dst = s_mid + j0, dst_stride = size_t(dv);
+    } else if (t == n - 1 && s_out) {
+      dst = s_out + j0, dst_stride = size_t(dv);
     }
-    if (row.o) row.o[j] = out;
+    if constexpr (NV > 0) {
+      RowOnColumns<NV>(rows[t], src, src_stride, dst, dst_stride, dk, j0);
+    } else {
+      RowOnColumn(rows[t], src, src_stride, dst, dst_stride, dk, j0);
+    }
+    src = dst, src_stride = dst_stride;
   }
 }
 
-void DeltaRuleRows(const float* s_in, float* s_out, const DeltaRow* rows, int n, int dk, int dv) {
+void DeltaRuleRows(const float* s_in, float* s_mid, int n_mid, float* s_out, const DeltaRow* rows, int n, int dk,
+                   int dv) {
   const DF df;
   const int lanes = static_cast<int>(hn::Lanes(df));
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < size_t(dk) * 4 * lanes) scratch.resize(size_t(dk) * 4 * lanes);
   int j = 0;
-  for (; j + 4 * lanes <= dv; j += 4 * lanes) RowsOnColumns<4>(s_in, s_out, rows, n, dk, dv, j);
-  for (; j + lanes <= dv; j += lanes) RowsOnColumns<1>(s_in, s_out, rows, n, dk, dv, j);
-  for (; j < dv; ++j) RowsOnColumn(s_in, s_out, rows, n, dk, dv, j);
+  for (; j + 4 * lanes <= dv; j += 4 * lanes)
+    RowsOnBlock<4>(s_in, s_mid, n_mid, s_out, scratch.data(), rows, n, dk, dv, j, 4 * lanes);
+  for (; j + lanes <= dv; j += lanes)
+    RowsOnBlock<1>(s_in, s_mid, n_mid, s_out, scratch.data(), rows, n, dk, dv, j, lanes);
+  for (; j < dv; ++j) RowsOnBlock<0>(s_in, s_mid, n_mid, s_out, scratch.data(), rows, n, dk, dv, j, 1);
 }
-
 
 // y += a·x over n floats.
 HWY_INLINE void Axpy(float a, const float* HWY_RESTRICT x, float* HWY_RESTRICT y, int n) {
@@ -275,8 +321,9 @@ class SubnormalsFlushed {
 HWY_EXPORT(DeltaRuleRows);
 HWY_EXPORT(ChunkedDeltaRule);
 
-void delta_rule_rows(const float* s_in, float* s_out, const DeltaRow* rows, int n, int dk, int dv) {
-  if (n > 0) HWY_DYNAMIC_DISPATCH(DeltaRuleRows)(s_in, s_out, rows, n, dk, dv);
+void delta_rule_rows(const float* s_in, float* s_mid, int n_mid, float* s_out, const DeltaRow* rows, int n, int dk,
+                     int dv) {
+  if (n > 0) HWY_DYNAMIC_DISPATCH(DeltaRuleRows)(s_in, s_mid, n_mid, s_out, rows, n, dk, dv);
 }
 
 void chunked_delta_rule(float* S, const float* q, const float* k, const float* v, size_t qs, const float* beta,

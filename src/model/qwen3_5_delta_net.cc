@@ -104,9 +104,11 @@ class GatedDeltaNetBlock : public Block {
     float* u = u_all + size_t(seg.row0) * C;
     const float* ab = ab_all + size_t(seg.row0) * 2 * Hv;
     float* o = o_all + size_t(seg.row0) * V;
+    // The state after the forward's rows: the plane itself, updated in place; null when
+    // the rows are logged (the next forward re-applies them as far as they were kept).
     float* out = rs.out();
-    // The state after the replayed rows: a checkpoint plane when the rows are logged (a
-    // later rollback returns there), else `out` itself (everything in place).
+    // The state after the replayed rows: a checkpoint plane when the rows are logged (the
+    // logged rows start from there), else `out` itself (everything in place).
     float* mid = seg.snapshots && p > 0 ? rs.checkpoint() : out;
 
     // ext = [window (K−1 rows) | replayed rows | the rows], pre-conv; the conv of row t
@@ -115,8 +117,8 @@ class GatedDeltaNetBlock : public Block {
     std::copy_n(rs.start() + S_floats, size_t(K - 1) * C, ext);
     for (int i = 0; i < p; ++i) std::copy_n(rs.replayed_record(i) + rec_u, C, ext + size_t(K - 1 + i) * C);
     std::copy_n(u, size_t(n) * C, ext + size_t(K - 1 + p) * C);
-    if (mid != out) std::copy_n(ext + size_t(p) * C, size_t(K - 1) * C, mid + S_floats);
-    std::copy_n(ext + size_t(p + n) * C, size_t(K - 1) * C, out + S_floats);
+    if (mid && mid != out) std::copy_n(ext + size_t(p) * C, size_t(K - 1) * C, mid + S_floats);
+    if (out) std::copy_n(ext + size_t(p + n) * C, size_t(K - 1) * C, out + S_floats);
     conv_silu(ext + size_t(p) * C, conv_taps_.data(), n, int64_t(C), K, u);
     // l2-normalize q and k per key head (q also scaled by dk^-½).
     const float q_scale = 1.0f / std::sqrt(float(d.key_dim));
@@ -146,35 +148,35 @@ class GatedDeltaNetBlock : public Block {
     const bool chunked = !seg.snapshots && n > 1;
     parallel_for(Hv, [&](size_t h0, size_t h1, int) {
       thread_local DeltaChunkScratch cs;
-      thread_local std::vector<DeltaRow> replay, fresh;
+      thread_local std::vector<DeltaRow> rows;  // replayed, then the forward's
       for (size_t h = h0; h < h1; ++h) {
         const size_t kh = d.tiled_value_heads ? h % size_t(d.key_heads) : h / size_t(group);
         const float* S_start = rs.start() + h * state_head;
-        float* S_mid = mid + h * state_head;
-        float* S_out = out + h * state_head;
-        replay.resize(size_t(p));
+        float* S_mid = mid ? mid + h * state_head : nullptr;
+        float* S_out = out ? out + h * state_head : nullptr;
+        // The replayed rows (state only) end in S_mid, then the forward's rows (with
+        // outputs) in S_out: one pass over the state for both.
+        rows.resize(size_t(p));
         for (int i = 0; i < p; ++i) {
           const float* rec = rs.replayed_record(i);
-          replay[size_t(i)] = {nullptr, rec + kh * d.key_dim, rec + rec_v + h * d.value_dim, rec[rec_alpha + h],
-                               rec[rec_beta + h], nullptr};
+          rows[size_t(i)] = {nullptr, rec + kh * d.key_dim, rec + rec_v + h * d.value_dim, rec[rec_alpha + h],
+                             rec[rec_beta + h], nullptr};
         }
-        delta_rule_rows(S_start, S_mid, replay.data(), p, d.key_dim, d.value_dim);
-        const float* S_first = p > 0 ? S_mid : S_start;
         const float* q = u + kh * d.key_dim;
         const float* k = u + key + kh * d.key_dim;
         const float* v = u + 2 * key + h * d.value_dim;
         float* y = o + h * d.value_dim;
-        if (chunked) {  // in place: S_first is S_out
+        if (chunked) {  // in place (S_mid is S_out), then the chunked form
+          delta_rule_rows(S_start, S_out, rows.data(), p, d.key_dim, d.value_dim);
           chunked_delta_rule(S_out, q, k, v, C, ab + h, ab + Hv + h, 2 * Hv, n, kDeltaNetChunk, d.key_dim,
                              d.value_dim, y, V, cs);
           continue;
         }
-        fresh.resize(size_t(n));
         for (int t = 0; t < n; ++t) {
           const size_t r = size_t(t);
-          fresh[r] = {q + r * C, k + r * C, v + r * C, std::exp(ab[r * 2 * Hv + Hv + h]), ab[r * 2 * Hv + h], y + r * V};
+          rows.push_back({q + r * C, k + r * C, v + r * C, std::exp(ab[r * 2 * Hv + Hv + h]), ab[r * 2 * Hv + h], y + r * V});
         }
-        delta_rule_rows(S_first, S_out, fresh.data(), n, d.key_dim, d.value_dim);
+        delta_rule_rows(S_start, S_mid, p, S_out, rows.data(), p + n, d.key_dim, d.value_dim);
       }
     });
   }

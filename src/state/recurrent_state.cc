@@ -11,9 +11,9 @@ RecurrentState::RecurrentState(size_t floats, size_t record_floats) : floats_(fl
   planes_.emplace_back(floats, 0.0f);
 }
 
-int RecurrentState::unused_plane(int a, int b) const {
+int RecurrentState::unused_plane(int a) const {
   for (int i = 0; i < int(planes_.size()); ++i)
-    if (i != a && i != b) return i;
+    if (i != a) return i;
   fail(ErrorKind::kInternal, "recurrent state: no free plane");
 }
 
@@ -21,15 +21,11 @@ void RecurrentState::begin(int n, bool snapshots) {
   rows_ = n;
   snapshots_ = snapshots;
   checkpoint_ = -1;
-  if (!snapshots) {
-    out_ = start_;  // update in place
-    return;
-  }
-  while (planes_.size() < 3) planes_.emplace_back(floats_, 0.0f);
-  // Planes besides start_ (which stays as it is: returning to the forward's first row
-  // lands there when nothing was replayed).
-  if (replay_ > 0) checkpoint_ = unused_plane(start_, -1);
-  out_ = unused_plane(start_, checkpoint_);
+  if (!snapshots) return;  // update in place
+  while (planes_.size() < 2) planes_.emplace_back(floats_, 0.0f);
+  // start_ stays as it is (returning to the forward's first row lands there when
+  // nothing was replayed); the replayed rows end in the other plane.
+  if (replay_ > 0) checkpoint_ = unused_plane(start_);
   if (next_log_.size() < size_t(n) * record_floats_) next_log_.resize(size_t(n) * record_floats_);
 }
 
@@ -38,7 +34,7 @@ const float* RecurrentState::replayed_record(int i) const {
   return log_.data() + size_t(i) * record_floats_;
 }
 
-float* RecurrentState::out() { return plane(out_); }
+float* RecurrentState::out() { return snapshots_ ? nullptr : plane(start_); }
 
 float* RecurrentState::checkpoint() {
   if (checkpoint_ < 0) fail(ErrorKind::kInternal, "recurrent state: no checkpoint in this forward");
@@ -54,11 +50,10 @@ float* RecurrentState::record(int t) {
 void RecurrentState::end() {
   if (rows_ > 0 && snapshots_) {
     base_ = replay_ > 0 ? checkpoint_ : start_;
-    tip_ = out_;
     log_rows_ = rows_;
     std::swap(log_, next_log_);
-    start_ = out_;
-    replay_ = 0;
+    start_ = base_;
+    replay_ = rows_;  // every row of the forward, re-applied by the next one
   } else if (rows_ > 0) {
     replay_ = 0;  // applied in place, together with the forward's rows
     base_ = -1;
@@ -72,8 +67,8 @@ void RecurrentState::keep(int j) {
   if (base_ < 0 || j < 0 || j > log_rows_)
     fail(ErrorKind::kInternal, "recurrent state: cannot keep {} rows of the last snapshotted forward ({})", j,
          base_ < 0 ? 0 : log_rows_);
-  start_ = j == log_rows_ ? tip_ : base_;
-  replay_ = j == log_rows_ ? 0 : j;
+  start_ = base_;
+  replay_ = j;
 }
 
 void RecurrentState::reset() {

@@ -6,11 +6,14 @@
 // applied to it ("replay rows"): the layer re-applies them at the start of its next
 // forward, while the plane's heads are in cache anyway. A snapshotted forward (a
 // speculative verify of k rows) logs one record per row (what the layer needs to
-// re-apply the row) and writes a single plane, the state after its last row, leaving
-// the plane it started from untouched. Returning to j rows into that forward is then
-// an index change: the start plane plus j replay rows (or the written plane when j = k).
-// So a verify writes one plane whatever k is, and a rejected row costs nothing; per-row
-// planes (vLLM's draft slots, llama.cpp's rollback copies) wrote k.
+// re-apply the row) and writes no plane after its rows: the state after them is its
+// base plane plus its k logged rows, and returning to j rows into that forward is an
+// index change (the base plus j replay rows). Its base is the plane it started from or,
+// when it re-applied rows first, a checkpoint plane written after them. So a verify
+// writes at most one plane whatever k is (per-row planes, as in vLLM's draft slots or
+// llama.cpp's rollback copies, write k), and nothing for its own rows: on a hybrid
+// model the planes are megabytes per sequence, read and written on every step, and the
+// rows a next forward re-applies cost a few multiply-adds per state element.
 #pragma once
 #include <cstddef>
 #include <vector>
@@ -31,10 +34,9 @@ class RecurrentState {
   const float* start() const { return plane(start_); }
   int replay_rows() const { return replay_; }
   const float* replayed_record(int i) const;
-  // Where the forward writes. out(): the state after its last row (start() itself
-  // without snapshots: update in place). With snapshots: checkpoint(), the state after
-  // the replayed rows (only when replay_rows() > 0: the plane later returns start
-  // from), and record(t), row t's log entry.
+  // Where the forward writes. out(): the state after its last row, start() itself
+  // (update in place); null with snapshots, which write checkpoint(), the state after
+  // the replayed rows (only when replay_rows() > 0), and record(t), row t's log entry.
   float* out();
   float* checkpoint();
   float* record(int t);
@@ -58,19 +60,19 @@ class RecurrentState {
 
   const float* plane(int i) const { return planes_[size_t(i)].data(); }
   float* plane(int i) { return planes_[size_t(i)].data(); }
-  int unused_plane(int a, int b) const;  // a plane index that is neither a nor b
+  int unused_plane(int a) const;  // a plane index other than a
 
   size_t floats_, record_floats_;
-  std::vector<std::vector<float>> planes_;  // 1, then 3 once a forward keeps snapshots
+  std::vector<std::vector<float>> planes_;  // 1, then 2 once a forward keeps snapshots
   std::vector<float> log_, next_log_;       // records of the last snapshotted forward / the one running
   int start_ = 0, replay_ = 0;              // the state: plane start_ + replay_ rows of log_
-  // The last snapshotted forward: it started from plane base_ and wrote plane tip_ after
-  // its log_rows_ rows (base_ < 0: none, or a later forward changed the planes).
-  int base_ = -1, tip_ = -1, log_rows_ = 0;
+  // The last snapshotted forward: its rows start from plane base_ and are its log_rows_
+  // records (base_ < 0: none, or a later forward changed the planes).
+  int base_ = -1, log_rows_ = 0;
   // The forward in progress.
   int rows_ = 0;
   bool snapshots_ = false;
-  int out_ = 0, checkpoint_ = -1;
+  int checkpoint_ = -1;
 };
 
 }  // namespace nextn

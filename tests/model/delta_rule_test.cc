@@ -159,5 +159,30 @@ TEST(DeltaRule, RowsGiveTheSameBitsHoweverGrouped) {
   EXPECT_TRUE(std::equal(o_rest.begin() + 4 * r.dv, o_rest.end(), o_all.begin() + 4 * r.dv));
 }
 
+// A forward's replayed rows ending in a checkpoint and its own rows after them, in one
+// call, against two calls: the checkpoint, the outputs and (when kept) the final state
+// are the same bits; with no output plane the rows still give the same outputs. dv 130
+// leaves columns past the last whole vector.
+TEST(DeltaRule, CheckpointAndDroppedStateGiveTheSameBits) {
+  const Rows r = make_rows(9, 128, 130, 5);
+  constexpr int kReplayed = 4;
+  std::vector<float> unused(size_t(r.n) * r.dv), o_two(unused.size()), mid_two(r.s0.size()), out_two(r.s0.size());
+  auto replayed = rows_of(r, 0, kReplayed, unused);
+  for (DeltaRow& row : replayed) row.q = nullptr, row.o = nullptr;  // state only
+  delta_rule_rows(r.s0.data(), mid_two.data(), replayed.data(), kReplayed, r.dk, r.dv);
+  const auto fresh = rows_of(r, kReplayed, r.n, o_two);
+  delta_rule_rows(mid_two.data(), out_two.data(), fresh.data(), r.n - kReplayed, r.dk, r.dv);
+  for (const bool keep_out : {true, false}) {
+    std::vector<float> o(o_two.size()), mid(r.s0.size()), out(r.s0.size(), -1.0f);
+    auto rows = replayed;
+    for (const DeltaRow& row : rows_of(r, kReplayed, r.n, o)) rows.push_back(row);
+    delta_rule_rows(r.s0.data(), mid.data(), kReplayed, keep_out ? out.data() : nullptr, rows.data(), r.n, r.dk, r.dv);
+    EXPECT_EQ(mid, mid_two) << "output plane " << keep_out;
+    EXPECT_EQ(o, o_two) << "output plane " << keep_out;
+    if (keep_out) EXPECT_EQ(out, out_two);
+    else EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float x) { return x == -1.0f; }));
+  }
+}
+
 }  // namespace
 }  // namespace nextn
