@@ -11,9 +11,10 @@
 // index change (the base plus j replay rows). Its base is the plane it started from or,
 // when it re-applied rows first, a checkpoint plane written after them. So a verify
 // writes at most one plane whatever k is (per-row planes, as in vLLM's draft slots or
-// llama.cpp's rollback copies, write k), and nothing for its own rows: on a hybrid
-// model the planes are megabytes per sequence, read and written on every step, and the
-// rows a next forward re-applies cost a few multiply-adds per state element.
+// llama.cpp's rollback copies, write k), and nothing for its own rows, so a sequence
+// holds two planes (megabytes each on a hybrid model), not three; the rows the next
+// forward re-applies cost a few multiply-adds per state element, in the same pass over
+// the state as its own rows.
 #pragma once
 #include <cstddef>
 #include <vector>
