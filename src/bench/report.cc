@@ -108,7 +108,7 @@ std::string format_markdown(const Report& r) {
   }
   out += "> **TPS**: generated tokens after the first (from `usage.completion_tokens`) over the time after the first "
          "content chunk, per client (several clients: their mean). **Aggregate tok/s**: every client's generated tokens "
-         "over the time from the first request sent to the last one finished. **TTFT**: request sent → first content chunk, or the server's own time to the first token (`prompt_ms`) where that is earlier (its text came later). **RSS / Peak RSS**: server process, sampled "
+         "over the time from the first request sent to the last one finished. **TTFT**: request sent → first content chunk, or the server's own time to the first token (`prompt_ms`) where the first text came more than a token's time after it. **RSS / Peak RSS**: server process, sampled "
          "every 0.5 s from /proc (VmRSS, VmHWM). **Accept**: accepted / drafted tokens; **Mean len**: 1 + accepted "
          "per speculative step (tokens per target forward).\n";
   return out;
