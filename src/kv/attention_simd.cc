@@ -439,6 +439,28 @@ void AttendRows4(const float* const* qs, int nq, const float* k, const float* v,
   }
 }
 
+// a[j][b] += w[j][r] * x_r[b] for r = 0..n-1 in order, x_r the NV vectors at
+// x + r * x_stride: each row's vectors are loaded once for the four weights, and every
+// chain sums over r in order whatever NV. The inner loop of both products below (scores:
+// rows of transposed keys weighted by the queries; sums: value rows weighted by the
+// probabilities).
+template <int NV>
+HWY_INLINE void AccumulateOuter(VF (&a)[4][NV], const float* const w[4], const float* x, size_t x_stride, int n) {
+  const DF df;
+  const int lanes = static_cast<int>(hn::Lanes(df));
+  for (int r = 0; r < n; ++r) {
+    VF xr[NV];
+#pragma GCC unroll 8
+    for (int b = 0; b < NV; ++b) xr[b] = hn::LoadU(df, x + size_t(r) * x_stride + b * lanes);
+#pragma GCC unroll 8
+    for (int j = 0; j < 4; ++j) {
+      const VF wj = hn::Set(df, w[j][r]);
+#pragma GCC unroll 8
+      for (int b = 0; b < NV; ++b) a[j][b] = hn::MulAdd(wj, xr[b], a[j][b]);
+    }
+  }
+}
+
 // Scores of four queries q for NV vectors of transposed keys from `col` (col[d * stride]),
 // times scale, into scores[j * stride]. Two vectors where there are two: eight
 // independent chains keep both multiply-add pipes busy (four wait on the latency), and
@@ -453,17 +475,7 @@ HWY_INLINE void GroupScores(const float* const q[4], const float* col, int strid
   for (int j = 0; j < 4; ++j)
 #pragma GCC unroll 8
     for (int b = 0; b < NV; ++b) a[j][b] = hn::Zero(df);
-  for (int d = 0; d < D; ++d) {
-    VF x[NV];
-#pragma GCC unroll 8
-    for (int b = 0; b < NV; ++b) x[b] = hn::LoadU(df, col + size_t(d) * stride + b * lanes);
-#pragma GCC unroll 8
-    for (int j = 0; j < 4; ++j) {
-      const VF s = hn::Set(df, q[j][d]);
-#pragma GCC unroll 8
-      for (int b = 0; b < NV; ++b) a[j][b] = hn::MulAdd(s, x[b], a[j][b]);
-    }
-  }
+  AccumulateOuter<NV>(a, q, col, size_t(stride), D);
 #pragma GCC unroll 8
   for (int j = 0; j < 4; ++j)
 #pragma GCC unroll 8
@@ -484,17 +496,7 @@ HWY_INLINE void GroupAccumulate(const float* const p[4], int nq, const float* co
 #pragma GCC unroll 8
     for (int b = 0; b < NV; ++b)
       c[j][b] = j < nq ? hn::Mul(hn::LoadU(df, accs[j] + i + b * lanes), hn::Set(df, correction[j])) : hn::Zero(df);
-  for (int u = 0; u < count; ++u) {
-    VF x[NV];
-#pragma GCC unroll 8
-    for (int b = 0; b < NV; ++b) x[b] = hn::LoadU(df, v + size_t(u) * D + i + b * lanes);
-#pragma GCC unroll 8
-    for (int j = 0; j < 4; ++j) {
-      const VF w = hn::Set(df, p[j][u]);
-#pragma GCC unroll 8
-      for (int b = 0; b < NV; ++b) c[j][b] = hn::MulAdd(w, x[b], c[j][b]);
-    }
-  }
+  AccumulateOuter<NV>(c, p, v + i, size_t(D), count);
 #pragma GCC unroll 8
   for (int j = 0; j < nq; ++j)
 #pragma GCC unroll 8
