@@ -11,21 +11,15 @@ RecurrentState::RecurrentState(size_t floats, size_t record_floats) : floats_(fl
   planes_.emplace_back(floats, 0.0f);
 }
 
-int RecurrentState::unused_plane(int a) const {
-  for (int i = 0; i < int(planes_.size()); ++i)
-    if (i != a) return i;
-  fail(ErrorKind::kInternal, "recurrent state: no free plane");
-}
-
 void RecurrentState::begin(int n, bool snapshots) {
   rows_ = n;
   snapshots_ = snapshots;
   checkpoint_ = -1;
   if (!snapshots) return;  // update in place
-  while (planes_.size() < 2) planes_.emplace_back(floats_, 0.0f);
+  if (planes_.size() < 2) planes_.emplace_back(floats_, 0.0f);
   // start_ stays as it is (returning to the forward's first row lands there when
   // nothing was replayed); the replayed rows end in the other plane.
-  if (replay_ > 0) checkpoint_ = unused_plane(start_);
+  if (replay_ > 0) checkpoint_ = 1 - start_;
   if (next_log_.size() < size_t(n) * record_floats_) next_log_.resize(size_t(n) * record_floats_);
 }
 

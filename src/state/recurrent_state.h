@@ -61,7 +61,6 @@ class RecurrentState {
 
   const float* plane(int i) const { return planes_[size_t(i)].data(); }
   float* plane(int i) { return planes_[size_t(i)].data(); }
-  int unused_plane(int a) const;  // a plane index other than a
 
   size_t floats_, record_floats_;
   std::vector<std::vector<float>> planes_;  // 1, then 2 once a forward keeps snapshots

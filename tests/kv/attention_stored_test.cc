@@ -44,6 +44,14 @@ std::string name(const ::testing::TestParamInfo<Case>& info) {
 
 DType dtype_of(KvType type) { return type == KvType::kF16 ? DType::kF16 : DType::kBF16; }
 
+// n random floats as the cache stores them (F16 or BF16 bits).
+std::vector<uint16_t> stored_rows(DType dtype, size_t n, unsigned seed) {
+  const auto f = testing_kv::random_floats(n, seed);
+  std::vector<uint16_t> out(n);
+  kv_store(dtype, f.data(), n, out.data());
+  return out;
+}
+
 class StoredAttentionTest : public ::testing::TestWithParam<Case> {};
 
 // The kernel on its own: `count` stored rows walked in blocks of 64 (as the cache does),
@@ -52,10 +60,7 @@ TEST_P(StoredAttentionTest, KernelMatchesConvertedRows) {
   const Case c = GetParam();
   const int D = c.head_dim;
   const DType dtype = dtype_of(c.type);
-  const auto kf = testing_kv::random_floats(size_t(c.count) * D, 1), vf = testing_kv::random_floats(size_t(c.count) * D, 2);
-  std::vector<uint16_t> k(kf.size()), v(vf.size());
-  kv_store(dtype, kf.data(), kf.size(), k.data());
-  kv_store(dtype, vf.data(), vf.size(), v.data());
+  const auto k = stored_rows(dtype, size_t(c.count) * D, 1), v = stored_rows(dtype, size_t(c.count) * D, 2);
   const auto q = testing_kv::random_floats(size_t(c.group) * D, 3);
   const float scale = 1.0f / std::sqrt(float(D));
   std::vector<float> kb(size_t(kBlock) * D), vb(size_t(kBlock) * D), scores(kBlock);
@@ -84,10 +89,7 @@ TEST_P(StoredAttentionTest, GroupKernelMatchesEachQueryAlone) {
   const Case c = GetParam();
   const int D = c.head_dim, G = c.group;
   const DType dtype = dtype_of(c.type);
-  const auto kf = testing_kv::random_floats(size_t(c.count) * D, 7), vf = testing_kv::random_floats(size_t(c.count) * D, 8);
-  std::vector<uint16_t> k(kf.size()), v(vf.size());
-  kv_store(dtype, kf.data(), kf.size(), k.data());
-  kv_store(dtype, vf.data(), vf.size(), v.data());
+  const auto k = stored_rows(dtype, size_t(c.count) * D, 7), v = stored_rows(dtype, size_t(c.count) * D, 8);
   const auto q = testing_kv::random_floats(size_t(G) * D, 9);
   const float scale = 1.0f / std::sqrt(float(D));
   std::vector<float> kb(size_t(kBlock) * D), vb(size_t(kBlock) * D), scores(size_t(G) * kBlock);
