@@ -50,6 +50,7 @@ struct PerfFlags {
   std::vector<int> prefill = {512};
   int decode_steps = 32;
   int max_k = 8;
+  int sequences = 1;
   std::vector<int> contexts;
   std::string kv_type = "f16";
   bool json = false;
@@ -144,8 +145,8 @@ int run_perf(const PerfFlags& f) {
   if (f.threads < 0) fail(ErrorKind::kBadInput, "--threads must be >= 0");
   if (f.bandwidth_mib < 64) fail(ErrorKind::kBadInput, "--bandwidth-mib must be >= 64");
   if (f.prefill.empty() || *std::min_element(f.prefill.begin(), f.prefill.end()) < 1 || f.decode_steps < 1 ||
-      f.max_k < 1 || f.repeats < 1)
-    fail(ErrorKind::kBadInput, "--prefill, --decode-steps, --max-k and --repeats must be >= 1");
+      f.max_k < 1 || f.sequences < 1 || f.repeats < 1)
+    fail(ErrorKind::kBadInput, "--prefill, --decode-steps, --max-k, --sequences and --repeats must be >= 1");
   for (int n : f.contexts)
     if (n < 1) fail(ErrorKind::kBadInput, "--contexts: lengths must be >= 1, got {}", n);
   const KvType kv_type = parse_kv_type(f.kv_type);
@@ -175,6 +176,7 @@ int run_perf(const PerfFlags& f) {
     options.prefill = f.prefill;
     options.decode_steps = f.decode_steps;
     options.max_k = f.max_k;
+    options.sequences = f.sequences;
     options.repeats = f.repeats;
     options.contexts = f.contexts;
     options.kv.type = kv_type;
@@ -207,6 +209,7 @@ int run_perf(const PerfFlags& f) {
                     {"prefill_tokens_per_s", f.prefill[0] / p.prefill_seconds[0]},
                     {"prefill", prefill},
                     {"verify", verify},
+                    {"verify_sequences", f.sequences},
                     {"restore_ms", p.restore_seconds * 1e3},
                     {"kv_type", f.kv_type}};
     // Long contexts: a decode token reads the weights and every stored KV row (a sliding
@@ -239,7 +242,12 @@ int run_perf(const PerfFlags& f) {
       if (moe)
         fmt::print("experts            {:.1f} distinct per routed layer per decode step (weights above: those only)\n",
                    p.decode_experts);
-      fmt::print("\nverify cost: one forward over k rows (logits for every row)\n");
+      if (f.sequences == 1)
+        fmt::print("\nverify cost: one forward over k rows (logits for every row)\n");
+      else
+        fmt::print("\nverify cost: one forward over k rows of each of {} sequences (logits for every row; ms/row per "
+                   "sequence)\n",
+                   f.sequences);
       fmt::print("  k    ms     x k=1   ms/row{}\n", moe ? "  experts/layer" : "");
       for (size_t i = 0; i < p.verify_seconds.size(); ++i) {
         fmt::print("  {:<2} {:7.1f}  {:6.2f}  {:7.1f}", i + 1, p.verify_seconds[i] * 1e3,
@@ -299,6 +307,8 @@ Command add_perf_command(CLI::App& root) {
       ->delimiter(',');
   app->add_option("--decode-steps", flags->decode_steps, "Decode steps per run");
   app->add_option("--max-k", flags->max_k, "Largest verify batch measured");
+  app->add_option("--sequences", flags->sequences,
+                  "Verify cost over this many sequences at once, each with the k rows (a batched step)");
   app->add_option("--contexts", flags->contexts,
                   "Also time decode after these context lengths (KV rows filled directly, e.g. 8192,32768)")
       ->delimiter(',');

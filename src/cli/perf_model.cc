@@ -27,21 +27,31 @@ std::vector<int32_t> random_tokens(int n, int vocab, uint32_t seed) {
   return tokens;
 }
 
-// One forward of `tokens` appended to `kv`, logits for every row when all_logits.
-double timed_forward(Model& model, SequenceState& kv, const std::vector<int32_t>& tokens, bool all_logits,
-                     ForwardResult& result) {
-  SequenceRows rows;
-  rows.state = &kv;
-  rows.snapshots = all_logits;  // a verify keeps every row's recurrent state (rolled back after)
-  rows.tokens = tokens;
-  if (all_logits) {
-    for (size_t i = 0; i < tokens.size(); ++i) rows.logit_rows.push_back(static_cast<int>(i));
-  } else {
-    rows.logit_rows.push_back(static_cast<int>(tokens.size()) - 1);
+// One forward appending `tokens` to each state in `states` (a batch of sequences), logits
+// for every row when all_logits (a verify), else for each sequence's last row.
+double timed_forward(Model& model, std::span<SequenceState* const> states, const std::vector<int32_t>& tokens,
+                     bool all_logits, ForwardResult& result) {
+  std::vector<SequenceRows> batch(states.size());
+  for (size_t b = 0; b < states.size(); ++b) {
+    SequenceRows& rows = batch[b];
+    rows.state = states[b];
+    rows.snapshots = all_logits;  // a verify keeps every row's recurrent state (rolled back after)
+    rows.tokens = tokens;
+    if (all_logits) {
+      for (size_t i = 0; i < tokens.size(); ++i) rows.logit_rows.push_back(static_cast<int>(i));
+    } else {
+      rows.logit_rows.push_back(static_cast<int>(tokens.size()) - 1);
+    }
   }
   Stopwatch watch;
-  model.forward(std::span<SequenceRows>(&rows, 1), result);
+  model.forward(batch, result);
   return watch.seconds();
+}
+
+double timed_forward(Model& model, SequenceState& kv, const std::vector<int32_t>& tokens, bool all_logits,
+                     ForwardResult& result) {
+  SequenceState* one = &kv;
+  return timed_forward(model, std::span<SequenceState* const>(&one, 1), tokens, all_logits, result);
 }
 
 // Gives `state` n more positions of random keys and values through the forward protocol
@@ -169,20 +179,31 @@ ModelPerf measure_model(const ModelPerfOptions& f) {
     perf.decode_seconds = std::min(perf.decode_seconds, total / std::max(1, f.decode_steps));
   }
 
-  // Verify: one forward over k rows with logits for every row, rolled back each
-  // time. Rounds visit k = 1..K in turn so every k sees the same machine load.
+  // Verify: one forward over k rows of each of f.sequences sequences with logits for every
+  // row, rolled back each time. Rounds visit k = 1..K in turn so every k sees the same
+  // machine load.
   perf.verify_seconds.assign(f.max_k, 1e30);
   perf.verify_experts.assign(f.max_k, 0.0);
-  if (!kv->can_return_to(context)) {
-    kv->return_to(0);
-    timed_forward(*model, *kv, random_tokens(context, vocab, 4), false, result);
+  std::vector<std::unique_ptr<SequenceState>> others;  // the batch's sequences besides kv
+  std::vector<SequenceState*> batch = {kv.get()};
+  for (int b = 1; b < f.sequences; ++b) {
+    others.push_back(model->new_state(context + f.max_k + 8, f.kv));
+    batch.push_back(others.back().get());
   }
+  auto prompt_all = [&] {  // each sequence at `context`, able to return there
+    for (SequenceState* s : batch) {
+      if (s->can_return_to(context)) continue;
+      s->return_to(0);
+      timed_forward(*model, *s, random_tokens(context, vocab, 4), false, result);
+    }
+  };
+  prompt_all();
   for (int rep = 0; rep < std::max(3, f.repeats); ++rep)
     for (int k = 1; k <= f.max_k; ++k) {
       const auto rows = random_tokens(k, vocab, 100 + k);
-      kv->return_to(context);
+      for (SequenceState* s : batch) s->return_to(context);
       const RoutedStats before = model->routed_stats();
-      perf.verify_seconds[k - 1] = std::min(perf.verify_seconds[k - 1], timed_forward(*model, *kv, rows, true, result));
+      perf.verify_seconds[k - 1] = std::min(perf.verify_seconds[k - 1], timed_forward(*model, batch, rows, true, result));
       perf.verify_experts[k - 1] = std::max(0.0, model->routed_stats().experts_per_forward_since(before));
       if (k == f.max_k && k > 1) {
         Stopwatch restore;
@@ -190,12 +211,10 @@ ModelPerf measure_model(const ModelPerfOptions& f) {
         timed_forward(*model, *kv, random_tokens(1, vocab, 6), false, result);
         const double seconds = std::max(0.0, restore.seconds() - perf.decode_seconds);
         perf.restore_seconds = rep == 0 ? seconds : std::min(perf.restore_seconds, seconds);
-        if (!kv->can_return_to(context)) {  // that decode row ended what recurrent layers can undo
-          kv->return_to(0);
-          timed_forward(*model, *kv, random_tokens(context, vocab, 4), false, result);
-        }
+        prompt_all();  // that decode row ended what recurrent layers can undo
       }
     }
+  others.clear();
   kv.reset();  // its rows are not needed by the long contexts below
   for (int n : f.contexts) perf.contexts.push_back(measure_context(*model, f, n));
   return perf;

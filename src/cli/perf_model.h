@@ -16,6 +16,7 @@ struct ModelPerfOptions {
   std::vector<int> prefill = {512};  // prefill lengths, each one chunk
   int decode_steps = 32;
   int max_k = 8;
+  int sequences = 1;  // verify: this many sequences, each with the k rows
   int repeats = 5;
   std::vector<int> contexts;  // decode after this many positions (empty: none)
   KvOptions kv;               // storage type of the attention caches
@@ -36,7 +37,7 @@ struct ModelPerf {
   double load_seconds = 0;
   std::vector<double> prefill_seconds;  // one per ModelPerfOptions::prefill, in that order
   double decode_seconds = 0;            // per token
-  std::vector<double> verify_seconds;  // index k-1: one forward over k rows
+  std::vector<double> verify_seconds;  // index k-1: one forward over k rows of each sequence
   // Mixture of Experts: distinct experts run per routed layer in a decode step and in a
   // verify of k rows (index k-1); empty for dense models.
   double decode_experts = 0;

@@ -25,11 +25,12 @@ struct DeltaRow {
 // Run a block of columns at a time through every row, so S is read and written once
 // per call however many rows (a verify's rows, or the rows a rollback kept) — and a row
 // gives the same bits whether it runs alone or among others.
-// With 0 < n_mid < n, the state after row n_mid − 1 goes to s_mid (a checkpoint: the
+// With 0 < n_mid < n, the state after row n_mid − 1 goes to s_mid (the
 // state after the logged rows a forward re-applies) and the final one to s_out; s_out
 // null: the final state is dropped and the rows give their outputs only (a speculative
 // verify, whose rows are logged and re-applied by the next forward as far as they were
-// accepted). Either way the same bits as separate calls.
+// accepted). s_mid too may be s_in (a forward re-applying kept rows in place). Either
+// way the same bits as separate calls.
 void delta_rule_rows(const float* s_in, float* s_mid, int n_mid, float* s_out, const DeltaRow* rows, int n, int dk,
                      int dv);
 inline void delta_rule_rows(const float* s_in, float* s_out, const DeltaRow* rows, int n, int dk, int dv) {

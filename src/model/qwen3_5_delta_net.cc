@@ -89,9 +89,10 @@ class GatedDeltaNetBlock : public Block {
 
  private:
   // One sequence's rows: conv with its window, q/k normalization, then the rule per head.
-  // The state to start from is the state's start plane with its replay rows re-applied
-  // (rows a rollback kept: state/recurrent_state.h); with snapshots, every row is
-  // logged and the start plane is left as it is.
+  // The state to start from is the state's plane with its replay rows re-applied (rows
+  // a rollback kept: state/recurrent_state.h), which go into the plane in place; with
+  // snapshots every row is logged and the plane is left there, else the forward's rows
+  // go into it too.
   void mix(const StateSegment& seg, RecurrentState& rs, float* u_all, const float* ab_all, float* o_all,
            BlockScratch& s) {
     const DeltaNetSpec& d = spec_;
@@ -104,21 +105,17 @@ class GatedDeltaNetBlock : public Block {
     float* u = u_all + size_t(seg.row0) * C;
     const float* ab = ab_all + size_t(seg.row0) * 2 * Hv;
     float* o = o_all + size_t(seg.row0) * V;
-    // The state after the forward's rows: the plane itself, updated in place; null when
-    // the rows are logged (the next forward re-applies them as far as they were kept).
-    float* out = rs.out();
-    // The state after the replayed rows: a checkpoint plane when the rows are logged (the
-    // logged rows start from there), else `out` itself (everything in place).
-    float* mid = seg.snapshots && p > 0 ? rs.checkpoint() : out;
+    float* plane = rs.plane();
 
     // ext = [window (K−1 rows) | replayed rows | the rows], pre-conv; the conv of row t
     // reads ext rows p + t .. p + t + K−1.
     float* ext = BlockScratch::grow(s.aux3, size_t(K - 1 + p + n) * C);
-    std::copy_n(rs.start() + S_floats, size_t(K - 1) * C, ext);
+    std::copy_n(plane + S_floats, size_t(K - 1) * C, ext);
     for (int i = 0; i < p; ++i) std::copy_n(rs.replayed_record(i) + rec_u, C, ext + size_t(K - 1 + i) * C);
     std::copy_n(u, size_t(n) * C, ext + size_t(K - 1 + p) * C);
-    if (mid && mid != out) std::copy_n(ext + size_t(p) * C, size_t(K - 1) * C, mid + S_floats);
-    if (out) std::copy_n(ext + size_t(p + n) * C, size_t(K - 1) * C, out + S_floats);
+    // The window the plane keeps: after the replayed rows (snapshots), or after all rows.
+    const int window_end = seg.snapshots ? p : p + n;
+    std::copy_n(ext + size_t(window_end) * C, size_t(K - 1) * C, plane + S_floats);
     conv_silu(ext + size_t(p) * C, conv_taps_.data(), n, int64_t(C), K, u);
     // l2-normalize q and k per key head (q also scaled by dk^-½).
     const float q_scale = 1.0f / std::sqrt(float(d.key_dim));
@@ -151,11 +148,10 @@ class GatedDeltaNetBlock : public Block {
       thread_local std::vector<DeltaRow> rows;  // replayed, then the forward's
       for (size_t h = h0; h < h1; ++h) {
         const size_t kh = d.tiled_value_heads ? h % size_t(d.key_heads) : h / size_t(group);
-        const float* S_start = rs.start() + h * state_head;
-        float* S_mid = mid ? mid + h * state_head : nullptr;
-        float* S_out = out ? out + h * state_head : nullptr;
-        // The replayed rows (state only) end in S_mid, then the forward's rows (with
-        // outputs) in S_out: one pass over the state for both.
+        // The replayed rows (state only) end in the plane, then the forward's rows (with
+        // outputs) too, or nowhere with snapshots: one pass over the state for both.
+        float* S = plane + h * state_head;
+        float* S_out = seg.snapshots ? nullptr : S;
         rows.resize(size_t(p));
         for (int i = 0; i < p; ++i) {
           const float* rec = rs.replayed_record(i);
@@ -166,9 +162,9 @@ class GatedDeltaNetBlock : public Block {
         const float* k = u + key + kh * d.key_dim;
         const float* v = u + 2 * key + h * d.value_dim;
         float* y = o + h * d.value_dim;
-        if (chunked) {  // in place (S_mid is S_out), then the chunked form
-          delta_rule_rows(S_start, S_out, rows.data(), p, d.key_dim, d.value_dim);
-          chunked_delta_rule(S_out, q, k, v, C, ab + h, ab + Hv + h, 2 * Hv, n, kDeltaNetChunk, d.key_dim,
+        if (chunked) {  // in place, then the chunked form
+          delta_rule_rows(S, S, rows.data(), p, d.key_dim, d.value_dim);
+          chunked_delta_rule(S, q, k, v, C, ab + h, ab + Hv + h, 2 * Hv, n, kDeltaNetChunk, d.key_dim,
                              d.value_dim, y, V, cs);
           continue;
         }
@@ -176,7 +172,7 @@ class GatedDeltaNetBlock : public Block {
           const size_t r = size_t(t);
           rows.push_back({q + r * C, k + r * C, v + r * C, std::exp(ab[r * 2 * Hv + Hv + h]), ab[r * 2 * Hv + h], y + r * V});
         }
-        delta_rule_rows(S_start, S_mid, p, S_out, rows.data(), p + n, d.key_dim, d.value_dim);
+        delta_rule_rows(S, S, p, S_out, rows.data(), p + n, d.key_dim, d.value_dim);
       }
     });
   }

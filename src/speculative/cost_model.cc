@@ -52,10 +52,14 @@ void VerifyCostModel::record(int rows, double seconds, double distinct_experts) 
   const size_t r = size_t(rows);
   // A size measured at start-up already paid its one-time allocations: its first live
   // sample counts. And it tells how the machine's speed moved since (the drift).
+  // Its first live sample starts from that measurement times the drift and, like every
+  // later one, counts at most twice it: a single stalled step of a size the steps seldom
+  // visit must not stand for it (a stall of 5x was seen at four sequences).
   if (calibrated_[r] > 0) {
     if (samples_[r] == 0) samples_[r] = 1;
     const double ratio = std::min(seconds / calibrated_[r], 2 * drift_);
     drift_ = drift_samples_++ == 0 ? ratio : (1 - kCostSmoothing) * drift_ + kCostSmoothing * ratio;
+    if (ema_[r] < 0) ema_[r] = calibrated_[r] * drift_;
   }
   smooth_cost(ema_[r], samples_[r], seconds);
   if (experts_total_ && distinct_experts > 0) {

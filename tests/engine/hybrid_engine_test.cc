@@ -73,13 +73,13 @@ TEST(HybridEngine, ReportsRecurrentStateAndSnapshots) {
   // 3 DeltaNet layers of the tiny shape: S [4 heads, 16, 24] + conv window [3, 2*2*16 + 4*24].
   const size_t per_layer = (4 * 16 * 24 + 3 * (2 * 2 * 16 + 4 * 24)) * sizeof(float);
   EXPECT_EQ(s.recurrent_bytes, 3 * per_layer);
-  // Rollback keeps, per layer, one more plane (a verify's checkpoint beside its start; a
-  // verify writes no plane after its rows) and the logs of the rows of the last verify
-  // and of the one before (4 rows: 3 drafts + 1). A row's record: k̂ [2·16], v [4·24],
-  // β and α [4 each], pre-conv q|k|v [2·2·16 + 4·24].
+  // Rollback keeps, per layer, no plane (a verify writes none: the rows it re-applies go
+  // into the one plane in place, its own rows only into its log) but the logs of the rows
+  // of the last verify and of the one before (4 rows: 3 drafts + 1). A row's record: k̂
+  // [2·16], v [4·24], β and α [4 each], pre-conv q|k|v [2·2·16 + 4·24].
   const size_t record = (2 * 16 + 4 * 24 + 2 * 4 + (2 * 2 * 16 + 4 * 24)) * sizeof(float);
-  EXPECT_GE(s.snapshot_bytes, 3 * (per_layer + 2 * 4 * record));
-  EXPECT_LE(s.snapshot_bytes, 3 * (per_layer + 2 * 17 * record));  // not a plane per verify row
+  EXPECT_GE(s.snapshot_bytes, 3 * 2 * 4 * record);
+  EXPECT_LE(s.snapshot_bytes, 3 * 2 * 17 * record);  // the logs, capacity for the most rows a step has
   EXPECT_GT(s.kv_bytes_used, 0u);
   EXPECT_EQ(s.state_bytes_per_sequence_max, s.kv_bytes_used + s.recurrent_bytes + s.snapshot_bytes);
 }

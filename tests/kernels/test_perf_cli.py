@@ -5,7 +5,8 @@ No timing asserts: checks the JSON fields exist, are positive and consistent
 (k rows measured for k = 1..max_k, relative cost of k = 1 is exactly 1, decode
 GB/s = weight GB × tok/s, every weight type in --kernels; --contexts: one entry per
 length, KV bytes growing with it and scaling with --kv-type, bytes per token = weights +
-KV, on a dense, a hybrid and a sliding-window model), and that bad flags exit with code 2.
+KV, on a dense, a hybrid and a sliding-window model; --sequences: the verify table over
+that many sequences), and that bad flags exit with code 2.
 """
 import json
 import os
@@ -93,6 +94,14 @@ def main():
         assert r.returncode == 0, (arch, r.stderr)
         c = json.loads(r.stdout)["model"]["contexts"]
         assert len(c) == 1 and c[0]["context"] == 300 and c[0]["decode_tokens_per_s"] > 0 and c[0]["kv_gb"] > 0, c
+        # A batched verify: three sequences of k rows each, rolled back between runs
+        # (recurrent state, sliding-window rings).
+        r = run(["--threads", "2", "--bandwidth-mib", "64", "--repeats", "1", "--model", other, "--prefill", "8",
+                 "--decode-steps", "2", "--max-k", "3", "--sequences", "3", "--json"])
+        assert r.returncode == 0, (arch, r.stderr)
+        m = json.loads(r.stdout)["model"]
+        assert m["verify_sequences"] == 3 and [v["k"] for v in m["verify"]] == [1, 2, 3], m
+        assert all(v["ms"] > 0 for v in m["verify"]), m["verify"]
 
     # The per-type matmul: every weight type and interleaved layout, each row count timed.
     r = run(["--threads", "2", "--bandwidth-mib", "64", "--repeats", "1", "--kernels", "--json"])
@@ -114,7 +123,7 @@ def main():
         assert word in r.stdout, r.stdout
 
     # Bad input: exit code 2 with a message.
-    for bad in (["--max-k", "0"], ["--bandwidth-mib", "1"], ["--contexts", "0"], ["--kv-type", "f8"], ["--model", os.path.join(TMP, "no-such-model")]):
+    for bad in (["--max-k", "0"], ["--sequences", "0"], ["--bandwidth-mib", "1"], ["--contexts", "0"], ["--kv-type", "f8"], ["--model", os.path.join(TMP, "no-such-model")]):
         r = run(["--repeats", "1", "--bandwidth-mib", "64", *bad] if "--bandwidth-mib" not in bad else ["--repeats", "1", *bad])
         assert r.returncode == 2, (bad, r.returncode, r.stderr)
         assert r.stderr.strip(), bad

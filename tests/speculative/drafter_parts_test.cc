@@ -144,6 +144,18 @@ TEST(VerifyCostModel, CalibrationFollowsTheDrift) {
   EXPECT_DOUBLE_EQ(m.cost(4), 24.0);
 }
 
+// A calibrated size's first step is no exception to the stall bound: a single stalled
+// step of a size the steps seldom visit must not stand for its cost.
+TEST(VerifyCostModel, FirstStepOfACalibratedSizeIsBounded) {
+  VerifyCostModel m(16);
+  m.calibrate(1, 10.0);
+  m.calibrate(8, 20.0);
+  m.record(1, 10.0);   // drift 1
+  m.record(8, 150.0);  // stalled: the drift moves by at most 2x, the cost counts at most twice its estimate
+  const double drift = 0.8 * 1.0 + 0.2 * 2.0;
+  EXPECT_DOUBLE_EQ(m.cost(8), 0.8 * (20.0 * drift) + 0.2 * (2 * 20.0 * drift));
+}
+
 // Sequences cost apart from their rows: a batch size's own measurements where it has
 // them, else the single-sequence curve plus the batch's per-sequence offset.
 TEST(ForwardCostModel, BatchesAddTheirPerSequenceCost) {
