@@ -51,10 +51,10 @@ void VerifyCostModel::record(int rows, double seconds, double distinct_experts) 
   grow(rows);
   const size_t r = size_t(rows);
   // A size measured at start-up already paid its one-time allocations: its first live
-  // sample counts. And it tells how the machine's speed moved since (the drift).
-  // Its first live sample starts from that measurement times the drift and, like every
-  // later one, counts at most twice it: a single stalled step of a size the steps seldom
-  // visit must not stand for it (a stall of 5x was seen at four sequences).
+  // sample counts, and tells how the machine's speed moved since (the drift). It moves
+  // the estimate from that measurement times the drift, counting at most twice it like
+  // every later sample: a single stalled step of a size the steps seldom visit must not
+  // stand for it (a stall of 5x was seen at four sequences).
   if (calibrated_[r] > 0) {
     if (samples_[r] == 0) samples_[r] = 1;
     const double ratio = std::min(seconds / calibrated_[r], 2 * drift_);

@@ -40,7 +40,6 @@ class RecurrentState {
   const float* plane() const { return plane_.data(); }
   int replay_rows() const { return replay_; }
   const float* replayed_record(int i) const;
-  bool snapshots() const { return snapshots_; }
   float* record(int t);
 
   // ---- between forwards -------------------------------------------------------------
