@@ -18,8 +18,8 @@ struct BlockScratch;
 
 // The rows of one sequence inside a block call: rows [row0, row0 + n) of the batch at
 // positions [pos, pos + n) of `state` (pos == state->length()). With `snapshots` a
-// recurrent layer logs every row and keeps its start plane (a speculative verify), so
-// the state can return to any of the rows (state/recurrent_state.h).
+// recurrent layer logs every row and leaves its plane as of the first row (a speculative
+// verify), so the state can return to any of the rows (state/recurrent_state.h).
 struct StateSegment {
   SequenceState* state = nullptr;
   int row0 = 0;

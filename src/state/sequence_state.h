@@ -6,8 +6,9 @@
 // One rollback contract for every kind of layer: return_to(n) — "be as you were when
 // the sequence was n tokens long". Attention caches truncate. Recurrent states cannot
 // be un-applied, so a forward that marks its rows `snapshots` (a speculative verify)
-// logs its rows and keeps the plane it started from, and return_to keeps that plane
-// plus the accepted rows' log, which the next forward re-applies (no copy). can_return_to(n) says which lengths are reachable; the engine's prefix
+// logs its rows and leaves its plane as of its first row, and return_to keeps that
+// plane plus the accepted rows' log, which the next forward re-applies into the plane
+// (no copy). can_return_to(n) says which lengths are reachable; the engine's prefix
 // cache only reuses prefixes at such lengths (longest_returnable).
 #pragma once
 #include <cstddef>
@@ -88,7 +89,7 @@ class SequenceState {
   // ---- memory (for /health, /metrics, bench) -------------------------------------
   size_t attention_bytes() const;   // KV rows stored now
   size_t recurrent_bytes() const;   // the current recurrent state of every layer
-  size_t snapshot_bytes() const;    // extra planes kept for rollback
+  size_t snapshot_bytes() const;    // row logs kept for rollback
   size_t bytes_used() const { return attention_bytes() + recurrent_bytes() + snapshot_bytes(); }
   size_t attention_f16_equivalent_bytes() const;  // the KV rows in F16 (compression ratio)
 
