@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -225,6 +226,40 @@ void ConvertRowImpl(DType dtype, const void* src, int64_t n, float* dst) {
   }
 }
 
+// Each lane keeps its largest value and where it first saw it (a strict > never moves
+// to a later equal value; NaN compares false, so it is never chosen); the lanes then
+// settle ties by the smaller index: the first largest value overall.
+int64_t ArgmaxImpl(const float* x, int64_t n) {
+  const DF df;
+  const hn::RebindToSigned<DF> di;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  float best = -std::numeric_limits<float>::infinity();
+  int64_t best_at = -1;
+  int64_t i = 0;
+  if (n >= lanes) {
+    VF vbest = hn::Set(df, best);
+    auto vat = hn::Set(di, -1);
+    auto vi = hn::Iota(di, 0);
+    const auto step = hn::Set(di, static_cast<int32_t>(lanes));
+    for (; i + lanes <= n; i += lanes) {
+      const VF v = hn::LoadU(df, x + i);
+      const auto greater = hn::Gt(v, vbest);
+      vbest = hn::IfThenElse(greater, v, vbest);
+      vat = hn::IfThenElse(hn::RebindMask(di, greater), vi, vat);
+      vi = hn::Add(vi, step);
+    }
+    alignas(64) float values[hn::MaxLanes(df)];
+    alignas(64) int32_t at[hn::MaxLanes(di)];
+    hn::Store(vbest, df, values);
+    hn::Store(vat, di, at);
+    for (int64_t l = 0; l < lanes; ++l)
+      if (at[l] >= 0 && (values[l] > best || (values[l] == best && at[l] < best_at))) best = values[l], best_at = at[l];
+  }
+  for (; i < n; ++i)
+    if (x[i] > best) best = x[i], best_at = i;
+  return best_at < 0 ? 0 : best_at;
+}
+
 float StreamSumImpl(const float* data, int64_t n) {
   const DF df;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
@@ -257,6 +292,7 @@ HWY_EXPORT(SoftcapImpl);
 HWY_EXPORT(SoftmaxImpl);
 HWY_EXPORT(ConvertRowImpl);
 HWY_EXPORT(StreamSumImpl);
+HWY_EXPORT(ArgmaxImpl);
 
 void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n, float eps, float* out) {
   if (n_rows <= 0 || n <= 0) return;
@@ -285,6 +321,8 @@ void gelu_tanh(float* x, int64_t n) {
 void softcap(float* x, int64_t n, float cap) { HWY_DYNAMIC_DISPATCH(SoftcapImpl)(x, n, cap); }
 
 void softmax(float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxImpl)(x, n); }
+
+int64_t argmax(const float* x, int64_t n) { return n <= 0 ? 0 : HWY_DYNAMIC_DISPATCH(ArgmaxImpl)(x, n); }
 
 void convert_row(DType dtype, const void* src, int64_t n, float* dst) {
   if (n <= 0) return;

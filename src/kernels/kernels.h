@@ -79,6 +79,10 @@ void softcap(float* x, int64_t n, float cap);
 // In-place softmax of one row; returns nothing. Stable (subtracts the max).
 void softmax(float* x, int64_t n);
 
+// Index of the first largest of n values (NaN never chosen; 0 when none is a number
+// above −∞, or n ≤ 0). Greedy decoding and verification take it over every logits row.
+int64_t argmax(const float* x, int64_t n);
+
 // Row of n values: dst = src (converting from dtype), for a dtype whose rows are
 // contiguous (not an interleaved layout: see matrix_row).
 void convert_row(DType dtype, const void* src, int64_t n, float* dst);

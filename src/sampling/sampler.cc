@@ -6,6 +6,8 @@
 #include <numeric>
 #include <random>
 
+#include "kernels/kernels.h"
+
 namespace nextn {
 
 namespace {
@@ -53,16 +55,7 @@ void Distribution::set_one_hot(int vocab, int32_t token) {
   support.push_back(token);
 }
 
-int32_t argmax(const float* values, int n) {
-  int32_t best = 0;
-  float best_v = values[0];
-  for (int i = 1; i < n; ++i)
-    if (values[i] > best_v) {
-      best_v = values[i];
-      best = i;
-    }
-  return best;
-}
+int32_t argmax(const float* values, int n) { return static_cast<int32_t>(nextn::argmax(values, int64_t(n))); }
 
 int32_t sample_from(const Distribution& dist, Rng& rng) {
   double total = 0.0;

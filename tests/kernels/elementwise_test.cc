@@ -1,9 +1,10 @@
-// tests/kernels/elementwise_test.cc — RMSNorm, RoPE, SwiGLU, GeGLU, soft-cap, softmax, convert_row
-// and stream_sum against float64 scalar references, odd lengths, every SIMD target.
+// tests/kernels/elementwise_test.cc — RMSNorm, RoPE, SwiGLU, GeGLU, soft-cap, softmax, convert_row,
+// argmax and stream_sum against float64 scalar references, odd lengths, every SIMD target.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <utility>
 #include <vector>
@@ -199,6 +200,48 @@ TEST_F(EveryTarget, ConvertRowIsExact) {
       for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], bf16_to_f32(b[i]));
     }
   }
+}
+
+// The first index of the largest value, read one value at a time; NaN skipped.
+int64_t first_largest(const std::vector<float>& x) {
+  int64_t best = -1;
+  for (int64_t i = 0; i < int64_t(x.size()); ++i)
+    if (!std::isnan(x[i]) && (best < 0 || x[i] > x[best])) best = i;
+  return best < 0 || x[best] == -std::numeric_limits<float>::infinity() ? 0 : best;
+}
+
+TEST_F(EveryTarget, ArgmaxIsTheFirstLargestValue) {
+  std::mt19937 rng(6);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (int64_t target : targets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t n : {1, 2, 15, 16, 17, 33, 1000, 248320}) {
+      auto x = random_vector(n, rng);
+      ASSERT_EQ(argmax(x.data(), n), first_largest(x)) << hwy::TargetName(target) << " n=" << n;
+      // Ties: the largest value at several places, in different lanes and in the tail.
+      std::uniform_int_distribution<int64_t> at(0, n - 1);
+      const float top = 9.0f;
+      for (int k = 0; k < 3; ++k) x[size_t(at(rng))] = top;
+      x[size_t(n - 1)] = top;
+      ASSERT_EQ(argmax(x.data(), n), first_largest(x)) << hwy::TargetName(target) << " n=" << n;
+      // NaN anywhere (the first value included) is never the answer.
+      x[0] = nan;
+      x[size_t(at(rng))] = nan;
+      ASSERT_EQ(argmax(x.data(), n), first_largest(x)) << hwy::TargetName(target) << " n=" << n;
+    }
+    // Integers in a narrow range: many ties of the largest value.
+    std::vector<float> ties(4099);
+    std::uniform_int_distribution<int> small(0, 7);
+    for (float& v : ties) v = float(small(rng));
+    ASSERT_EQ(argmax(ties.data(), int64_t(ties.size())), first_largest(ties));
+    // Nothing above −∞, or nothing but NaN: index 0.
+    std::vector<float> low(40, -inf), nans(40, nan);
+    EXPECT_EQ(argmax(low.data(), 40), 0);
+    EXPECT_EQ(argmax(nans.data(), 40), 0);
+    low[37] = -1e30f;
+    EXPECT_EQ(argmax(low.data(), 40), 37);
+  }
+  EXPECT_EQ(argmax(nullptr, 0), 0);
 }
 
 TEST_F(EveryTarget, StreamSumMatchesReference) {
