@@ -117,62 +117,72 @@ class GatedDeltaNetBlock : public Block {
     const int window_end = seg.snapshots ? p : p + n;
     std::copy_n(ext + size_t(window_end) * C, size_t(K - 1) * C, plane + S_floats);
     conv_silu(ext + size_t(p) * C, conv_taps_.data(), n, int64_t(C), K, u);
-    // l2-normalize q and k per key head (q also scaled by dk^-½).
-    const float q_scale = 1.0f / std::sqrt(float(d.key_dim));
-    for (int t = 0; t < n; ++t)
-      for (int part = 0; part < 2; ++part)
-        for (int h = 0; h < d.key_heads; ++h) {
-          float* x = u + size_t(t) * C + part * key + size_t(h) * d.key_dim;
-          float ss = 0.0f;
-          for (int i = 0; i < d.key_dim; ++i) ss += x[i] * x[i];
-          const float f = (part == 0 ? q_scale : 1.0f) / std::sqrt(ss + 1e-6f);
-          for (int i = 0; i < d.key_dim; ++i) x[i] *= f;
-        }
-    if (seg.snapshots)
-      for (int t = 0; t < n; ++t) {
-        float* rec = rs.record(t);
-        const float* row = u + size_t(t) * C;
-        std::copy_n(row + key, key, rec);
-        std::copy_n(row + 2 * key, V, rec + rec_v);
-        for (size_t h = 0; h < Hv; ++h) {
-          rec[rec_beta + h] = ab[size_t(t) * 2 * Hv + h];
-          rec[rec_alpha + h] = std::exp(ab[size_t(t) * 2 * Hv + Hv + h]);
-        }
-        std::copy_n(ext + size_t(K - 1 + p + t) * C, C, rec + rec_u);
-      }
+    // The rest runs per key head, over the pool: its q and k rows normalized, its share
+    // of the row logs written, then the rule for each value head reading it. (On the
+    // engine thread alone, normalizing and logging a 4-row verify of the Qwen3.5-0.8B
+    // shape took ~0.4 ms a step while the pool waited.)
     const int group = d.value_heads / d.key_heads;
     const size_t state_head = size_t(d.key_dim) * d.value_dim;
     const bool chunked = !seg.snapshots && n > 1;
-    parallel_for(Hv, [&](size_t h0, size_t h1, int) {
+    const float q_scale = 1.0f / std::sqrt(float(d.key_dim));
+    parallel_for(size_t(d.key_heads), [&](size_t k0, size_t k1, int) {
       thread_local DeltaChunkScratch cs;
       thread_local std::vector<DeltaRow> rows;  // replayed, then the forward's
-      for (size_t h = h0; h < h1; ++h) {
-        const size_t kh = d.tiled_value_heads ? h % size_t(d.key_heads) : h / size_t(group);
-        // The replayed rows (state only) end in the plane, then the forward's rows (with
-        // outputs) too, or nowhere with snapshots: one pass over the state for both.
-        float* S = plane + h * state_head;
-        float* S_out = seg.snapshots ? nullptr : S;
-        rows.resize(size_t(p));
-        for (int i = 0; i < p; ++i) {
-          const float* rec = rs.replayed_record(i);
-          rows[size_t(i)] = {nullptr, rec + kh * d.key_dim, rec + rec_v + h * d.value_dim, rec[rec_alpha + h],
-                             rec[rec_beta + h], nullptr};
+      for (size_t kh = k0; kh < k1; ++kh) {
+        const size_t q_at = kh * d.key_dim, k_at = key + kh * d.key_dim;
+        // l2-normalize the head's q and k in every row (q also scaled by dk^-½).
+        for (int t = 0; t < n; ++t)
+          for (const size_t at : {q_at, k_at}) {
+            float* x = u + size_t(t) * C + at;
+            float ss = 0.0f;
+            for (int i = 0; i < d.key_dim; ++i) ss += x[i] * x[i];
+            const float f = (at == q_at ? q_scale : 1.0f) / std::sqrt(ss + 1e-6f);
+            for (int i = 0; i < d.key_dim; ++i) x[i] *= f;
+          }
+        for (int g = 0; g < group; ++g) {
+          const size_t h = d.tiled_value_heads ? kh + size_t(g) * size_t(d.key_heads) : kh * size_t(group) + size_t(g);
+          const size_t v_at = 2 * key + h * d.value_dim;
+          if (seg.snapshots)
+            for (int t = 0; t < n; ++t) {
+              float* rec = rs.record(t);
+              const float* row = u + size_t(t) * C;
+              const float* pre = ext + size_t(K - 1 + p + t) * C;
+              if (g == 0) {  // the key head's share: k̂, and q and k before the conv
+                std::copy_n(row + k_at, d.key_dim, rec + kh * d.key_dim);
+                std::copy_n(pre + q_at, d.key_dim, rec + rec_u + q_at);
+                std::copy_n(pre + k_at, d.key_dim, rec + rec_u + k_at);
+              }
+              std::copy_n(row + v_at, d.value_dim, rec + rec_v + h * d.value_dim);
+              std::copy_n(pre + v_at, d.value_dim, rec + rec_u + v_at);
+              rec[rec_beta + h] = ab[size_t(t) * 2 * Hv + h];
+              rec[rec_alpha + h] = std::exp(ab[size_t(t) * 2 * Hv + Hv + h]);
+            }
+          // The replayed rows (state only) end in the plane, then the forward's rows (with
+          // outputs) too, or nowhere with snapshots: one pass over the state for both.
+          float* S = plane + h * state_head;
+          float* S_out = seg.snapshots ? nullptr : S;
+          rows.resize(size_t(p));
+          for (int i = 0; i < p; ++i) {
+            const float* rec = rs.replayed_record(i);
+            rows[size_t(i)] = {nullptr, rec + kh * d.key_dim, rec + rec_v + h * d.value_dim, rec[rec_alpha + h],
+                               rec[rec_beta + h], nullptr};
+          }
+          const float* q = u + q_at;
+          const float* k = u + k_at;
+          const float* v = u + v_at;
+          float* y = o + h * d.value_dim;
+          if (chunked) {  // in place, then the chunked form
+            delta_rule_rows(S, S, rows.data(), p, d.key_dim, d.value_dim);
+            chunked_delta_rule(S, q, k, v, C, ab + h, ab + Hv + h, 2 * Hv, n, kDeltaNetChunk, d.key_dim,
+                               d.value_dim, y, V, cs);
+            continue;
+          }
+          for (int t = 0; t < n; ++t) {
+            const size_t r = size_t(t);
+            rows.push_back({q + r * C, k + r * C, v + r * C, std::exp(ab[r * 2 * Hv + Hv + h]), ab[r * 2 * Hv + h], y + r * V});
+          }
+          delta_rule_rows(S, S, p, S_out, rows.data(), p + n, d.key_dim, d.value_dim);
         }
-        const float* q = u + kh * d.key_dim;
-        const float* k = u + key + kh * d.key_dim;
-        const float* v = u + 2 * key + h * d.value_dim;
-        float* y = o + h * d.value_dim;
-        if (chunked) {  // in place, then the chunked form
-          delta_rule_rows(S, S, rows.data(), p, d.key_dim, d.value_dim);
-          chunked_delta_rule(S, q, k, v, C, ab + h, ab + Hv + h, 2 * Hv, n, kDeltaNetChunk, d.key_dim,
-                             d.value_dim, y, V, cs);
-          continue;
-        }
-        for (int t = 0; t < n; ++t) {
-          const size_t r = size_t(t);
-          rows.push_back({q + r * C, k + r * C, v + r * C, std::exp(ab[r * 2 * Hv + Hv + h]), ab[r * 2 * Hv + h], y + r * V});
-        }
-        delta_rule_rows(S, S, p, S_out, rows.data(), p + n, d.key_dim, d.value_dim);
       }
     });
   }
