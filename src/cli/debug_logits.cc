@@ -18,6 +18,7 @@
 #include "cli/npy.h"
 #include "io/checkpoint.h"
 #include "io/json_file.h"
+#include "kernels/kernels.h"
 #include "model/dflash_model.h"
 #include "model/drafter_config.h"
 #include "model/gemma4_assistant.h"
@@ -120,8 +121,6 @@ std::vector<int32_t> parse_tokens(const std::string& text) {
   if (tokens.empty()) fail(ErrorKind::kBadInput, "--prompt-tokens: no tokens given");
   return tokens;
 }
-
-int32_t argmax(const float* row, int n) { return static_cast<int32_t>(std::max_element(row, row + n) - row); }
 
 int run_debug_logits(const DebugLogitsFlags& f) {
   if (f.threads > 0) ThreadPool::set_global_threads(f.threads);

@@ -322,7 +322,9 @@ void softcap(float* x, int64_t n, float cap) { HWY_DYNAMIC_DISPATCH(SoftcapImpl)
 
 void softmax(float* x, int64_t n) { HWY_DYNAMIC_DISPATCH(SoftmaxImpl)(x, n); }
 
-int64_t argmax(const float* x, int64_t n) { return n <= 0 ? 0 : HWY_DYNAMIC_DISPATCH(ArgmaxImpl)(x, n); }
+int32_t argmax(const float* x, int64_t n) {
+  return n <= 0 ? 0 : static_cast<int32_t>(HWY_DYNAMIC_DISPATCH(ArgmaxImpl)(x, n));
+}
 
 void convert_row(DType dtype, const void* src, int64_t n, float* dst) {
   if (n <= 0) return;

@@ -80,8 +80,9 @@ void softcap(float* x, int64_t n, float cap);
 void softmax(float* x, int64_t n);
 
 // Index of the first largest of n values (NaN never chosen; 0 when none is a number
-// above −∞, or n ≤ 0). Greedy decoding and verification take it over every logits row.
-int64_t argmax(const float* x, int64_t n);
+// above −∞, or n ≤ 0; n < 2³¹). Greedy decoding and verification take it over every
+// logits row of a step.
+int32_t argmax(const float* x, int64_t n);
 
 // Row of n values: dst = src (converting from dtype), for a dtype whose rows are
 // contiguous (not an interleaved layout: see matrix_row).

@@ -55,8 +55,6 @@ void Distribution::set_one_hot(int vocab, int32_t token) {
   support.push_back(token);
 }
 
-int32_t argmax(const float* values, int n) { return static_cast<int32_t>(nextn::argmax(values, int64_t(n))); }
-
 int32_t sample_from(const Distribution& dist, Rng& rng) {
   double total = 0.0;
   for (int32_t t : dist.support) total += dist.probs[size_t(t)];

@@ -55,9 +55,6 @@ struct Distribution {
   void set_one_hot(int vocab, int32_t token);
 };
 
-// Index of the largest value (first one on ties; NaN never chosen): kernels/kernels.h's,
-// vectorized, since greedy verification takes it over every logits row of a step.
-int32_t argmax(const float* values, int n);
 // Draws a token from `dist` with one uniform number.
 int32_t sample_from(const Distribution& dist, Rng& rng);
 

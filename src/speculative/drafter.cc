@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/kernels.h"
+
 namespace nextn {
 
 int32_t choose_draft(const float* logits, int vocab, Sampler& sampler, DraftProposal& out, std::vector<float>& work,
